@@ -1,0 +1,246 @@
+//! The traits every mlpdex structure implements, shaped like `std::collections::BTreeMap`.
+//!
+//! Four shapes of index share this vocabulary:
+//!
+//! | trait | writes | iteration | for |
+//! |---|---|---|---|
+//! | [`OrderedMap`] | `&mut self` | borrowing `DoubleEndedIterator` | single-threaded maps |
+//! | [`ConcurrentOrderedMap`] | `&self`, linearizable | visitor over a range | maps shared by threads |
+//! | [`StaticMap`] | built once by a [`StaticMapBuilder`] | lending [`RangeCursor`] | succinct / read-only maps |
+//! | [`RangeFilter`] | built once | none | approximate membership (SuRF) |
+//!
+//! Keys are byte strings compared lexicographically (see [`crate::key`]). Ranges are given as any
+//! [`RangeBounds`] over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, or a pair of
+//! `Bound<&[u8]>`); an empty or inverted range yields nothing, where `BTreeMap::range` would panic.
+//!
+//! Insertion returns `Result` because a structure may refuse a key it cannot hold (for example
+//! [`Error::KeyWidth`] for an integer-only map) or fail to get memory; no method panics on input.
+//!
+//! Why a visitor for concurrent iteration: entries of a concurrent map live only as long as an
+//! epoch guard pinned by the map, so handing out borrowed entries through `Iterator` would force an
+//! allocation or a reference count per entry. Structures add richer iterators inherently.
+
+use core::ops::{Bound, ControlFlow, RangeBounds};
+
+use crate::Error;
+
+/// A single-threaded ordered map from byte-string keys to `V`.
+///
+/// Mirrors `BTreeMap<Vec<u8>, V>`: `get`, `insert` returning the previous value, `remove`, `len`,
+/// `first`/`last`, seeks ([`lower_bound`](Self::lower_bound), [`upper_bound`](Self::upper_bound)),
+/// and forward and reverse iteration over any range.
+pub trait OrderedMap<V> {
+    /// Iterator over `(key, value)` pairs of a range in key order, from both ends.
+    type Range<'a>: DoubleEndedIterator<Item = (&'a [u8], &'a V)>
+    where
+        Self: 'a,
+        V: 'a;
+
+    /// The value stored under `key`.
+    fn get(&self, key: &[u8]) -> Option<&V>;
+
+    /// Stores `value` under `key`, returning the value it replaces.
+    fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error>;
+
+    /// Removes `key`, returning its value.
+    fn remove(&mut self, key: &[u8]) -> Option<V>;
+
+    /// Number of keys stored.
+    fn len(&self) -> usize;
+
+    /// Iterates over the keys within `range` in order; empty for an empty or inverted range.
+    fn range<K, R>(&self, range: R) -> Self::Range<'_>
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>;
+
+    /// Bytes of memory the map owns: heap allocations and mapped regions, keys and values included.
+    fn memory_usage(&self) -> usize;
+
+    /// Removes every key.
+    fn clear(&mut self);
+
+    /// True when the map holds no key.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when `key` is stored.
+    fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Iterates over every key in order.
+    fn iter(&self) -> Self::Range<'_> {
+        self.range::<[u8], _>(..)
+    }
+
+    /// The smallest key and its value.
+    fn first(&self) -> Option<(&[u8], &V)> {
+        self.iter().next()
+    }
+
+    /// The largest key and its value.
+    fn last(&self) -> Option<(&[u8], &V)> {
+        self.iter().next_back()
+    }
+
+    /// Seek: the first entry whose key is within `bound` from below — `≥ k` for `Included(k)`,
+    /// `> k` for `Excluded(k)`, the first entry for `Unbounded`.
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        self.range::<[u8], _>((bound, Bound::Unbounded)).next()
+    }
+
+    /// Predecessor seek: the last entry whose key is `≤ k` for `Included(k)`, `< k` for
+    /// `Excluded(k)`, the last entry for `Unbounded`.
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        self.range::<[u8], _>((Bound::Unbounded, bound)).next_back()
+    }
+}
+
+/// An ordered map whose operations take `&self` and may run on many threads at once.
+///
+/// Contract: `get`, `insert`, `remove`, `lower_bound_with` and `upper_bound_with` are
+/// linearizable. Range visits are not atomic, but a visit never reports a key removed before it
+/// started, never skips a key present throughout, never reports a key twice, and reports keys in
+/// order. Values are returned by clone because a replaced value may still be read by other
+/// threads until reclamation.
+pub trait ConcurrentOrderedMap<V: Clone>: Sync {
+    /// Applies `f` to the value stored under `key`, while it is protected from reclamation.
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R>;
+
+    /// Stores `value` under `key`, returning a clone of the value it replaces.
+    fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error>;
+
+    /// Removes `key`, returning a clone of its value.
+    fn remove(&self, key: &[u8]) -> Option<V>;
+
+    /// Number of keys stored; exact when no write is in flight.
+    fn len(&self) -> usize;
+
+    /// Bytes of memory the map owns, including records awaiting reclamation.
+    fn memory_usage(&self) -> usize;
+
+    /// Applies `f` to the first entry within `bound` from below (see [`OrderedMap::lower_bound`]).
+    fn lower_bound_with<R>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R>;
+
+    /// Applies `f` to the last entry within `bound` from above (see [`OrderedMap::upper_bound`]).
+    fn upper_bound_with<R>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R>;
+
+    /// Visits the entries within `range` in ascending order until `f` breaks.
+    fn visit_range<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        K: AsRef<[u8]> + ?Sized,
+        Rg: RangeBounds<K>;
+
+    /// Visits the entries within `range` in descending order until `f` breaks.
+    fn visit_range_rev<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        K: AsRef<[u8]> + ?Sized,
+        Rg: RangeBounds<K>;
+
+    /// A clone of the value stored under `key`.
+    fn get(&self, key: &[u8]) -> Option<V> {
+        self.get_with(key, V::clone)
+    }
+
+    /// True when the map holds no key.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A lending cursor over a range of a [`StaticMap`]: keys are rebuilt into the cursor's own
+/// buffer (a succinct trie stores no key whole), so each item borrows the cursor.
+pub trait RangeCursor {
+    /// The next entry from the front of the range.
+    fn next(&mut self) -> Option<(&[u8], u64)>;
+
+    /// The next entry from the back of the range.
+    fn next_back(&mut self) -> Option<(&[u8], u64)>;
+}
+
+/// A read-only ordered map from byte-string keys to `u64`, built once from sorted input.
+pub trait StaticMap {
+    /// Cursor type returned by [`range`](Self::range).
+    type Cursor<'a>: RangeCursor
+    where
+        Self: 'a;
+
+    /// The value stored under `key`.
+    fn get(&self, key: &[u8]) -> Option<u64>;
+
+    /// Number of keys stored.
+    fn len(&self) -> usize;
+
+    /// A cursor over the keys within `range`; empty for an empty or inverted range.
+    fn range<K, R>(&self, range: R) -> Self::Cursor<'_>
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>;
+
+    /// Bytes of memory the map owns.
+    fn memory_usage(&self) -> usize;
+
+    /// True when the map holds no key.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Builds a [`StaticMap`] from keys given in strictly increasing order.
+pub trait StaticMapBuilder {
+    /// The map this builder produces.
+    type Map: StaticMap;
+
+    /// Appends `key`; fails with [`Error::OutOfOrder`] or [`Error::DuplicateKey`] unless `key`
+    /// sorts strictly after the previous key. A failed call leaves the builder unchanged.
+    fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error>;
+
+    /// Finishes the map.
+    fn finish(self) -> Result<Self::Map, Error>;
+
+    /// Appends every pair of `iter`, stopping at the first error.
+    fn extend_sorted<K, I>(&mut self, iter: I) -> Result<(), Error>
+    where
+        K: AsRef<[u8]>,
+        I: IntoIterator<Item = (K, u64)>,
+    {
+        for (k, v) in iter {
+            self.push(k.as_ref(), v)?;
+        }
+        Ok(())
+    }
+}
+
+/// An approximate-membership filter over a key set that also answers range queries.
+///
+/// Never a false negative: if a stored key matches, the answer is `true`. A `true` answer may be a
+/// false positive, at a rate the structure documents.
+pub trait RangeFilter {
+    /// False only when `key` is certainly not in the set.
+    fn may_contain(&self, key: &[u8]) -> bool;
+
+    /// False only when no key of the set lies within `range`.
+    fn may_contain_range<K, R>(&self, range: R) -> bool
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>;
+
+    /// An estimate of how many keys of the set lie within `range`.
+    fn approx_count<K, R>(&self, range: R) -> u64
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>;
+
+    /// Bytes of memory the filter owns.
+    fn memory_usage(&self) -> usize;
+}

@@ -1,0 +1,176 @@
+//! Keys: byte strings in lexicographic order, and helpers around them.
+//!
+//! Every mlpdex structure orders keys as `[u8]` slices compare: byte by byte, unsigned, and a
+//! proper prefix before any extension of it (`"ab" < "abc" < "ac"`). The empty key, every byte
+//! value, prefix keys stored together and keys of several KiB are legal everywhere unless a
+//! structure is documented as integer-only.
+//!
+//! Integer keys map to big-endian bytes, which preserves their order:
+//! ```
+//! use mlpdex::key::{key_to_u64, u64_to_key};
+//! assert!(u64_to_key(1) < u64_to_key(256));
+//! assert_eq!(key_to_u64(&u64_to_key(42)), Some(42));
+//! assert_eq!(key_to_u64(b"short"), None);
+//! ```
+
+use core::fmt;
+use core::ops::{Bound, RangeBounds};
+
+/// The big-endian bytes of `x`: byte order equals integer order.
+#[inline]
+pub fn u64_to_key(x: u64) -> [u8; 8] {
+    x.to_be_bytes()
+}
+
+/// The integer whose big-endian bytes are `key`, or `None` unless `key` is exactly 8 bytes long.
+#[inline]
+pub fn key_to_u64(key: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(key).ok().map(u64::from_be_bytes)
+}
+
+/// Borrows the bounds of any range over byte-like keys as byte-slice bounds.
+///
+/// Accepts `a..b` over `&[u8]`, `Vec<u8>`, `&str`, `[u8; N]`, and `(Bound<&[u8]>, Bound<&[u8]>)`.
+#[inline]
+pub fn byte_bounds<'r, K, R>(range: &'r R) -> (Bound<&'r [u8]>, Bound<&'r [u8]>)
+where
+    K: AsRef<[u8]> + ?Sized + 'r,
+    R: RangeBounds<K>,
+{
+    (
+        as_bytes_bound(range.start_bound()),
+        as_bytes_bound(range.end_bound()),
+    )
+}
+
+#[inline]
+fn as_bytes_bound<K: AsRef<[u8]> + ?Sized>(b: Bound<&K>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// True when no key can lie within `(start, end)`: start above end, or equal with an exclusion.
+///
+/// Structures use this to return an empty range where `std::collections::BTreeMap` would panic.
+#[inline]
+pub fn is_empty_range(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s), Bound::Excluded(e))
+        | (Bound::Excluded(s), Bound::Included(e))
+        | (Bound::Excluded(s), Bound::Excluded(e)) => s >= e,
+        _ => false,
+    }
+}
+
+/// True when `key` lies within `(start, end)`.
+#[inline]
+pub fn in_range(key: &[u8], start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    let above = match start {
+        Bound::Included(s) => key >= s,
+        Bound::Excluded(s) => key > s,
+        Bound::Unbounded => true,
+    };
+    let below = match end {
+        Bound::Included(e) => key <= e,
+        Bound::Excluded(e) => key < e,
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+/// Displays a key readably: printable ASCII as is, other bytes as `\xNN`, long keys elided.
+#[derive(Clone, Copy)]
+pub struct Escaped<'a>(pub &'a [u8]);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 64;
+        f.write_str("\"")?;
+        for &b in self.0.iter().take(SHOWN) {
+            if b.is_ascii_graphic() || b == b' ' {
+                if b == b'"' || b == b'\\' {
+                    f.write_str("\\")?;
+                }
+                write!(f, "{}", b as char)?;
+            } else {
+                write!(f, "\\x{b:02x}")?;
+            }
+        }
+        f.write_str("\"")?;
+        if self.0.len() > SHOWN {
+            write!(f, "… ({} bytes)", self.0.len())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u64_round_trip_preserves_order() {
+        let xs = [0u64, 1, 255, 256, 1 << 40, u64::MAX - 1, u64::MAX];
+        for w in xs.windows(2) {
+            assert!(u64_to_key(w[0]) < u64_to_key(w[1]));
+        }
+        for &x in &xs {
+            assert_eq!(key_to_u64(&u64_to_key(x)), Some(x));
+        }
+        assert_eq!(key_to_u64(&[0; 9]), None);
+        assert_eq!(key_to_u64(&[]), None);
+    }
+
+    #[test]
+    fn bounds_of_various_range_types() {
+        let a: &[u8] = b"a";
+        let c: &[u8] = b"c";
+        assert_eq!(
+            byte_bounds(&(a..c)),
+            (Bound::Included(a), Bound::Excluded(c))
+        );
+        assert_eq!(
+            byte_bounds(&("a"..="c")),
+            (Bound::Included(a), Bound::Included(c))
+        );
+        assert_eq!(
+            byte_bounds::<[u8], _>(&(Bound::Excluded(a), Bound::Unbounded)),
+            (Bound::Excluded(a), Bound::Unbounded)
+        );
+        assert_eq!(
+            byte_bounds::<[u8], _>(&..),
+            (Bound::Unbounded, Bound::Unbounded)
+        );
+    }
+
+    #[test]
+    fn empty_ranges() {
+        let (a, b): (&[u8], &[u8]) = (b"a", b"b");
+        assert!(is_empty_range(Bound::Included(b), Bound::Included(a)));
+        assert!(is_empty_range(Bound::Excluded(a), Bound::Included(a)));
+        assert!(is_empty_range(Bound::Included(a), Bound::Excluded(a)));
+        assert!(!is_empty_range(Bound::Included(a), Bound::Included(a)));
+        assert!(!is_empty_range(Bound::Excluded(a), Bound::Excluded(b)));
+        assert!(!is_empty_range(Bound::Unbounded, Bound::Excluded(a)));
+        assert!(in_range(b"a", Bound::Included(a), Bound::Excluded(b)));
+        assert!(!in_range(b"b", Bound::Included(a), Bound::Excluded(b)));
+        assert!(in_range(b"", Bound::Unbounded, Bound::Included(a)));
+    }
+
+    #[test]
+    fn escaped_display() {
+        assert_eq!(Escaped(b"ab\x00\xff\"").to_string(), r#""ab\x00\xff\"""#);
+        let long = vec![b'x'; 100];
+        assert!(Escaped(&long).to_string().ends_with("… (100 bytes)"));
+    }
+}

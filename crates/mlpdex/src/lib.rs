@@ -1,0 +1,41 @@
+//! # mlpdex: in-memory ordered indexes that use memory-level parallelism and approach the space limit
+//!
+//! A lookup in a pointer-chasing index is a chain of dependent DRAM reads, each costing hundreds
+//! of nanoseconds, while a modern core could keep 10–30 independent reads in flight. mlpdex
+//! collects indexes designed around that fact (hashed tries searched with parallel probes,
+//! prefetching iterators) and around the other cost of indexes, memory (succinct tries and
+//! order-preserving key compression), under one API and one benchmark harness
+//! (`mlpdex-bench`).
+//!
+//! ## Layout
+//!
+//! - [`api`]: the traits every structure implements: [`OrderedMap`], [`ConcurrentOrderedMap`],
+//!   [`StaticMap`] with [`StaticMapBuilder`], and [`RangeFilter`].
+//! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
+//! - [`Error`]: the one error enum, with fields naming what went wrong.
+//! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.
+//! - `testing` (feature `testing`): the differential-test driver every structure's tests use.
+//!
+//! Structures land one module each, with a `raw` core under a safe front end; see the README's
+//! status table.
+//!
+//! ## Keys
+//!
+//! Keys are byte strings ordered lexicographically, a proper prefix first. The empty key, every
+//! byte value including 0x00 and 0xFF, prefix keys stored together and keys of several KiB are
+//! legal everywhere unless a structure says it is integer-only.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod api;
+mod error;
+pub mod key;
+pub mod substrate;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use api::{
+    ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder,
+};
+pub use error::Error;

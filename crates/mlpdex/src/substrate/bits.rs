@@ -1,0 +1,193 @@
+//! A growable bit vector over 64-bit words, the storage of the succinct structures (LOUDS levels,
+//! bitmaps, suffix bits). Rank and select directories are built on top of its [`words`]
+//! (`BitVec::words`) by the structures that need them.
+//!
+//! Bit `i` lives in word `i / 64` at bit position `i % 64` (least significant first), so a word
+//! read plus `trailing_zeros`/`count_ones` answers the common queries. Bits past `len` in the last
+//! word are always zero (invariant used by [`BitVec::count_ones`] and by rank directories).
+
+/// A growable vector of bits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BitVec {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl BitVec {
+    /// An empty vector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `len` zero bits.
+    pub fn zeros(len: usize) -> Self {
+        BitVec {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
+    }
+
+    /// Number of bits.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the vector holds no bit.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bit `i`, or `None` when `i >= len`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<bool> {
+        (i < self.len).then(|| self.words[i / 64] >> (i % 64) & 1 == 1)
+    }
+
+    /// Sets bit `i` to `value`; returns false (and changes nothing) when `i >= len`.
+    #[inline]
+    pub fn set(&mut self, i: usize, value: bool) -> bool {
+        if i >= self.len {
+            return false;
+        }
+        let w = &mut self.words[i / 64];
+        let m = 1u64 << (i % 64);
+        if value {
+            *w |= m;
+        } else {
+            *w &= !m;
+        }
+        true
+    }
+
+    /// Appends one bit.
+    #[inline]
+    pub fn push(&mut self, value: bool) {
+        if self.len.is_multiple_of(64) {
+            self.words.push(0);
+        }
+        if value {
+            self.words[self.len / 64] |= 1 << (self.len % 64);
+        }
+        self.len += 1;
+    }
+
+    /// Appends the low `n` bits of `bits` (`n ≤ 64`), least significant first.
+    pub fn push_bits(&mut self, bits: u64, n: u32) {
+        assert!(n <= 64, "push_bits takes at most 64 bits");
+        if n == 0 {
+            return;
+        }
+        let bits = if n == 64 { bits } else { bits & ((1 << n) - 1) };
+        let offset = (self.len % 64) as u32;
+        if offset == 0 {
+            self.words.push(bits);
+        } else {
+            let last = self.words.len() - 1;
+            self.words[last] |= bits << offset;
+            if offset + n > 64 {
+                self.words.push(bits >> (64 - offset));
+            }
+        }
+        self.len += n as usize;
+        debug_assert_eq!(self.words.len(), self.len.div_ceil(64));
+    }
+
+    /// Number of set bits.
+    pub fn count_ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Positions of the set bits, ascending.
+    pub fn iter_ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(wi, &w)| {
+            let mut w = w;
+            core::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let t = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    wi * 64 + t
+                })
+            })
+        })
+    }
+
+    /// The backing words; bits past `len` in the last word are zero.
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// Bytes of heap memory owned (allocated capacity).
+    pub fn memory_usage(&self) -> usize {
+        self.words.capacity() * 8
+    }
+
+    /// Releases spare capacity.
+    pub fn shrink_to_fit(&mut self) {
+        self.words.shrink_to_fit();
+    }
+}
+
+impl FromIterator<bool> for BitVec {
+    fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Self {
+        let mut v = BitVec::new();
+        for b in iter {
+            v.push(b);
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn matches_vec_of_bool(bits in proptest::collection::vec(any::<bool>(), 0..700),
+                               flips in proptest::collection::vec(any::<usize>(), 0..50)) {
+            let mut v: BitVec = bits.iter().copied().collect();
+            let mut model = bits.clone();
+            for f in flips {
+                let i = f % (model.len() + 1);
+                let ok = v.set(i, i % 3 == 0);
+                prop_assert_eq!(ok, i < model.len());
+                if i < model.len() { model[i] = i % 3 == 0; }
+            }
+            prop_assert_eq!(v.len(), model.len());
+            for (i, &b) in model.iter().enumerate() {
+                prop_assert_eq!(v.get(i), Some(b));
+            }
+            prop_assert_eq!(v.get(model.len()), None);
+            prop_assert_eq!(v.count_ones(), model.iter().filter(|&&b| b).count());
+            let ones: Vec<usize> = v.iter_ones().collect();
+            let model_ones: Vec<usize> = (0..model.len()).filter(|&i| model[i]).collect();
+            prop_assert_eq!(ones, model_ones);
+        }
+
+        #[test]
+        fn push_bits_equals_pushes(chunks in proptest::collection::vec((any::<u64>(), 0u32..=64), 0..40)) {
+            let mut a = BitVec::new();
+            let mut b = BitVec::new();
+            for &(bits, n) in &chunks {
+                a.push_bits(bits, n);
+                for j in 0..n { b.push(bits >> j & 1 == 1); }
+            }
+            prop_assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn tail_bits_stay_zero() {
+        let mut v = BitVec::zeros(70);
+        v.set(69, true);
+        v.push_bits(u64::MAX, 3);
+        assert_eq!(v.len(), 73);
+        assert_eq!(v.words()[1] >> 9, 0);
+        assert_eq!(v.count_ones(), 4);
+        assert_eq!(v.memory_usage(), v.words().len() * 8);
+    }
+}

@@ -1,0 +1,20 @@
+//! Low-level pieces shared by every structure: memory regions on huge pages, software prefetch,
+//! hashing, and bit vectors. Nothing here knows about any particular index.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`region`] | zeroed 2 MiB-aligned mappings with `MADV_HUGEPAGE`, process-wide huge-page switch |
+//! | [`prefetch`] | `prefetch_read` / `prefetch_write`, safe for any address |
+//! | [`hash`] | XXH3 for bytes, a 64-bit mixer for integers, a `BuildHasher` |
+//! | [`bits`] | growable `BitVec` with zeroed tail bits |
+//!
+//! Memory accounting convention: every structure's `memory_usage()` adds up the capacity of the
+//! heap blocks it owns and the full length of the [`region::Region`]s it maps.
+
+pub mod bits;
+pub mod hash;
+pub mod prefetch;
+pub mod region;
+
+pub use bits::BitVec;
+pub use region::Region;

@@ -1,0 +1,287 @@
+//! Large zeroed memory regions backed by 2 MiB transparent huge pages where the OS allows.
+//!
+//! Why: a lookup that touches random lines of a multi-GiB table misses the TLB on nearly every
+//! access with 4 KiB pages, and the page walk is itself a chain of dependent memory reads that
+//! caps memory-level parallelism (mlp-data-structures.txt §2.4). With 2 MiB pages the page-walk
+//! entries of a 10 GiB table fit in the caches.
+//!
+//! How: [`Region::new_zeroed`] maps anonymous memory aligned to 2 MiB and asks the kernel for
+//! huge pages with `madvise(MADV_HUGEPAGE)`. That works when
+//! `/sys/kernel/mm/transparent_hugepage/enabled` is `always` or `madvise`; otherwise (or off
+//! Linux) the region silently uses normal pages, which is correct, only slower. Whether pages
+//! really are huge is visible as `AnonHugePages` in `/proc/self/smaps`; see
+//! [`anon_huge_page_bytes`].
+//!
+//! The policy can be switched off process-wide with [`set_huge_pages`] or the environment variable
+//! `MLPDEX_HUGE_PAGES=0`, so benchmarks can compare against 4 KiB pages.
+//!
+//! Memory accounting: a region reports its whole mapped length as owned memory
+//! ([`Region::memory_usage`]), since every byte of it is reserved for the structure (pages are
+//! zero-filled lazily, but a structure's table is touched all over soon after creation).
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU8, Ordering};
+
+use crate::Error;
+
+/// Size of a transparent huge page on x86-64 and aarch64 (4 KiB granule).
+pub const HUGE_PAGE: usize = 2 << 20;
+
+// 0 = not yet decided (read the environment), 1 = on, 2 = off.
+static POLICY: AtomicU8 = AtomicU8::new(0);
+
+/// Turns huge-page advice for regions created from now on on or off, process-wide.
+pub fn set_huge_pages(on: bool) {
+    POLICY.store(if on { 1 } else { 2 }, Ordering::Relaxed);
+}
+
+/// Whether regions created now ask for huge pages: the last [`set_huge_pages`], else the
+/// environment variable `MLPDEX_HUGE_PAGES` (`0`, `off` or `false` turn them off), else on.
+pub fn huge_pages_enabled() -> bool {
+    match POLICY.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let on = !matches!(
+                std::env::var("MLPDEX_HUGE_PAGES").as_deref(),
+                Ok("0" | "off" | "false")
+            );
+            // Racing first callers compute the same answer; whichever store wins is fine.
+            let _ = POLICY.compare_exchange(
+                0,
+                if on { 1 } else { 2 },
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            on
+        }
+    }
+}
+
+/// An owned, zero-initialised, page-aligned anonymous mapping.
+///
+/// Invariants:
+/// 1. `ptr` is the start of a live mapping of exactly `len` bytes owned by this value, `len > 0`.
+/// 2. `len` is a multiple of the system page size (4 KiB), and of [`HUGE_PAGE`] when `huge`.
+/// 3. When `huge`, `ptr` is aligned to [`HUGE_PAGE`].
+#[derive(Debug)]
+pub struct Region {
+    ptr: NonNull<u8>,
+    len: usize,
+    huge: bool,
+}
+
+// SAFETY: a Region is a uniquely owned block of plain memory, like a Box<[u8]>; all access to its
+// contents goes through &self / &mut self (or raw pointers whose users give their own proofs).
+unsafe impl Send for Region {}
+// SAFETY: shared references only allow reads through `as_slice` or raw pointers; see above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Maps at least `bytes` zeroed bytes, on huge pages when enabled and `bytes` is at least one
+    /// huge page (smaller requests are rounded to 4 KiB pages; a huge page would waste memory).
+    pub fn new_zeroed(bytes: usize) -> Result<Region, Error> {
+        Self::with_policy(bytes, huge_pages_enabled())
+    }
+
+    /// As [`new_zeroed`](Self::new_zeroed), with the huge-page choice made by the caller.
+    pub fn with_policy(bytes: usize, want_huge: bool) -> Result<Region, Error> {
+        let bytes = bytes.max(1);
+        let huge = want_huge && bytes >= HUGE_PAGE && cfg!(target_os = "linux");
+        let page = if huge { HUGE_PAGE } else { 4096 };
+        let len = bytes
+            .checked_next_multiple_of(page)
+            .ok_or(Error::OutOfMemory { bytes })?;
+        let ptr = if huge {
+            map_aligned(len, HUGE_PAGE)?
+        } else {
+            map(len)?
+        };
+        if huge {
+            advise_huge(ptr, len);
+        }
+        let r = Region { ptr, len, huge };
+        debug_assert!(r.len % page == 0);
+        debug_assert!(!r.huge || (r.ptr.as_ptr() as usize).is_multiple_of(HUGE_PAGE));
+        Ok(r)
+    }
+
+    /// Start of the region.
+    #[inline]
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length of the mapping in bytes (the request rounded up to whole pages).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: a region maps at least one page. Present for API symmetry with slices.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Whether huge pages were requested for this region (the kernel may still decline).
+    #[inline]
+    pub fn huge_pages_requested(&self) -> bool {
+        self.huge
+    }
+
+    /// The region as bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: invariant 1: `ptr..ptr+len` is a live mapping owned by self, readable and
+        // initialised (anonymous mappings are zero-filled); the borrow of self keeps it alive.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The region as mutable bytes.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, and `&mut self` makes this the only access.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Bytes of memory the region owns: its mapped length.
+    #[inline]
+    pub fn memory_usage(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: invariant 1: the mapping is ours and live; nothing borrows it past drop.
+        let rc = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        debug_assert_eq!(rc, 0, "munmap of an owned region failed");
+    }
+}
+
+fn map(len: usize) -> Result<NonNull<u8>, Error> {
+    // SAFETY: an anonymous private mapping at a kernel-chosen address touches no existing memory.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(Error::OutOfMemory { bytes: len });
+    }
+    NonNull::new(p.cast()).ok_or(Error::OutOfMemory { bytes: len })
+}
+
+/// Maps `len` bytes aligned to `align` by over-mapping and trimming the slack at both ends.
+fn map_aligned(len: usize, align: usize) -> Result<NonNull<u8>, Error> {
+    let total = len
+        .checked_add(align)
+        .ok_or(Error::OutOfMemory { bytes: len })?;
+    let raw = map(total)?;
+    let start = raw.as_ptr() as usize;
+    let aligned = start.next_multiple_of(align);
+    let head = aligned - start;
+    let tail = total - head - len;
+    // SAFETY: both trimmed ranges lie inside the mapping of `total` bytes just created and are
+    // never handed out; unmapping them leaves exactly `aligned..aligned+len` mapped.
+    unsafe {
+        if head > 0 {
+            libc::munmap(raw.as_ptr().cast(), head);
+        }
+        if tail > 0 {
+            libc::munmap((aligned + len) as *mut libc::c_void, tail);
+        }
+    }
+    NonNull::new(aligned as *mut u8).ok_or(Error::OutOfMemory { bytes: len })
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge(ptr: NonNull<u8>, len: usize) {
+    // SAFETY: advice on our own fresh mapping; MADV_HUGEPAGE changes no contents. Failure (THP
+    // disabled, old kernel) leaves normal pages, which is correct, so the result is ignored.
+    unsafe {
+        libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_ptr: NonNull<u8>, _len: usize) {}
+
+/// Bytes of this process's anonymous memory currently backed by transparent huge pages
+/// (`AnonHugePages` summed over `/proc/self/smaps_rollup`), or `None` where that is unavailable.
+pub fn anon_huge_page_bytes() -> Option<u64> {
+    smaps_rollup_field("AnonHugePages:")
+}
+
+/// Bytes of this process's anonymous memory (`Anonymous` in `/proc/self/smaps_rollup`).
+pub fn anon_bytes() -> Option<u64> {
+    smaps_rollup_field("Anonymous:")
+}
+
+fn smaps_rollup_field(name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    let kib: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_region_is_zeroed_and_writable() {
+        let mut r = Region::with_policy(100, true).unwrap();
+        assert_eq!(r.len(), 4096);
+        assert!(!r.huge_pages_requested());
+        assert!(r.as_slice().iter().all(|&b| b == 0));
+        r.as_mut_slice()[4095] = 7;
+        assert_eq!(r.as_slice()[4095], 7);
+        assert_eq!(r.memory_usage(), 4096);
+    }
+
+    #[test]
+    fn huge_region_is_aligned_and_rounded() {
+        let mut r = Region::with_policy(HUGE_PAGE + 1, true).unwrap();
+        assert_eq!(r.len(), 2 * HUGE_PAGE);
+        assert!(r.huge_pages_requested());
+        assert_eq!(r.as_ptr() as usize % HUGE_PAGE, 0);
+        let s = r.as_mut_slice();
+        s[0] = 1;
+        s[2 * HUGE_PAGE - 1] = 2;
+        assert_eq!(s[1], 0);
+    }
+
+    #[test]
+    fn policy_off_uses_small_pages() {
+        let r = Region::with_policy(4 * HUGE_PAGE, false).unwrap();
+        assert!(!r.huge_pages_requested());
+        assert_eq!(r.len(), 4 * HUGE_PAGE);
+    }
+
+    #[test]
+    fn absurd_size_is_an_error_not_a_panic() {
+        assert!(matches!(
+            Region::with_policy(usize::MAX - 10, true),
+            Err(Error::OutOfMemory { .. })
+        ));
+        assert!(matches!(
+            Region::with_policy(1 << 62, false),
+            Err(Error::OutOfMemory { .. })
+        ));
+    }
+
+    #[test]
+    fn smaps_fields_parse_on_linux() {
+        if cfg!(target_os = "linux") && std::path::Path::new("/proc/self/smaps_rollup").exists() {
+            assert!(anon_bytes().is_some());
+            assert!(anon_huge_page_bytes().is_some());
+        }
+    }
+}
