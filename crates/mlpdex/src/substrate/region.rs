@@ -101,7 +101,7 @@ impl Region {
             advise_huge(ptr, len);
         }
         let r = Region { ptr, len, huge };
-        debug_assert!(r.len % page == 0);
+        debug_assert!(r.len.is_multiple_of(page));
         debug_assert!(!r.huge || (r.ptr.as_ptr() as usize).is_multiple_of(HUGE_PAGE));
         Ok(r)
     }
@@ -227,7 +227,12 @@ pub fn anon_bytes() -> Option<u64> {
 fn smaps_rollup_field(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
     let line = text.lines().find(|l| l.starts_with(name))?;
-    let kib: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    let kib: u64 = line[name.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
     Some(kib * 1024)
 }
 

@@ -1,0 +1,95 @@
+//! The adapter interface every measured index implements, mlpdex structures and baselines alike.
+//!
+//! An adapter wraps one index behind a handful of operations with `u64` values:
+//! [`BenchIndex::get`], `insert`, `lower_bound`, `scan`, and for concurrent indexes
+//! `insert_shared`. Keys arrive as byte slices; an adapter for an integer-keyed index converts
+//! 8-byte keys with [`mlpdex::key::key_to_u64`] (one load and a byte swap).
+//!
+//! What an index can serve is declared once in [`Caps`]; the runner skips workloads an index
+//! cannot serve and never calls an operation its capabilities exclude. Methods outside an
+//! index's capabilities keep their default body, which reports that internal contract breach.
+//!
+//! Each operation returns an *answer* (`Option<u64>`): the value found, the value replaced, or a
+//! checksum of a scan. In dependent mode the runner derives the next operation's key position
+//! from it (see [`crate::exec`]), so an adapter must return something computed from what the
+//! index read, never a constant when the index found something.
+
+use crate::keys::Keys;
+
+/// What an index can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// Supports `insert` (and so `load`, YCSB a, b, d, e, f). False for static indexes, which
+    /// are built from the whole load set by [`BenchIndex::create`].
+    pub writes: bool,
+    /// Supports `lower_bound` and `scan` (ordered indexes).
+    pub ordered: bool,
+    /// Supports `insert_shared` and concurrent calls from several threads.
+    pub concurrent: bool,
+}
+
+/// An index under measurement.
+pub trait BenchIndex: Sized + Send + Sync {
+    /// What this index can do.
+    const CAPS: Caps;
+
+    /// A new index. Static indexes (`!CAPS.writes`) are built from the whole load set, values
+    /// given by [`value_of`], and the runner times this call as their `load`; dynamic indexes
+    /// come back empty and the runner times the inserts.
+    fn create(load_set: &Keys) -> anyhow::Result<Self>;
+
+    /// The value stored under `key`.
+    fn get(&self, key: &[u8]) -> Option<u64>;
+
+    /// Stores `value` under `key`; returns the previous value (or, for indexes whose insert does
+    /// not report it, `Some(value)` when it stored the key).
+    fn insert(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        let _ = (key, value);
+        unsupported("insert")
+    }
+
+    /// The value of the first key `≥ key`.
+    fn lower_bound(&self, key: &[u8]) -> Option<u64> {
+        let _ = key;
+        unsupported("lower_bound")
+    }
+
+    /// Visits up to `n` keys in order from the first key `≥ start`; returns a checksum of the
+    /// values visited (`None` when none was).
+    fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
+        let _ = (start, n);
+        unsupported("scan")
+    }
+
+    /// `insert` through a shared reference, callable from many threads at once.
+    fn insert_shared(&self, key: &[u8], value: u64) -> Option<u64> {
+        let _ = (key, value);
+        unsupported("insert_shared")
+    }
+
+    /// Bytes the index maps outside the global allocator (e.g. huge-page regions).
+    fn mapped_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// Reached only if the runner breaks its contract of checking [`Caps`] first.
+#[cold]
+#[inline(never)]
+fn unsupported(op: &str) -> ! {
+    panic!("internal error: the runner called `{op}` on an index whose Caps exclude it")
+}
+
+/// The value the harness stores for key number `i` of the load set (and for inserts).
+///
+/// Non-zero and different per key, so answers carry information and a wrong hit is visible.
+#[inline]
+pub fn value_of(i: usize) -> u64 {
+    (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
+}
+
+/// Folds a visited value into a scan checksum.
+#[inline]
+pub fn fold(acc: u64, v: u64) -> u64 {
+    acc.rotate_left(5) ^ v
+}

@@ -1,0 +1,53 @@
+//! `fst-crate`: the fst crate's `Map`, a minimal acyclic finite-state transducer built once from
+//! sorted keys (the timed `load` includes sorting).
+
+use fst::{IntoStreamer, Map, MapBuilder, Streamer};
+
+use crate::adapter::{BenchIndex, Caps, fold, value_of};
+use crate::keys::Keys;
+
+/// `fst::Map` over an owned byte buffer.
+#[derive(Debug)]
+pub struct FstMap(Map<Vec<u8>>);
+
+impl BenchIndex for FstMap {
+    const CAPS: Caps = Caps {
+        writes: false,
+        ordered: true,
+        concurrent: false,
+    };
+
+    fn create(load_set: &Keys) -> anyhow::Result<Self> {
+        let n = load_set.len();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_unstable_by(|&a, &b| load_set.get(a as usize).cmp(load_set.get(b as usize)));
+        let mut b = MapBuilder::memory();
+        for &i in &order {
+            b.insert(load_set.get(i as usize), value_of(i as usize))?;
+        }
+        Ok(FstMap(b.into_map()))
+    }
+
+    #[inline]
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        self.0.get(key)
+    }
+
+    #[inline]
+    fn lower_bound(&self, key: &[u8]) -> Option<u64> {
+        self.0.range().ge(key).into_stream().next().map(|(_, v)| v)
+    }
+
+    #[inline]
+    fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
+        let mut s = self.0.range().ge(start).into_stream();
+        let mut acc = None;
+        for _ in 0..n {
+            match s.next() {
+                Some((_, v)) => acc = Some(acc.map_or(v, |a| fold(a, v))),
+                None => break,
+            }
+        }
+        acc
+    }
+}

@@ -1,0 +1,626 @@
+//! Running workloads against an index: the two execution modes, threads, timing and memory.
+//!
+//! # Execution modes
+//!
+//! `independent` is a plain loop over the operations. The CPU may overlap consecutive
+//! operations (out-of-order execution runs ahead into the next lookup while the previous one
+//! waits on DRAM), so time per operation measures *throughput*.
+//!
+//! `dependent` makes each operation's input depend on the previous operation's *result*, so the
+//! CPU cannot start operation `i + 1` before operation `i` has produced its answer, and time per
+//! operation measures *latency* — the quantity MLP designs reduce (mlp-data-structures.txt §4.4,
+//! "query encryption"). The technique, in [`exec_ops`]:
+//!
+//! ```text
+//! mask = black_box(0)              // zero, but the compiler cannot know it
+//! dep  = 0
+//! for i in 0..n:
+//!     j   = i + dep                // always i; yet its address waits for `dep`
+//!     ans = run(ops[j], keys[j])   // the key's address depends on the previous answer
+//!     dep = ans & mask             // data dependency on the answer: cheap (one AND)
+//! ```
+//!
+//! `black_box` hides the mask's value from the compiler, which therefore has to keep the
+//! dependency; the CPU has no value prediction, so it must wait for the answer's load before it
+//! can compute `j`'s address. Keys are laid out in operation order ([`crate::workload::Ops`]), so
+//! fetching `keys[j]` is a streaming access that costs no DRAM round trip of its own.
+//!
+//! An operation that finds nothing answers with a constant chosen after a branch, and branch
+//! prediction would let the CPU run ahead past it. For those answers the loop executes `lfence`,
+//! which on x86-64 does not let later instructions start before every earlier one — including
+//! the lookup's loads — has completed. On other targets misses are serialized only as far as the
+//! index's own data flow goes.
+//!
+//! # Memory
+//!
+//! Each index is measured by jemalloc's `stats.allocated` before and after its load (the dataset
+//! and the operation lists are allocated before, so they do not count), plus the regions it maps
+//! outside the allocator ([`BenchIndex::mapped_bytes`]).
+
+use std::hint::black_box;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::adapter::{BenchIndex, value_of};
+use crate::alloc::allocated_bytes;
+use crate::dataset::Dataset;
+use crate::keys::Keys;
+use crate::record::Record;
+use crate::workload::{Distribution, Fresh, Op, OpKind, Ops, Workload};
+
+/// How operations follow one another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A plain loop: throughput.
+    Independent,
+    /// Each operation's key position depends on the previous answer: latency.
+    Dependent,
+}
+
+impl Mode {
+    /// Stable name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Independent => "independent",
+            Mode::Dependent => "dependent",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "independent" => Ok(Mode::Independent),
+            "dependent" => Ok(Mode::Dependent),
+            _ => Err(format!(
+                "unknown mode {s:?}; expected independent or dependent"
+            )),
+        }
+    }
+}
+
+/// Operations prepared for one (workload, mode) pair, shared by every index in a run so all of
+/// them execute the identical sequence.
+#[derive(Debug)]
+pub struct Run {
+    /// The workload.
+    pub workload: Workload,
+    /// The execution mode.
+    pub mode: Mode,
+    /// The operations and their keys.
+    pub ops: Ops,
+}
+
+/// Everything one `mlpdex-bench run` measures, prepared before any index is built.
+#[derive(Debug)]
+pub struct Plan {
+    /// The dataset; its `keys` are the load set.
+    pub dataset: Dataset,
+    /// Whether `load` is reported (the load always happens).
+    pub report_load: bool,
+    /// Mode of the load loop (the first mode asked for).
+    pub load_mode: Mode,
+    /// Prepared workloads other than `load`.
+    pub runs: Vec<Run>,
+    /// Key distribution of the workloads.
+    pub distribution: Distribution,
+    /// Thread counts to run each workload with.
+    pub threads: Vec<usize>,
+    /// Latency of one dependent DRAM access, to express times in round trips.
+    pub dram_ns: Option<f64>,
+    /// Show progress bars on long loads (stdout is a terminal).
+    pub progress: bool,
+}
+
+/// Workload-generation parameters for [`Plan::prepare`].
+#[derive(Clone, Debug)]
+pub struct PlanSpec {
+    /// Workloads in order; `load` among them only controls reporting.
+    pub workloads: Vec<Workload>,
+    /// Modes in order.
+    pub modes: Vec<Mode>,
+    /// Operations per workload; `None` picks [`default_ops`].
+    pub ops: Option<usize>,
+    /// Key distribution.
+    pub distribution: Distribution,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Seed for operation generation.
+    pub seed: u64,
+}
+
+/// Default number of operations for a workload: 2M point operations, and for scans as many as
+/// visit about 10M keys in all.
+pub fn default_ops(w: Workload) -> usize {
+    match w {
+        Workload::E => 200_000,
+        Workload::Scan(n) => (10_000_000 / n.max(1)).clamp(10_000, 2_000_000),
+        _ => 2_000_000,
+    }
+}
+
+impl Plan {
+    /// Generates every (workload, mode) operation list up front.
+    pub fn prepare(
+        dataset: Dataset,
+        spec: &PlanSpec,
+        dram_ns: Option<f64>,
+        progress: bool,
+    ) -> Result<Plan> {
+        let mut fresh = Fresh::new();
+        let mut runs = Vec::new();
+        for (wi, &w) in spec.workloads.iter().enumerate() {
+            if w == Workload::Load {
+                continue;
+            }
+            for (mi, &mode) in spec.modes.iter().enumerate() {
+                let n_ops = spec.ops.unwrap_or_else(|| default_ops(w));
+                let seed = spec.seed ^ ((wi as u64 + 1) << 32) ^ (mi as u64 + 1) << 48;
+                let ops = crate::workload::generate(
+                    w,
+                    spec.distribution,
+                    &dataset,
+                    n_ops,
+                    &mut fresh,
+                    seed,
+                )?;
+                runs.push(Run {
+                    workload: w,
+                    mode,
+                    ops,
+                });
+            }
+        }
+        Ok(Plan {
+            dataset,
+            report_load: spec.workloads.contains(&Workload::Load),
+            load_mode: spec.modes.first().copied().unwrap_or(Mode::Independent),
+            runs,
+            distribution: spec.distribution,
+            threads: spec.threads.clone(),
+            dram_ns,
+            progress,
+        })
+    }
+}
+
+/// Why a workload was not run on an index.
+pub fn unsupported_reason<I: BenchIndex>(w: Workload, threads: usize) -> Option<&'static str> {
+    let caps = I::CAPS;
+    if w.writes() && w != Workload::Load && !caps.writes {
+        Some("static index: no inserts or updates")
+    } else if w.ordered() && !caps.ordered {
+        Some("unordered index: no scans or seeks")
+    } else if threads > 1 && w.writes() && !caps.concurrent {
+        Some("single-threaded index: no concurrent writes")
+    } else {
+        None
+    }
+}
+
+/// What measuring one index produced.
+#[derive(Debug, Default)]
+pub struct IndexRun {
+    /// One record per measurement.
+    pub records: Vec<Record>,
+    /// Log lines: load summary with huge-page use, skipped workloads and why.
+    pub notes: Vec<String>,
+}
+
+/// Measures one index on a plan: loads it, measures its memory, runs every supported workload.
+pub fn run_index<I: BenchIndex>(name: &str, plan: &Plan) -> Result<IndexRun> {
+    let keys = &plan.dataset.keys;
+    let n = keys.len();
+    let load_threads = if I::CAPS.concurrent {
+        plan.threads.first().copied().unwrap_or(1)
+    } else {
+        1
+    };
+    let mut notes = Vec::new();
+    let before = allocated_bytes();
+    let start = Instant::now();
+    let mut index = I::create(keys)?;
+    if I::CAPS.writes {
+        if load_threads > 1 {
+            load_shared(&index, keys, load_threads);
+        } else {
+            load_exclusive(&mut index, keys, plan.load_mode, plan.progress, name);
+        }
+    }
+    let load_seconds = start.elapsed().as_secs_f64();
+    let owned = allocated_bytes().saturating_sub(before) + index.mapped_bytes();
+    if let (Some(huge), Some(anon)) = (
+        mlpdex::substrate::region::anon_huge_page_bytes(),
+        mlpdex::substrate::region::anon_bytes(),
+    ) {
+        notes.push(format!(
+            "{name}: loaded {n} keys in {load_seconds:.2} s; owns {:.1} MiB; process anonymous memory {:.0} MiB, of which {:.0} MiB on huge pages",
+            owned as f64 / 1048576.0,
+            anon as f64 / 1048576.0,
+            huge as f64 / 1048576.0
+        ));
+    }
+    let bytes_per_key = owned as f64 / n.max(1) as f64;
+    let overhead = bytes_per_key - plan.dataset.raw_bytes_per_key();
+    let base = |workload: String, mode: Mode, threads: usize, ops: usize, secs: f64| {
+        let secs = secs.max(1e-9);
+        let ns_per_op = secs * 1e9 * threads as f64 / ops.max(1) as f64;
+        Record {
+            index: name.to_string(),
+            dataset: plan.dataset.name.clone(),
+            keys: n as u64,
+            workload,
+            distribution: plan.distribution.to_string(),
+            mode: mode.name().to_string(),
+            threads: threads as u32,
+            ops: ops as u64,
+            seconds: secs,
+            mops: ops as f64 / secs / 1e6,
+            ns_per_op,
+            dram_rt_per_op: plan.dram_ns.map(|d| ns_per_op / d),
+            bytes_per_key: Some(bytes_per_key),
+            overhead_bytes_per_key: Some(overhead),
+        }
+    };
+    let mut records = Vec::new();
+    if plan.report_load {
+        let mode = if I::CAPS.writes && load_threads == 1 {
+            plan.load_mode
+        } else {
+            Mode::Independent
+        };
+        records.push(base("load".into(), mode, load_threads, n, load_seconds));
+    }
+    for &threads in &plan.threads {
+        for run in &plan.runs {
+            if let Some(why) = unsupported_reason::<I>(run.workload, threads) {
+                let note = format!("{name}: skipped {}: {why}", run.workload);
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+                continue;
+            }
+            let secs = if threads == 1 {
+                time_exclusive(&mut index, &run.ops, run.mode)
+            } else {
+                time_shared(&index, &run.ops, run.mode, threads)
+            };
+            records.push(base(
+                run.workload.to_string(),
+                run.mode,
+                threads,
+                run.ops.ops.len(),
+                secs,
+            ));
+        }
+    }
+    drop(index);
+    Ok(IndexRun { records, notes })
+}
+
+/// Inserts the load set in order, timing nothing itself; shows a progress bar after a second.
+fn load_exclusive<I: BenchIndex>(
+    index: &mut I,
+    keys: &Keys,
+    mode: Mode,
+    progress: bool,
+    name: &str,
+) {
+    const CHUNK: usize = 1 << 16;
+    let started = Instant::now();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut at = 0;
+    while at < keys.len() {
+        let end = (at + CHUNK).min(keys.len());
+        match mode {
+            Mode::Independent => load_chunk::<I, false>(index, keys, at, end),
+            Mode::Dependent => load_chunk::<I, true>(index, keys, at, end),
+        }
+        at = end;
+        if progress && bar.is_none() && started.elapsed() > Duration::from_secs(1) {
+            let b = indicatif::ProgressBar::new(keys.len() as u64)
+                .with_message(format!("loading {name}"));
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg} {bar:40} {pos}/{len} {per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar = Some(b);
+        }
+        if let Some(b) = &bar {
+            b.set_position(at as u64);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+}
+
+#[inline(never)]
+fn load_chunk<I: BenchIndex, const DEP: bool>(index: &mut I, keys: &Keys, from: usize, to: usize) {
+    let mask = black_box(0usize);
+    let mut dep = 0usize;
+    for i in from..to {
+        let j = i + dep;
+        let ans = index.insert(keys.get(j), value_of(j));
+        if DEP {
+            dep = depend(ans, mask);
+        }
+    }
+    black_box(dep);
+}
+
+fn load_shared<I: BenchIndex>(index: &I, keys: &Keys, threads: usize) {
+    let n = keys.len();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (lo, hi) = (t * n / threads, (t + 1) * n / threads);
+            s.spawn(move || {
+                for i in lo..hi {
+                    black_box(index.insert_shared(keys.get(i), value_of(i)));
+                }
+            });
+        }
+    });
+}
+
+/// Turns an answer into the next operation's offset (always 0) in dependent mode; serializes
+/// with `lfence` when there is no answer to depend on (see the module docs).
+#[inline(always)]
+fn depend(ans: Option<u64>, mask: usize) -> usize {
+    match ans {
+        Some(v) => v as usize & mask,
+        None => {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: LFENCE has no memory or register effects; it only orders execution.
+            unsafe {
+                core::arch::x86_64::_mm_lfence();
+            }
+            0
+        }
+    }
+}
+
+/// Write access to an index: exclusive (one thread) or shared (concurrent indexes).
+trait Access {
+    type I: BenchIndex;
+    fn index(&self) -> &Self::I;
+    fn write(&mut self, key: &[u8], value: u64) -> Option<u64>;
+}
+
+struct Exclusive<'a, I>(&'a mut I);
+struct Shared<'a, I>(&'a I);
+
+impl<I: BenchIndex> Access for Exclusive<'_, I> {
+    type I = I;
+    #[inline(always)]
+    fn index(&self) -> &I {
+        self.0
+    }
+    #[inline(always)]
+    fn write(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.0.insert(key, value)
+    }
+}
+
+impl<I: BenchIndex> Access for Shared<'_, I> {
+    type I = I;
+    #[inline(always)]
+    fn index(&self) -> &I {
+        self.0
+    }
+    #[inline(always)]
+    fn write(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.0.insert_shared(key, value)
+    }
+}
+
+/// Executes `ops[from..to]`; returns a checksum of the answers (kept so no work is dead).
+///
+/// `mask` is always zero in measurements, passed through `black_box` so that the compiler must
+/// keep the dependency; tests pass other masks to observe the data flow.
+#[inline(never)]
+fn exec_ops<A: Access, const DEP: bool>(
+    a: &mut A,
+    ops: &[Op],
+    keys: &Keys,
+    from: usize,
+    to: usize,
+    mask: usize,
+) -> u64 {
+    let mut dep = 0usize;
+    let mut sum = 0u64;
+    for i in from..to {
+        let j = i + dep;
+        let op = ops[j];
+        let key = keys.get(j);
+        let ans = match op.kind {
+            OpKind::Read => a.index().get(key),
+            OpKind::Update | OpKind::Insert => a.write(key, value_of(j)),
+            OpKind::Scan => a.index().scan(key, op.len as usize),
+            OpKind::LowerBound => a.index().lower_bound(key),
+            OpKind::ReadModifyWrite => {
+                let v = a.index().get(key).unwrap_or(0);
+                a.write(key, v.wrapping_add(1))
+            }
+        };
+        sum = sum.wrapping_add(ans.unwrap_or(0));
+        if DEP {
+            dep = depend(ans, mask);
+        }
+    }
+    black_box(dep);
+    sum
+}
+
+fn run_slice<A: Access>(a: &mut A, ops: &Ops, mode: Mode, from: usize, to: usize) -> u64 {
+    match mode {
+        Mode::Independent => exec_ops::<A, false>(a, &ops.ops, &ops.keys, from, to, 0),
+        Mode::Dependent => exec_ops::<A, true>(a, &ops.ops, &ops.keys, from, to, black_box(0usize)),
+    }
+}
+
+/// Seconds to run all operations on one thread.
+pub fn time_exclusive<I: BenchIndex>(index: &mut I, ops: &Ops, mode: Mode) -> f64 {
+    let mut a = Exclusive(index);
+    let t = Instant::now();
+    black_box(run_slice(&mut a, ops, mode, 0, ops.ops.len()));
+    t.elapsed().as_secs_f64()
+}
+
+/// Seconds of wall time for `threads` threads to run the operations, each a contiguous share.
+pub fn time_shared<I: BenchIndex>(index: &I, ops: &Ops, mode: Mode, threads: usize) -> f64 {
+    let n = ops.ops.len();
+    let barrier = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mut a = Shared(index);
+                    barrier.wait();
+                    black_box(run_slice(
+                        &mut a,
+                        ops,
+                        mode,
+                        t * n / threads,
+                        (t + 1) * n / threads,
+                    ));
+                })
+            })
+            .collect();
+        barrier.wait();
+        let t = Instant::now();
+        for h in handles {
+            // A panicking worker is a harness bug; propagate it.
+            if let Err(p) = h.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+        t.elapsed().as_secs_f64()
+    })
+}
+
+/// Whether progress bars may be drawn: only when stdout is a terminal.
+pub fn progress_wanted() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::Caps;
+    use std::sync::Mutex;
+
+    /// A recording index: remembers every key it was asked about and answers with a value
+    /// derived from the key, so tests can see the loop's data flow.
+    struct Recorder {
+        seen: Mutex<Vec<Vec<u8>>>,
+        miss: bool,
+    }
+
+    impl BenchIndex for Recorder {
+        const CAPS: Caps = Caps {
+            writes: true,
+            ordered: true,
+            concurrent: false,
+        };
+        fn create(_: &Keys) -> Result<Self> {
+            Ok(Recorder {
+                seen: Mutex::new(Vec::new()),
+                miss: false,
+            })
+        }
+        fn get(&self, key: &[u8]) -> Option<u64> {
+            self.seen.lock().unwrap().push(key.to_vec());
+            (!self.miss).then(|| key[0] as u64)
+        }
+        fn insert(&mut self, key: &[u8], value: u64) -> Option<u64> {
+            self.seen.lock().unwrap().push(key.to_vec());
+            Some(value)
+        }
+    }
+
+    fn ops_of(n: usize) -> Ops {
+        let mut keys = Keys::new();
+        for i in 0..n {
+            keys.push(&[i as u8, 0xAA]);
+        }
+        Ops {
+            ops: vec![
+                Op {
+                    kind: OpKind::Read,
+                    len: 0,
+                };
+                n
+            ],
+            keys,
+        }
+    }
+
+    #[test]
+    fn both_modes_execute_the_same_operations_in_order() {
+        for mode in [Mode::Independent, Mode::Dependent] {
+            for miss in [false, true] {
+                let ops = ops_of(50);
+                let mut r = Recorder::create(&Keys::new()).unwrap();
+                r.miss = miss;
+                time_exclusive(&mut r, &ops, mode);
+                let seen = r.seen.into_inner().unwrap();
+                assert_eq!(seen.len(), 50);
+                for (i, k) in seen.iter().enumerate() {
+                    assert_eq!(k.as_slice(), &[i as u8, 0xAA]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dependent_mode_derives_each_position_from_the_previous_answer() {
+        // With an all-ones mask instead of the measured zero, the data flow becomes visible:
+        // the Recorder answers each read with the key's first byte (its position), so
+        // operation i runs at position i + answer(i - 1) = i + (position of op i - 1).
+        let ops = ops_of(40);
+        let mut r = Recorder::create(&Keys::new()).unwrap();
+        let mut a = Exclusive(&mut r);
+        exec_ops::<_, true>(&mut a, &ops.ops, &ops.keys, 0, 9, usize::MAX);
+        let seen: Vec<u8> = r.seen.into_inner().unwrap().iter().map(|k| k[0]).collect();
+        assert_eq!(seen, vec![0, 1, 3, 6, 10, 15, 21, 28, 36]);
+        // Without the dependency (independent mode) the mask is ignored.
+        let mut r = Recorder::create(&Keys::new()).unwrap();
+        let mut a = Exclusive(&mut r);
+        exec_ops::<_, false>(&mut a, &ops.ops, &ops.keys, 0, 10, usize::MAX);
+        let seen: Vec<u8> = r.seen.into_inner().unwrap().iter().map(|k| k[0]).collect();
+        assert_eq!(seen, (0..10).collect::<Vec<u8>>());
+        assert_eq!(depend(None, usize::MAX), 0);
+    }
+
+    #[test]
+    fn unsupported_workloads_are_reported() {
+        struct Static;
+        impl BenchIndex for Static {
+            const CAPS: Caps = Caps {
+                writes: false,
+                ordered: false,
+                concurrent: false,
+            };
+            fn create(_: &Keys) -> Result<Self> {
+                Ok(Static)
+            }
+            fn get(&self, _: &[u8]) -> Option<u64> {
+                None
+            }
+        }
+        assert!(unsupported_reason::<Static>(Workload::A, 1).is_some());
+        assert!(unsupported_reason::<Static>(Workload::E, 1).is_some());
+        assert!(unsupported_reason::<Static>(Workload::LowerBound, 1).is_some());
+        assert!(unsupported_reason::<Static>(Workload::C, 1).is_none());
+        assert!(unsupported_reason::<Static>(Workload::C, 4).is_none());
+        assert!(unsupported_reason::<Recorder>(Workload::A, 2).is_some());
+        assert!(unsupported_reason::<Recorder>(Workload::A, 1).is_none());
+    }
+}

@@ -1,0 +1,96 @@
+//! One measurement: the row of the table and the line of the JSON output.
+//!
+//! The JSON object has exactly these fields, in this order (other tools parse it):
+//! `index, dataset, keys, workload, distribution, mode, threads, ops, seconds, mops, ns_per_op,
+//! dram_rt_per_op, bytes_per_key, overhead_bytes_per_key`. Unknown values are `null`.
+
+use serde::{Deserialize, Serialize};
+
+/// A measurement of one (index, dataset, workload, distribution, mode, threads) combination.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Stable kebab-case index name, e.g. `btreemap`, `cuckoo-trie-d4`.
+    pub index: String,
+    /// Dataset name as given on the command line, e.g. `rand-8`, `u64:/data/osm`.
+    pub dataset: String,
+    /// Keys loaded into the index before the workload ran.
+    pub keys: u64,
+    /// Workload name: `load`, `a`–`f`, `lookup-miss`, `lower-bound`, `scan-N`.
+    pub workload: String,
+    /// Key-choice distribution: `uniform` or `zipfian`.
+    pub distribution: String,
+    /// `independent` (throughput) or `dependent` (latency).
+    pub mode: String,
+    /// Threads running the workload.
+    pub threads: u32,
+    /// Operations timed.
+    pub ops: u64,
+    /// Wall-clock seconds for all operations.
+    pub seconds: f64,
+    /// Million operations per second over all threads.
+    pub mops: f64,
+    /// Nanoseconds per operation per thread (`seconds * threads / ops`).
+    pub ns_per_op: f64,
+    /// `ns_per_op` divided by the probed latency of one dependent DRAM access.
+    pub dram_rt_per_op: Option<f64>,
+    /// Bytes the index owns per key after the load (allocator statistics plus mapped regions).
+    pub bytes_per_key: Option<f64>,
+    /// `bytes_per_key` minus the raw key and value bytes per key.
+    pub overhead_bytes_per_key: Option<f64>,
+}
+
+/// The JSON field names, in output order.
+pub const FIELDS: [&str; 14] = [
+    "index",
+    "dataset",
+    "keys",
+    "workload",
+    "distribution",
+    "mode",
+    "threads",
+    "ops",
+    "seconds",
+    "mops",
+    "ns_per_op",
+    "dram_rt_per_op",
+    "bytes_per_key",
+    "overhead_bytes_per_key",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_has_exactly_the_documented_fields_in_order() {
+        let r = Record {
+            index: "btreemap".into(),
+            dataset: "rand-8".into(),
+            keys: 10,
+            workload: "c".into(),
+            distribution: "uniform".into(),
+            mode: "dependent".into(),
+            threads: 1,
+            ops: 5,
+            seconds: 1e-6,
+            mops: 5.0,
+            ns_per_op: 200.0,
+            dram_rt_per_op: None,
+            bytes_per_key: Some(40.0),
+            overhead_bytes_per_key: Some(24.0),
+        };
+        let line = serde_json::to_string(&r).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let obj = v.as_object().unwrap();
+        assert_eq!(obj.keys().count(), FIELDS.len());
+        // serde_json without preserve_order sorts keys; check order on the raw text instead.
+        let mut last = 0;
+        for f in FIELDS {
+            let at = line.find(&format!("\"{f}\":")).unwrap();
+            assert!(at >= last, "field {f} out of order");
+            last = at;
+        }
+        assert!(obj["dram_rt_per_op"].is_null());
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), r);
+    }
+}

@@ -1,0 +1,131 @@
+//! The indexes `mlpdex-bench` can measure, by stable kebab-case name.
+//!
+//! Names are an interface: other tools parse them, so an index keeps its name for life, and
+//! configuration variants add a suffix (`cuckoo-trie-d4`). Each entry picks its adapter for the
+//! dataset (integer keys for 8-byte datasets, byte keys otherwise) and runs it with
+//! [`exec::run_index`].
+
+use anyhow::Result;
+
+use crate::baselines::{
+    btree::BTree, congee::Art, fst::FstMap, hash::Hash, skipmap::Skip, sorted_vec::SortedVec,
+};
+use crate::exec::{self, IndexRun, Plan};
+
+/// One measurable index.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// Stable name.
+    pub name: &'static str,
+    /// One-line description for `mlpdex-bench list`.
+    pub about: &'static str,
+    /// Measures the index on a plan: records and notes on skipped workloads.
+    pub run: fn(&str, &Plan) -> Result<IndexRun>,
+}
+
+fn integer_keys(plan: &Plan) -> bool {
+    plan.dataset.keys.fixed_width() == Some(8)
+}
+
+/// Every registered index, baselines first.
+pub const INDEXES: &[Entry] = &[
+    Entry {
+        name: "btreemap",
+        about: "std BTreeMap (u64 keys on 8-byte datasets, Box<[u8]> otherwise)",
+        run: |name, plan| {
+            if integer_keys(plan) {
+                exec::run_index::<BTree<u64>>(name, plan)
+            } else {
+                exec::run_index::<BTree<Box<[u8]>>>(name, plan)
+            }
+        },
+    },
+    Entry {
+        name: "skipmap",
+        about: "crossbeam-skiplist SkipMap, lock-free, concurrent",
+        run: |name, plan| {
+            if integer_keys(plan) {
+                exec::run_index::<Skip<u64>>(name, plan)
+            } else {
+                exec::run_index::<Skip<Box<[u8]>>>(name, plan)
+            }
+        },
+    },
+    Entry {
+        name: "congee",
+        about: "congee concurrent ART with optimistic lock coupling (8-byte keys only)",
+        run: exec::run_index::<Art>,
+    },
+    Entry {
+        name: "hashmap",
+        about: "hashbrown HashMap (point operations only)",
+        run: |name, plan| {
+            if integer_keys(plan) {
+                exec::run_index::<Hash<u64>>(name, plan)
+            } else {
+                exec::run_index::<Hash<Box<[u8]>>>(name, plan)
+            }
+        },
+    },
+    Entry {
+        name: "sorted-vec",
+        about: "static sorted array with binary search (built once)",
+        run: exec::run_index::<SortedVec>,
+    },
+    Entry {
+        name: "fst-crate",
+        about: "the fst crate's static Map (built once)",
+        run: exec::run_index::<FstMap>,
+    },
+];
+
+/// Resolves a comma-separated list of names (or `all`) to entries, in the order given.
+pub fn resolve(list: &str) -> Result<Vec<Entry>, String> {
+    if list.trim() == "all" {
+        return Ok(INDEXES.to_vec());
+    }
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            INDEXES
+                .iter()
+                .copied()
+                .find(|e| e.name == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = INDEXES.iter().map(|e| e.name).collect();
+                    format!("unknown index {name:?}; known: all, {}", names.join(", "))
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_kebab_case() {
+        let mut seen = std::collections::HashSet::new();
+        for e in INDEXES {
+            assert!(seen.insert(e.name), "duplicate {}", e.name);
+            assert!(
+                e.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            );
+        }
+    }
+
+    #[test]
+    fn resolve_lists_and_rejects() {
+        assert_eq!(resolve("all").unwrap().len(), INDEXES.len());
+        let two = resolve("congee, btreemap").unwrap();
+        assert_eq!(
+            two.iter().map(|e| e.name).collect::<Vec<_>>(),
+            ["congee", "btreemap"]
+        );
+        let err = resolve("btreemap,nope").unwrap_err();
+        assert!(err.contains("nope") && err.contains("skipmap"));
+    }
+}

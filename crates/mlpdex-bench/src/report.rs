@@ -1,0 +1,884 @@
+//! SVG charts from a JSON-lines results file.
+//!
+//! Why: a run of the harness produces hundreds of [`Record`]s; two kinds of chart make them
+//! comparable at a glance.
+//!
+//! 1. **Throughput** (`throughput-<dataset>-<keys>-<distribution>-<mode>-<threads>t.svg`): one
+//!    chart per (dataset, keys, distribution, mode, threads), grouped bars with one group per
+//!    workload and one bar per index, in million operations per second.
+//! 2. **Latency versus memory** (`cost-<dataset>-<keys>-<workload>-<distribution>-<mode>-<threads>t.svg`):
+//!    one chart per (dataset, keys, workload, distribution, mode, threads) whose records carry
+//!    `bytes_per_key`; each index is a labelled point at (bytes per key, ns per operation) on
+//!    log-log axes. Dashed *equal-cost curves* `ns_per_op × bytes_per_key = C` pass through or
+//!    near the points: the cost function `C = P·S` (latency times space) of
+//!    memory-efficient-search-trees.txt §3.7.1, which treats performance and memory as equally
+//!    important, so points on one curve are "indifferent" and lower curves are better. On log-log
+//!    axes every such curve is a straight line of slope −1.
+//!
+//! How: records are read and de-duplicated (the last record for an (index, dataset, keys,
+//! workload, distribution, mode, threads) wins, so a re-run measurement replaces the old one),
+//! grouped, and drawn with plotters' SVG backend. Each index gets a colour from its rank among
+//! all index names of the file, so an index has the same colour on every chart of a report.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, anyhow};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::record::Record;
+
+/// Reads a JSON-lines results file: one [`Record`] object per line, blank lines skipped.
+///
+/// A line that is not a record is an error naming its (1-based) line number.
+pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading results file {}", path.display()))?;
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: Record = serde_json::from_str(line).map_err(|e| {
+            anyhow!(
+                "{}: line {}: not a result record: {e}",
+                path.display(),
+                i + 1
+            )
+        })?;
+        records.push(r);
+    }
+    Ok(records)
+}
+
+/// Writes the throughput and cost charts for the results in `json` into `out_dir` (created if
+/// missing) and returns the paths of the SVG files written: throughput charts first, then cost
+/// charts, each in order of their group keys.
+pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let records = dedup_last(read_records(json)?);
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("creating report directory {}", out_dir.display()))?;
+    let colours = Colours::new(&records);
+    let mut names = FileNames::default();
+    let mut written = Vec::new();
+
+    // Chart 1: throughput, grouped by everything but workload and index.
+    let mut groups: BTreeMap<ThroughputGroup, Vec<&Record>> = BTreeMap::new();
+    for r in &records {
+        groups
+            .entry((&r.dataset, r.keys, &r.distribution, &r.mode, r.threads))
+            .or_default()
+            .push(r);
+    }
+    for ((dataset, keys, distribution, mode, threads), rs) in &groups {
+        let name = names.claim(&format!(
+            "throughput-{}-{keys}-{}-{}-{threads}t",
+            sanitise(dataset),
+            sanitise(distribution),
+            sanitise(mode)
+        ));
+        let title = format!(
+            "Throughput: {dataset}, {keys} keys, {distribution}, {mode}, {threads} thread{}",
+            plural(*threads)
+        );
+        let svg = throughput_chart(&title, rs, &colours)?;
+        written.push(write_svg(out_dir, &name, &svg)?);
+    }
+
+    // Chart 2: latency versus memory, one chart per workload as well, only records with memory.
+    let mut groups: BTreeMap<CostGroup, Vec<&Record>> = BTreeMap::new();
+    for r in records.iter().filter(|r| usable_point(r).is_some()) {
+        groups
+            .entry((
+                &r.dataset,
+                r.keys,
+                &r.workload,
+                &r.distribution,
+                &r.mode,
+                r.threads,
+            ))
+            .or_default()
+            .push(r);
+    }
+    for ((dataset, keys, workload, distribution, mode, threads), rs) in &groups {
+        let name = names.claim(&format!(
+            "cost-{}-{keys}-{}-{}-{}-{threads}t",
+            sanitise(dataset),
+            sanitise(workload),
+            sanitise(distribution),
+            sanitise(mode)
+        ));
+        let title = format!(
+            "Latency vs memory: {dataset}, {keys} keys, workload {workload}, {distribution}, \
+             {mode}, {threads} thread{}",
+            plural(*threads)
+        );
+        let svg = cost_chart(&title, rs, &colours)?;
+        written.push(write_svg(out_dir, &name, &svg)?);
+    }
+    Ok(written)
+}
+
+/// A throughput chart's records share (dataset, keys, distribution, mode, threads).
+type ThroughputGroup<'a> = (&'a str, u64, &'a str, &'a str, u32);
+/// A cost chart's records share (dataset, keys, workload, distribution, mode, threads).
+type CostGroup<'a> = (&'a str, u64, &'a str, &'a str, &'a str, u32);
+
+/// The identity of a measurement: everything but the measured values.
+type RecordKey = (String, String, u64, String, String, String, u32);
+
+fn record_key(r: &Record) -> RecordKey {
+    (
+        r.index.clone(),
+        r.dataset.clone(),
+        r.keys,
+        r.workload.clone(),
+        r.distribution.clone(),
+        r.mode.clone(),
+        r.threads,
+    )
+}
+
+/// Keeps the last record of each identity, at the position where the identity first appeared
+/// (so workloads keep the order in which the harness ran them).
+fn dedup_last(records: Vec<Record>) -> Vec<Record> {
+    let mut at: HashMap<RecordKey, usize> = HashMap::new();
+    let mut out: Vec<Record> = Vec::with_capacity(records.len());
+    for r in records {
+        match at.get(&record_key(&r)) {
+            Some(&i) => out[i] = r,
+            None => {
+                at.insert(record_key(&r), out.len());
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// `(bytes_per_key, ns_per_op)` when both are positive and finite, i.e. plottable on log axes.
+fn usable_point(r: &Record) -> Option<(f64, f64)> {
+    let b = r.bytes_per_key?;
+    let ok = |v: f64| v.is_finite() && v > 0.0;
+    (ok(b) && ok(r.ns_per_op)).then_some((b, r.ns_per_op))
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Replaces every character outside `[A-Za-z0-9._-]` by `_` (so `u64:/a/b` becomes
+/// `u64__a_b`), strips leading dots, and bounds the length, giving a safe file-name part.
+fn sanitise(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while out.starts_with('.') {
+        out.remove(0);
+    }
+    if out.len() > 80 {
+        out.truncate(80);
+    }
+    if out.is_empty() {
+        out.push('_');
+    }
+    out
+}
+
+/// Hands out file stems, appending `-2`, `-3`, … when two groups sanitise to the same name.
+#[derive(Default)]
+struct FileNames {
+    used: HashSet<String>,
+}
+
+impl FileNames {
+    fn claim(&mut self, stem: &str) -> String {
+        let mut name = stem.to_owned();
+        let mut n = 1;
+        while !self.used.insert(name.clone()) {
+            n += 1;
+            name = format!("{stem}-{n}");
+        }
+        name
+    }
+}
+
+fn write_svg(out_dir: &Path, stem: &str, svg: &str) -> anyhow::Result<PathBuf> {
+    let path = out_dir.join(format!("{stem}.svg"));
+    std::fs::write(&path, svg).with_context(|| format!("writing chart {}", path.display()))?;
+    Ok(path)
+}
+
+/// Converts a plotters error (generic over the backend's error) into an `anyhow` error.
+fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow!("drawing chart: {e}")
+}
+
+/// Well-separated colours (Tableau 10, slightly darkened where light) for the first indexes.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0xc9, 0xa8, 0x2c),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0xff, 0x7f, 0x9a),
+    RGBColor(0x6b, 0x6b, 0x6b),
+];
+
+/// The colour of each index name: its rank among all index names in the file.
+struct Colours {
+    rank: HashMap<String, usize>,
+}
+
+impl Colours {
+    fn new(records: &[Record]) -> Colours {
+        let names: BTreeSet<&str> = records.iter().map(|r| r.index.as_str()).collect();
+        Colours {
+            rank: names
+                .into_iter()
+                .enumerate()
+                .map(|(i, n)| (n.to_owned(), i))
+                .collect(),
+        }
+    }
+
+    /// Rank of `index` (its position in the sorted list of index names); unknown names sort last.
+    fn rank(&self, index: &str) -> usize {
+        self.rank.get(index).copied().unwrap_or(usize::MAX)
+    }
+
+    fn of(&self, index: &str) -> RGBColor {
+        let i = self.rank.get(index).copied().unwrap_or(0);
+        if let Some(&c) = PALETTE.get(i) {
+            return c;
+        }
+        // Beyond the palette: hues spaced by the golden angle stay distinct from each other.
+        let hue = ((i - PALETTE.len()) as f64 * 0.381_966_011_250_105).fract();
+        let (r, g, b) = HSLColor(hue, 0.6, 0.45).rgb();
+        RGBColor(r, g, b)
+    }
+
+    /// The distinct index names among `rs`, in colour-rank order.
+    fn indexes_of<'a>(&self, rs: &[&'a Record]) -> Vec<&'a str> {
+        let mut names: Vec<&str> = rs.iter().map(|r| r.index.as_str()).collect();
+        names.sort_by_key(|n| (self.rank(n), *n));
+        names.dedup();
+        names
+    }
+}
+
+/// A number in at most three significant digits with a k/M/G suffix, e.g. `950`, `1.2k`, `35M`.
+fn compact(v: f64) -> String {
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = scaled.abs();
+    let digits = if s >= 100.0 || s == 0.0 {
+        0
+    } else if s >= 10.0 {
+        1
+    } else if s >= 1.0 {
+        2
+    } else {
+        3
+    };
+    let text = format!("{scaled:.digits$}");
+    // Drop trailing zeros after a decimal point: 1.50 -> 1.5, 2.00 -> 2.
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    };
+    format!("{text}{suffix}")
+}
+
+/// Rounds `v > 0` to two significant digits.
+fn round2(v: f64) -> f64 {
+    let scale = 10f64.powi(v.log10().floor() as i32 - 1);
+    (v / scale).round() * scale
+}
+
+/// The x axis of grouped bars: group `i` spans `[i, i + 1)` and its tick sits at `i + 0.5`.
+/// (plotters' own `f64` axis picks "nice" ticks, which would fall between the groups.)
+struct GroupAxis {
+    groups: usize,
+}
+
+impl Ranged for GroupAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let frac = value / self.groups.max(1) as f64;
+        limit.0 + (frac * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        (0..self.groups).map(|i| i as f64 + 0.5).collect()
+    }
+
+    fn range(&self) -> Range<f64> {
+        0.0..self.groups as f64
+    }
+}
+
+const TITLE_FONT: (&str, u32) = ("sans-serif", 22);
+const DESC_FONT: (&str, u32) = ("sans-serif", 17);
+const LABEL_FONT: (&str, u32) = ("sans-serif", 14);
+
+/// Grouped bars: x = workload, one bar per index, y = Mops/s.
+fn throughput_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<String> {
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in rs {
+        if !workloads.contains(&r.workload.as_str()) {
+            workloads.push(&r.workload);
+        }
+    }
+    let indexes = colours.indexes_of(rs);
+    let values: HashMap<(&str, &str), f64> = rs
+        .iter()
+        .filter(|r| r.mops.is_finite() && r.mops >= 0.0)
+        .map(|r| ((r.workload.as_str(), r.index.as_str()), r.mops))
+        .collect();
+    let max = values.values().copied().fold(0.0, f64::max);
+    // Headroom above the tallest bar for the legend (upper right, about 18 px per index of a
+    // ~480 px high plot) and the value labels.
+    let legend_share = ((indexes.len() as f64 * 18.0 + 30.0) / 480.0).min(0.6);
+    let y_max = if max > 0.0 {
+        max / (0.95 - legend_share)
+    } else {
+        1.0
+    };
+
+    let (nw, ni) = (workloads.len(), indexes.len());
+    let width = (220 + nw * (ni * 26 + 40)).clamp(900, 2400) as u32;
+    let height = 600u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        // Bars of workload i span [i + 0.1, i + 0.9]; the tick sits at the group's centre.
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, TITLE_FONT)
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(GroupAxis { groups: nw }, 0.0..y_max)
+            .map_err(plot_err)?;
+        let x_label = |v: &f64| {
+            let i = v.floor().max(0.0) as usize;
+            workloads
+                .get(i)
+                .map_or_else(String::new, |w| (*w).to_owned())
+        };
+        let y_label = |v: &f64| compact(*v);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc("workload")
+            .y_desc("throughput (Mops/s)")
+            .x_label_formatter(&x_label)
+            .y_label_formatter(&y_label)
+            .axis_desc_style(DESC_FONT)
+            .label_style(LABEL_FONT)
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.12))
+            .draw()
+            .map_err(plot_err)?;
+
+        let slot = 0.8 / ni.max(1) as f64;
+        // Value labels only when a bar is wide enough to carry one.
+        let bar_px = (width as f64 - 120.0) / nw.max(1) as f64 * slot;
+        for (j, &index) in indexes.iter().enumerate() {
+            let colour = colours.of(index);
+            let bars: Vec<(f64, f64)> = workloads
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &w)| {
+                    let v = *values.get(&(w, index))?;
+                    Some((i as f64 + 0.1 + j as f64 * slot, v))
+                })
+                .collect();
+            chart
+                .draw_series(bars.iter().map(|&(x0, v)| {
+                    Rectangle::new([(x0, 0.0), (x0 + slot * 0.9, v)], colour.filled())
+                }))
+                .map_err(plot_err)?
+                .label(index)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled())
+                });
+            if bar_px >= 30.0 {
+                let style = TextStyle::from(("sans-serif", 13).into_font())
+                    .pos(Pos::new(HPos::Center, VPos::Bottom));
+                chart
+                    .draw_series(bars.iter().map(|&(x0, v)| {
+                        Text::new(compact(v), (x0 + slot * 0.45, v), style.clone())
+                    }))
+                    .map_err(plot_err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(LABEL_FONT)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// The costs of the equal-cost curves for points with costs `costs` (`> 0`): each point's cost
+/// rounded to two significant digits, at most five of them, none within 40 % of another
+/// (closer curves would crowd each other and their labels); at least three when there are points.
+fn iso_costs(costs: &[f64]) -> Vec<f64> {
+    let mut sorted: Vec<f64> = costs.iter().copied().filter(|c| *c > 0.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    // Evenly spread picks (the cheapest and the dearest included) when there are many points.
+    let picks: Vec<f64> = if sorted.len() <= 5 {
+        sorted
+    } else {
+        (0..5).map(|i| sorted[i * (sorted.len() - 1) / 4]).collect()
+    };
+    let mut out: Vec<f64> = Vec::new();
+    for c in picks.into_iter().map(round2) {
+        if out.last().is_none_or(|&last| c > last * 1.4) {
+            out.push(c);
+        }
+    }
+    // With one or two curves, add one at half the lowest and at twice the highest cost, so the
+    // chart shows which way is better.
+    if let (1..3, Some(&lo), Some(&hi)) = (out.len(), out.first(), out.last()) {
+        out.insert(0, round2(lo / 2.0));
+        out.push(round2(hi * 2.0));
+    }
+    out
+}
+
+/// Tick marks of a log axis over `[lo, hi]`: bold at 1, 2 and 5 times powers of ten (every
+/// integer multiple when that gives fewer than three), light at every integer multiple.
+fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    let (e0, e1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let multiples = |ms: &[u32]| -> Vec<f64> {
+        (e0..=e1)
+            .flat_map(|e| ms.iter().map(move |&m| f64::from(m) * 10f64.powi(e)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect()
+    };
+    let all = multiples(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    let bold = multiples(&[1, 2, 5]);
+    if bold.len() >= 3 {
+        let light = all.into_iter().filter(|v| !bold.contains(v)).collect();
+        (bold, light)
+    } else {
+        (all, Vec::new())
+    }
+}
+
+/// Approximate pixel width of `text` at `size` (plotters' own estimate for the SVG backend).
+fn text_px(text: &str, size: f64) -> f64 {
+    size / 1.24 / 1.24 * 0.7 * text.chars().count() as f64
+}
+
+/// Picks the corner of the plotting area (`xr` × `yr` in pixels) where a legend of `w` × `h`
+/// pixels covers the least of the `obstacles` (pixel boxes `[x0, x1, y0, y1]`).
+fn legend_corner(
+    xr: Range<i32>,
+    yr: Range<i32>,
+    (w, h): (f64, f64),
+    obstacles: &[[f64; 4]],
+) -> SeriesLabelPosition {
+    let (l, r, t, b) = (
+        f64::from(xr.start),
+        f64::from(xr.end),
+        f64::from(yr.start),
+        f64::from(yr.end),
+    );
+    let candidates = [
+        (SeriesLabelPosition::UpperRight, [r - w, r, t, t + h]),
+        (SeriesLabelPosition::UpperLeft, [l, l + w, t, t + h]),
+        (SeriesLabelPosition::LowerRight, [r - w, r, b - h, b]),
+        (SeriesLabelPosition::LowerLeft, [l, l + w, b - h, b]),
+    ];
+    let overlap = |a: &[f64; 4]| -> f64 {
+        obstacles
+            .iter()
+            .map(|o| {
+                let dx = (a[1].min(o[1]) - a[0].max(o[0])).max(0.0);
+                let dy = (a[3].min(o[3]) - a[2].max(o[2])).max(0.0);
+                dx * dy
+            })
+            .sum()
+    };
+    let mut best = (f64::INFINITY, SeriesLabelPosition::UpperRight);
+    for (pos, area) in candidates {
+        let o = overlap(&area);
+        if o < best.0 {
+            best = (o, pos);
+        }
+    }
+    best.1
+}
+
+/// Log-log scatter of ns/op against bytes/key with dashed equal-cost curves.
+fn cost_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<String> {
+    let points: Vec<(&str, f64, f64)> = colours
+        .indexes_of(rs)
+        .into_iter()
+        .filter_map(|index| {
+            let r = rs.iter().find(|r| r.index == index)?;
+            let (b, ns) = usable_point(r)?;
+            Some((index, b, ns))
+        })
+        .collect();
+    // Pad the ranges by a factor of 2 on each side: room for labels and the curves' ends.
+    let span = |vals: &mut dyn Iterator<Item = f64>| {
+        let (lo, hi) = vals.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+        (lo / 2.0, hi * 2.0)
+    };
+    let (x0, x1) = span(&mut points.iter().map(|p| p.1));
+    let (y0, y1) = span(&mut points.iter().map(|p| p.2));
+    let (x_bold, x_light) = log_ticks(x0, x1);
+    let (y_bold, y_light) = log_ticks(y0, y1);
+    let costs = iso_costs(&points.iter().map(|p| p.1 * p.2).collect::<Vec<_>>());
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 680)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, TITLE_FONT)
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                (x0..x1)
+                    .log_scale()
+                    .with_key_points(x_bold)
+                    .with_light_points(x_light),
+                (y0..y1)
+                    .log_scale()
+                    .with_key_points(y_bold)
+                    .with_light_points(y_light),
+            )
+            .map_err(plot_err)?;
+        let fmt = |v: &f64| compact(*v);
+        chart
+            .configure_mesh()
+            .x_desc("memory (bytes per key, log scale)")
+            .y_desc("latency (ns per operation, log scale)")
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&fmt)
+            .axis_desc_style(DESC_FONT)
+            .label_style(LABEL_FONT)
+            .light_line_style(BLACK.mix(0.05))
+            .bold_line_style(BLACK.mix(0.15))
+            .draw()
+            .map_err(plot_err)?;
+
+        // Pixel boxes of the points and their labels: curve labels and the legend avoid them.
+        let point_labels: Vec<String> = points
+            .iter()
+            .map(|&(index, b, ns)| format!("{index} ({} B/key, {} ns)", compact(b), compact(ns)))
+            .collect();
+        let mut obstacles: Vec<[f64; 4]> = points
+            .iter()
+            .zip(&point_labels)
+            .map(|(&(_, b, ns), label)| {
+                let (px, py) = chart.backend_coord(&(b, ns));
+                let (px, py) = (f64::from(px), f64::from(py));
+                [
+                    px - 8.0,
+                    px + 12.0 + text_px(label, 14.0),
+                    py - 20.0,
+                    py + 8.0,
+                ]
+            })
+            .collect();
+        let (xr, yr) = chart.plotting_area().get_pixel_range();
+        let inside = |o: &[f64; 4]| {
+            o[0] >= f64::from(xr.start)
+                && o[1] <= f64::from(xr.end)
+                && o[2] >= f64::from(yr.start)
+                && o[3] <= f64::from(yr.end)
+        };
+        let hits = |a: &[f64; 4], obstacles: &[[f64; 4]]| {
+            obstacles
+                .iter()
+                .any(|o| a[0] < o[1] && o[0] < a[1] && a[2] < o[3] && o[2] < a[3])
+        };
+
+        // Equal-cost curves first, so the points are drawn over them.
+        let curve_colour = RGBColor(0x33, 0x66, 0xcc);
+        let curve_style = curve_colour.mix(0.55).stroke_width(2);
+        let mut first_curve = true;
+        for c in costs {
+            // The visible part of ns = c / bytes: from where it enters at the top edge (or the
+            // left) to where it leaves at the bottom edge (or the right).
+            let (from, to) = (x0.max(c / y1), x1.min(c / y0));
+            if from >= to {
+                continue;
+            }
+            let at = |t: f64| {
+                let x = from * (to / from).powf(t);
+                (x, c / x)
+            };
+            let line: Vec<(f64, f64)> = (0..=32).map(|i| at(f64::from(i) / 32.0)).collect();
+            let series = chart
+                .draw_series(DashedLineSeries::new(line, 8, 6, curve_style))
+                .map_err(plot_err)?;
+            if std::mem::take(&mut first_curve) {
+                series
+                    .label("equal cost C = ns/op × bytes/key")
+                    .legend(move |(x, y)| {
+                        PathElement::new([(x, y), (x + 16, y)], curve_colour.stroke_width(2))
+                    });
+            }
+            // The label sits just above and right of a point on the curve; as the curve falls
+            // to the right, the text stays clear of it. The first spot along the curve that
+            // is inside the plot and clear of points and other labels wins.
+            let label = format!("C = {} ns·B", compact(c));
+            let box_at = |t: f64| {
+                let (px, py) = chart.backend_coord(&at(t));
+                let (px, py) = (f64::from(px) + 5.0, f64::from(py) - 3.0);
+                [px, px + text_px(&label, 13.0), py - 12.0, py]
+            };
+            let spots = [0.72, 0.6, 0.84, 0.5, 0.4, 0.3, 0.2, 0.1];
+            let t = spots
+                .iter()
+                .copied()
+                .find(|&t| inside(&box_at(t)) && !hits(&box_at(t), &obstacles))
+                .unwrap_or(spots[0]);
+            obstacles.push(box_at(t));
+            let style = TextStyle::from(("sans-serif", 13).into_font())
+                .color(&curve_colour)
+                .pos(Pos::new(HPos::Left, VPos::Bottom));
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at(at(t)) + Text::new(label.clone(), (5, -3), style),
+                ))
+                .map_err(plot_err)?;
+        }
+
+        let mut widest = text_px("equal cost C = ns/op × bytes/key", 14.0);
+        for (&(index, b, ns), label) in points.iter().zip(point_labels) {
+            let colour = colours.of(index);
+            widest = widest.max(text_px(index, 14.0));
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((b, ns))
+                        + Circle::new((0, 0), 6, colour.filled())
+                        + Circle::new((0, 0), 6, BLACK.stroke_width(1))
+                        + Text::new(label, (9, -18), ("sans-serif", 14).into_font()),
+                ))
+                .map_err(plot_err)?
+                .label(index)
+                .legend(move |(x, y)| Circle::new((x + 8, y), 6, colour.filled()));
+        }
+        let legend = (widest + 60.0, 18.0 * (points.len() + 1) as f64 + 20.0);
+        chart
+            .configure_series_labels()
+            .position(legend_corner(xr, yr, legend, &obstacles))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(LABEL_FONT)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(index: &str, workload: &str, mops: f64, bytes: Option<f64>) -> Record {
+        Record {
+            index: index.into(),
+            dataset: "u64:/data/osm".into(),
+            keys: 1000,
+            workload: workload.into(),
+            distribution: "uniform".into(),
+            mode: "independent".into(),
+            threads: 1,
+            ops: 1000,
+            seconds: 1000.0 / (mops * 1e6),
+            mops,
+            ns_per_op: 1000.0 / mops,
+            dram_rt_per_op: None,
+            bytes_per_key: bytes,
+            overhead_bytes_per_key: bytes.map(|b| b - 16.0),
+        }
+    }
+
+    fn write_lines(dir: &Path, records: &[Record]) -> PathBuf {
+        let path = dir.join("results.json");
+        let mut text = String::new();
+        for r in records {
+            text.push_str(&serde_json::to_string(r).unwrap());
+            text.push('\n');
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn report_writes_expected_charts() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = [
+            rec("btreemap", "load", 2.0, Some(48.0)),
+            rec("mlpdex", "load", 5.0, Some(20.0)),
+            rec("btreemap", "c", 3.0, Some(48.0)),
+            rec("mlpdex", "c", 9.0, None),
+            rec("btreemap", "c", 4.0, Some(50.0)),
+        ];
+        let json = write_lines(dir.path(), &records);
+        let out = dir.path().join("charts");
+        let written = write_report(&json, &out).unwrap();
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "throughput-u64__data_osm-1000-uniform-independent-1t.svg",
+                "cost-u64__data_osm-1000-c-uniform-independent-1t.svg",
+                "cost-u64__data_osm-1000-load-uniform-independent-1t.svg",
+            ]
+        );
+        for p in &written {
+            assert!(p.starts_with(&out));
+            let svg = std::fs::read_to_string(p).unwrap();
+            assert!(svg.contains("<svg"), "{}", p.display());
+            assert!(svg.contains("btreemap"), "{}", p.display());
+        }
+        let throughput = std::fs::read_to_string(&written[0]).unwrap();
+        assert!(throughput.contains("mlpdex"));
+        assert!(throughput.contains("Mops/s"));
+        // The load chart has both indexes; the c chart only btreemap (mlpdex has no memory).
+        let load = std::fs::read_to_string(&written[2]).unwrap();
+        assert!(load.contains("mlpdex") && load.contains("ns·B"));
+        let c = std::fs::read_to_string(&written[1]).unwrap();
+        assert!(!c.contains("mlpdex"));
+        // The duplicate btreemap/c record: the last one (50 B/key) is plotted.
+        assert!(c.contains("50 B/key") && !c.contains("48 B/key"));
+    }
+
+    #[test]
+    fn malformed_line_names_its_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.json");
+        let good = serde_json::to_string(&rec("a", "c", 1.0, None)).unwrap();
+        std::fs::write(&path, format!("{good}\n\n{{\"index\": 3}}\n{good}\n")).unwrap();
+        let err = format!("{:#}", read_records(&path).unwrap_err());
+        assert!(err.contains("line 3"), "{err}");
+        assert!(write_report(&path, &dir.path().join("out")).is_err());
+    }
+
+    #[test]
+    fn blank_lines_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let good = serde_json::to_string(&rec("a", "c", 1.0, None)).unwrap();
+        std::fs::write(&path, format!("\n{good}\n   \n{good}\n\n")).unwrap();
+        assert_eq!(read_records(&path).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn duplicates_keep_the_last_in_first_position() {
+        let out = dedup_last(vec![
+            rec("a", "load", 1.0, None),
+            rec("b", "load", 2.0, None),
+            rec("a", "load", 3.0, None),
+            rec("a", "c", 4.0, None),
+        ]);
+        let got: Vec<(&str, &str, f64)> = out
+            .iter()
+            .map(|r| (r.index.as_str(), r.workload.as_str(), r.mops))
+            .collect();
+        assert_eq!(
+            got,
+            [("a", "load", 3.0), ("b", "load", 2.0), ("a", "c", 4.0)]
+        );
+    }
+
+    #[test]
+    fn names_are_safe_and_unique() {
+        assert_eq!(sanitise("u64:/a/b"), "u64__a_b");
+        assert_eq!(sanitise("rand-8"), "rand-8");
+        assert_eq!(sanitise("../x"), "_x");
+        assert_eq!(sanitise(""), "_");
+        assert!(sanitise(&"x".repeat(500)).len() <= 80);
+        let mut names = FileNames::default();
+        assert_eq!(names.claim("a"), "a");
+        assert_eq!(names.claim("a"), "a-2");
+        assert_eq!(names.claim("a"), "a-3");
+    }
+
+    #[test]
+    fn colours_are_stable_and_distinct() {
+        let records: Vec<Record> = (0..14)
+            .map(|i| rec(&format!("idx{i:02}"), "c", 1.0, None))
+            .collect();
+        let colours = Colours::new(&records);
+        let all: HashSet<(u8, u8, u8)> = records
+            .iter()
+            .map(|r| {
+                let c = colours.of(&r.index);
+                (c.0, c.1, c.2)
+            })
+            .collect();
+        assert_eq!(all.len(), records.len());
+        // The colour depends on the name's rank in the whole file, not on the chart.
+        let c = colours.of("idx03");
+        assert_eq!((c.0, c.1, c.2), (PALETTE[3].0, PALETTE[3].1, PALETTE[3].2));
+    }
+
+    #[test]
+    fn iso_costs_are_near_the_points() {
+        let costs = [960.0, 1000.0, 5000.0, 20_000.0];
+        let got = iso_costs(&costs);
+        assert_eq!(got, [960.0, 5000.0, 20_000.0]);
+        assert!(iso_costs(&(1..100).map(f64::from).collect::<Vec<_>>()).len() <= 5);
+        assert!(iso_costs(&[]).is_empty());
+        assert_eq!(iso_costs(&[400.0]), [200.0, 400.0, 800.0]);
+    }
+
+    #[test]
+    fn compact_numbers() {
+        assert_eq!(compact(950.0), "950");
+        assert_eq!(compact(1234.0), "1.23k");
+        assert_eq!(compact(20_000.0), "20k");
+        assert_eq!(compact(2.5e6), "2.5M");
+        assert_eq!(compact(0.5), "0.5");
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(50.0), "50");
+    }
+}
