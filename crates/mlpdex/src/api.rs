@@ -122,18 +122,12 @@ pub trait ConcurrentOrderedMap<V: Clone>: Sync {
     fn memory_usage(&self) -> usize;
 
     /// Applies `f` to the first entry within `bound` from below (see [`OrderedMap::lower_bound`]).
-    fn lower_bound_with<R>(
-        &self,
-        bound: Bound<&[u8]>,
-        f: impl FnOnce(&[u8], &V) -> R,
-    ) -> Option<R>;
+    fn lower_bound_with<R>(&self, bound: Bound<&[u8]>, f: impl FnOnce(&[u8], &V) -> R)
+    -> Option<R>;
 
     /// Applies `f` to the last entry within `bound` from above (see [`OrderedMap::upper_bound`]).
-    fn upper_bound_with<R>(
-        &self,
-        bound: Bound<&[u8]>,
-        f: impl FnOnce(&[u8], &V) -> R,
-    ) -> Option<R>;
+    fn upper_bound_with<R>(&self, bound: Bound<&[u8]>, f: impl FnOnce(&[u8], &V) -> R)
+    -> Option<R>;
 
     /// Visits the entries within `range` in ascending order until `f` breaks.
     fn visit_range<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)

@@ -72,7 +72,10 @@ impl fmt::Display for Error {
                 crate::key::Escaped(key)
             ),
             Error::KeyTooLong { len, max } => {
-                write!(f, "key of {len} bytes exceeds this structure's limit of {max} bytes")
+                write!(
+                    f,
+                    "key of {len} bytes exceeds this structure's limit of {max} bytes"
+                )
             }
             Error::KeyWidth { len, expected } => write!(
                 f,
