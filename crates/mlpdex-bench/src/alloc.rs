@@ -5,6 +5,12 @@
 //! advantage over baselines on the 4 KiB-page system allocator. So the whole process allocates
 //! through jemalloc with `thp:always` (jemalloc then `madvise(MADV_HUGEPAGE)`s every extent it
 //! maps, which is what the kernel's THP `madvise` mode needs) and `metadata_thp:always`.
+//!
+//! Purging is off (`dirty_decay_ms:-1,muzzy_decay_ms:-1`): jemalloc would otherwise return
+//! freed pages to the kernel on a timer, and purging part of a huge page splits it, so memory
+//! an index reuses after a resize would land on 4 KiB pages at times that vary from run to run.
+//! Each index also runs in a process of its own (see `mlpdex-bench run`), so none inherits
+//! another's heap.
 //! `mlpdex-bench run --no-huge-pages` re-executes the process with `thp:never` (jemalloc reads
 //! its `_RJEM_MALLOC_CONF` environment variable after this compiled-in default, so it wins) and
 //! `MLPDEX_HUGE_PAGES=0` for regions mapped by mlpdex itself.
@@ -31,7 +37,11 @@ unsafe impl Sync for ConfPtr {}
 // SAFETY: jemalloc defines no symbol of this name itself; it reads it as a NUL-terminated C string
 // during initialisation, and `ConfPtr` is a single pointer to one, as `const char *` is.
 #[unsafe(export_name = "_rjem_malloc_conf")]
-pub static MALLOC_CONF: ConfPtr = ConfPtr(c"thp:always,metadata_thp:always".as_ptr().cast());
+pub static MALLOC_CONF: ConfPtr = ConfPtr(
+    c"thp:always,metadata_thp:always,dirty_decay_ms:-1,muzzy_decay_ms:-1"
+        .as_ptr()
+        .cast(),
+);
 
 /// Environment variable through which jemalloc options override [`MALLOC_CONF`].
 pub const ENV_CONF: &str = "_RJEM_MALLOC_CONF";

@@ -82,10 +82,12 @@ impl std::str::FromStr for Mode {
     }
 }
 
-/// Operations prepared for one (workload, mode) pair, shared by every index in a run so all of
-/// them execute the identical sequence.
+/// Operations prepared for one (round, workload, mode), generated identically for every index
+/// so all of them execute the same sequence.
 #[derive(Debug)]
 pub struct Run {
+    /// The round (0-based) this run belongs to.
+    pub round: usize,
     /// The workload.
     pub workload: Workload,
     /// The execution mode.
@@ -130,6 +132,24 @@ pub struct PlanSpec {
     pub threads: Vec<usize>,
     /// Seed for operation generation.
     pub seed: u64,
+    /// Rounds: each (workload, mode) is measured once per round, on operations of its own.
+    pub rounds: usize,
+}
+
+impl PlanSpec {
+    /// The (round, workload, mode) of every run, in the order of [`Plan::runs`]: rounds, then
+    /// workloads, then modes. Schedulers outside the process index runs by this list.
+    pub fn run_list(&self) -> Vec<(usize, Workload, Mode)> {
+        let mut v = Vec::new();
+        for round in 0..self.rounds.max(1) {
+            for &w in self.workloads.iter().filter(|&&w| w != Workload::Load) {
+                for &m in &self.modes {
+                    v.push((round, w, m));
+                }
+            }
+        }
+        v
+    }
 }
 
 /// Default number of operations for a workload: 2M point operations, and for scans as many as
@@ -152,27 +172,31 @@ impl Plan {
     ) -> Result<Plan> {
         let mut fresh = Fresh::new();
         let mut runs = Vec::new();
-        for (wi, &w) in spec.workloads.iter().enumerate() {
-            if w == Workload::Load {
-                continue;
-            }
-            for (mi, &mode) in spec.modes.iter().enumerate() {
-                let n_ops = spec.ops.unwrap_or_else(|| default_ops(w));
-                let seed = spec.seed ^ ((wi as u64 + 1) << 32) ^ (mi as u64 + 1) << 48;
-                let ops = crate::workload::generate(
-                    w,
-                    spec.distribution,
-                    &dataset,
-                    n_ops,
-                    &mut fresh,
-                    seed,
-                )?;
-                runs.push(Run {
-                    workload: w,
-                    mode,
-                    ops,
-                });
-            }
+        let list = spec.run_list();
+        // Inserts (5% of d and e) take fresh keys from half the reserve, and every run needs
+        // its own; scale default op counts down so small datasets still have enough. An
+        // explicit --ops that asks for too many is an error from `generate` instead.
+        let inserting = list
+            .iter()
+            .filter(|(_, w, _)| matches!(w, Workload::D | Workload::E))
+            .count()
+            .max(1);
+        let insert_budget = dataset.reserve.len() / 2 / inserting;
+        let max_inserting_ops = (insert_budget * 18).max(1);
+        for (i, (round, w, mode)) in list.into_iter().enumerate() {
+            let n_ops = spec.ops.unwrap_or_else(|| match w {
+                Workload::D | Workload::E => default_ops(w).min(max_inserting_ops),
+                _ => default_ops(w),
+            });
+            let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let ops =
+                crate::workload::generate(w, spec.distribution, &dataset, n_ops, &mut fresh, seed)?;
+            runs.push(Run {
+                round,
+                workload: w,
+                mode,
+                ops,
+            });
         }
         Ok(Plan {
             dataset,
@@ -201,17 +225,149 @@ pub fn unsupported_reason<I: BenchIndex>(w: Workload, threads: usize) -> Option<
     }
 }
 
-/// What measuring one index produced.
+/// What a driver asks a served index to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Drop the index (if any) and load a new one from the load set, timing it.
+    Load,
+    /// Measure `plan.runs[run]` on `threads` threads.
+    Run {
+        /// Position in [`Plan::runs`].
+        run: usize,
+        /// Threads to run it with.
+        threads: usize,
+    },
+}
+
+/// The outcome of a [`Request`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// The measurement.
+    Record(Record),
+    /// The index cannot serve this workload; why.
+    Skipped(String),
+}
+
+/// Whoever schedules the measurements of an index: the parent process through a pipe, or
+/// [`RunAll`] in-process.
+pub trait Driver {
+    /// The next request, or `None` when done.
+    fn next(&mut self) -> Result<Option<Request>>;
+    /// The outcome of a `Load`: its record (`None` unless `load` is reported) and notes (load
+    /// time, memory, huge-page use).
+    fn loaded(&mut self, load: Option<Record>, notes: Vec<String>) -> Result<()>;
+    /// The outcome of a `Run`.
+    fn reply(&mut self, reply: Reply) -> Result<()>;
+}
+
+/// A [`Driver`] that loads once, then measures every run with every thread count in plan
+/// order, and keeps all records and notes.
 #[derive(Debug, Default)]
-pub struct IndexRun {
-    /// One record per measurement.
+pub struct RunAll {
+    queue: std::collections::VecDeque<Request>,
+    /// Records in the order measured (the load first, when reported).
     pub records: Vec<Record>,
-    /// Log lines: load summary with huge-page use, skipped workloads and why.
+    /// Notes, including one per skipped workload.
     pub notes: Vec<String>,
 }
 
-/// Measures one index on a plan: loads it, measures its memory, runs every supported workload.
-pub fn run_index<I: BenchIndex>(name: &str, plan: &Plan) -> Result<IndexRun> {
+impl RunAll {
+    /// A driver for a load and then every run of `plan` with each of its thread counts.
+    pub fn new(plan: &Plan) -> RunAll {
+        let runs = plan.threads.iter().flat_map(|&threads| {
+            (0..plan.runs.len()).map(move |run| Request::Run { run, threads })
+        });
+        RunAll {
+            queue: std::iter::once(Request::Load).chain(runs).collect(),
+            ..RunAll::default()
+        }
+    }
+}
+
+impl Driver for RunAll {
+    fn next(&mut self) -> Result<Option<Request>> {
+        Ok(self.queue.pop_front())
+    }
+    fn loaded(&mut self, load: Option<Record>, notes: Vec<String>) -> Result<()> {
+        self.records.extend(load);
+        self.notes.extend(notes);
+        Ok(())
+    }
+    fn reply(&mut self, reply: Reply) -> Result<()> {
+        match reply {
+            Reply::Record(r) => self.records.push(r),
+            Reply::Skipped(why) => {
+                if !self.notes.contains(&why) {
+                    self.notes.push(why);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Serves `driver`'s requests on index `I`: `Load` (re)builds it from the plan's load set,
+/// timing the load and measuring its memory; `Run` measures a prepared run on it.
+///
+/// A second `Load` drops the index first, so the new one reuses pages the process already
+/// faulted in (jemalloc never returns them, see [`crate::alloc`]): loads after the first time
+/// insertion itself, not the kernel's page faults and compaction, which vary from run to run.
+pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) -> Result<()> {
+    let mut index: Option<(I, f64)> = None;
+    while let Some(request) = driver.next()? {
+        match request {
+            Request::Load => {
+                drop(index.take());
+                let (built, load, notes) = load_index::<I>(name, plan)?;
+                index = Some(built);
+                driver.loaded(load, notes)?;
+            }
+            Request::Run { run, threads } => {
+                let Some((idx, bytes_per_key)) = index.as_mut() else {
+                    anyhow::bail!("run requested before the first load");
+                };
+                let Some(run) = plan.runs.get(run) else {
+                    anyhow::bail!(
+                        "request for run {run}, but the plan has {}",
+                        plan.runs.len()
+                    );
+                };
+                if let Some(why) = unsupported_reason::<I>(run.workload, threads) {
+                    driver.reply(Reply::Skipped(format!(
+                        "{name}: skipped {} with {threads} thread(s): {why}",
+                        run.workload
+                    )))?;
+                    continue;
+                }
+                let secs = if threads == 1 {
+                    time_exclusive(idx, &run.ops, run.mode)
+                } else {
+                    time_shared(idx, &run.ops, run.mode, threads)
+                };
+                let r = record(
+                    name,
+                    plan,
+                    run.workload.to_string(),
+                    run.mode,
+                    threads,
+                    run.ops.ops.len(),
+                    secs,
+                    *bytes_per_key,
+                );
+                driver.reply(Reply::Record(r))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Builds and loads index `I`; returns it with its bytes per key, the load record (when
+/// reported) and notes.
+#[allow(clippy::type_complexity)]
+fn load_index<I: BenchIndex>(
+    name: &str,
+    plan: &Plan,
+) -> Result<((I, f64), Option<Record>, Vec<String>)> {
     let keys = &plan.dataset.keys;
     let n = keys.len();
     let load_threads = if I::CAPS.concurrent {
@@ -244,61 +400,56 @@ pub fn run_index<I: BenchIndex>(name: &str, plan: &Plan) -> Result<IndexRun> {
         ));
     }
     let bytes_per_key = owned as f64 / n.max(1) as f64;
-    let overhead = bytes_per_key - plan.dataset.raw_bytes_per_key();
-    let base = |workload: String, mode: Mode, threads: usize, ops: usize, secs: f64| {
-        let secs = secs.max(1e-9);
-        let ns_per_op = secs * 1e9 * threads as f64 / ops.max(1) as f64;
-        Record {
-            index: name.to_string(),
-            dataset: plan.dataset.name.clone(),
-            keys: n as u64,
-            workload,
-            distribution: plan.distribution.to_string(),
-            mode: mode.name().to_string(),
-            threads: threads as u32,
-            ops: ops as u64,
-            seconds: secs,
-            mops: ops as f64 / secs / 1e6,
-            ns_per_op,
-            dram_rt_per_op: plan.dram_ns.map(|d| ns_per_op / d),
-            bytes_per_key: Some(bytes_per_key),
-            overhead_bytes_per_key: Some(overhead),
-        }
-    };
-    let mut records = Vec::new();
-    if plan.report_load {
+    let load = plan.report_load.then(|| {
         let mode = if I::CAPS.writes && load_threads == 1 {
             plan.load_mode
         } else {
             Mode::Independent
         };
-        records.push(base("load".into(), mode, load_threads, n, load_seconds));
+        record(
+            name,
+            plan,
+            "load".into(),
+            mode,
+            load_threads,
+            n,
+            load_seconds,
+            bytes_per_key,
+        )
+    });
+    Ok(((index, bytes_per_key), load, notes))
+}
+
+/// A measurement record for index `name` on `plan`.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    name: &str,
+    plan: &Plan,
+    workload: String,
+    mode: Mode,
+    threads: usize,
+    ops: usize,
+    secs: f64,
+    bytes_per_key: f64,
+) -> Record {
+    let secs = secs.max(1e-9);
+    let ns_per_op = secs * 1e9 * threads as f64 / ops.max(1) as f64;
+    Record {
+        index: name.to_string(),
+        dataset: plan.dataset.name.clone(),
+        keys: plan.dataset.keys.len() as u64,
+        workload,
+        distribution: plan.distribution.to_string(),
+        mode: mode.name().to_string(),
+        threads: threads as u32,
+        ops: ops as u64,
+        seconds: secs,
+        mops: ops as f64 / secs / 1e6,
+        ns_per_op,
+        dram_rt_per_op: plan.dram_ns.map(|d| ns_per_op / d),
+        bytes_per_key: Some(bytes_per_key),
+        overhead_bytes_per_key: Some(bytes_per_key - plan.dataset.raw_bytes_per_key()),
     }
-    for &threads in &plan.threads {
-        for run in &plan.runs {
-            if let Some(why) = unsupported_reason::<I>(run.workload, threads) {
-                let note = format!("{name}: skipped {}: {why}", run.workload);
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
-                continue;
-            }
-            let secs = if threads == 1 {
-                time_exclusive(&mut index, &run.ops, run.mode)
-            } else {
-                time_shared(&index, &run.ops, run.mode, threads)
-            };
-            records.push(base(
-                run.workload.to_string(),
-                run.mode,
-                threads,
-                run.ops.ops.len(),
-                secs,
-            ));
-        }
-    }
-    drop(index);
-    Ok(IndexRun { records, notes })
 }
 
 /// Inserts the load set in order, timing nothing itself; shows a progress bar after a second.
@@ -597,6 +748,93 @@ mod tests {
         let seen: Vec<u8> = r.seen.into_inner().unwrap().iter().map(|k| k[0]).collect();
         assert_eq!(seen, (0..10).collect::<Vec<u8>>());
         assert_eq!(depend(None, usize::MAX), 0);
+    }
+
+    fn small_plan(workloads: &str) -> Plan {
+        let ds = crate::dataset::load("rand-8", 2_000, 7).unwrap();
+        let spec = PlanSpec {
+            workloads: Workload::parse_list(workloads).unwrap(),
+            modes: vec![Mode::Independent, Mode::Dependent],
+            ops: Some(500),
+            distribution: Distribution::Uniform,
+            threads: vec![1, 2],
+            seed: 3,
+            rounds: 2,
+        };
+        Plan::prepare(ds, &spec, Some(100.0), false).unwrap()
+    }
+
+    #[test]
+    fn serve_measures_every_supported_run_and_explains_the_rest() {
+        use crate::baselines::{btree::BTree, skipmap::Skip, sorted_vec::SortedVec};
+        let plan = small_plan("load,c,e");
+        assert_eq!(plan.runs.len(), 2 * 2 * 2, "rounds x workloads x modes");
+
+        // A single-threaded ordered map: everything but concurrent writes (e with 2 threads).
+        let mut d = RunAll::new(&plan);
+        serve::<BTree<u64>>("btreemap", &plan, &mut d).unwrap();
+        let count = |w: &str, t: u32| {
+            d.records
+                .iter()
+                .filter(|r| r.workload == w && r.threads == t)
+                .count()
+        };
+        assert_eq!(count("load", 1), 1);
+        assert_eq!(count("c", 1), 4);
+        assert_eq!(count("c", 2), 4, "reads run on two threads");
+        assert_eq!(count("e", 1), 4);
+        assert_eq!(count("e", 2), 0);
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains("skipped e with 2 thread(s)"))
+        );
+        for r in &d.records {
+            assert_eq!(r.keys, 2_000);
+            // Memory is exact only at realistic sizes: at 2,000 keys, thread caches and the
+            // other tests allocating concurrently blur the allocator's delta.
+            assert!(r.mops > 0.0 && r.bytes_per_key.unwrap().is_finite());
+            assert_eq!(r.dram_rt_per_op, Some(r.ns_per_op / 100.0));
+        }
+
+        // A static index serves no writes; a concurrent one serves them on two threads.
+        let mut d = RunAll::new(&plan);
+        serve::<SortedVec>("sorted-vec", &plan, &mut d).unwrap();
+        assert!(d.records.iter().all(|r| r.workload != "e"));
+        let mut d = RunAll::new(&plan);
+        serve::<Skip<u64>>("skipmap", &plan, &mut d).unwrap();
+        assert_eq!(
+            d.records
+                .iter()
+                .filter(|r| r.workload == "e" && r.threads == 2)
+                .count(),
+            4
+        );
+    }
+
+    #[test]
+    fn serve_rejects_requests_before_a_load_and_out_of_range() {
+        use crate::baselines::btree::BTree;
+        struct Script(Vec<Request>);
+        impl Driver for Script {
+            fn next(&mut self) -> Result<Option<Request>> {
+                Ok((!self.0.is_empty()).then(|| self.0.remove(0)))
+            }
+            fn loaded(&mut self, _: Option<Record>, _: Vec<String>) -> Result<()> {
+                Ok(())
+            }
+            fn reply(&mut self, _: Reply) -> Result<()> {
+                Ok(())
+            }
+        }
+        let plan = small_plan("c");
+        let early = Request::Run { run: 0, threads: 1 };
+        assert!(serve::<BTree<u64>>("b", &plan, &mut Script(vec![early])).is_err());
+        let far = Request::Run {
+            run: 99,
+            threads: 1,
+        };
+        assert!(serve::<BTree<u64>>("b", &plan, &mut Script(vec![Request::Load, far])).is_err());
     }
 
     #[test]

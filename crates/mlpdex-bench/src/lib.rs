@@ -4,6 +4,36 @@
 //! The harness process allocates through jemalloc configured for 2 MiB transparent huge pages
 //! (see [`alloc`]), so every index, baselines included, gets the same memory setting, and its
 //! statistics give each index's exact heap footprint.
+//!
+//! # How a run goes
+//!
+//! 1. [`probe::dram_latency_ns`] gives the latency of one dependent DRAM access (cached after
+//!    the first probe), the unit of the `dram_rt_per_op` column.
+//! 2. [`dataset::load`] builds the load set and a reserve of further keys.
+//! 3. Each index is loaded in a child process of its own ([`exec::serve`]), which builds the
+//!    dataset and [`exec::Plan::prepare`]s every (round, workload, mode) operation list, so all
+//!    indexes execute identical sequences; the load is timed and the index's memory read from
+//!    the allocator.
+//! 4. The parent asks the children for measurements round-robin (one (workload, mode) across
+//!    all indexes within seconds, order rotated), `--repeat` rounds, and keeps the median round:
+//!    ratios between indexes then hold on a machine whose speed drifts (see `main.rs`).
+//! 5. [`table::format_table`] prints the comparison; [`table::append_json`] writes
+//!    [`record::Record`]s; [`report::write_report`] draws SVG charts from them later.
+//!
+//! # Adding an index
+//!
+//! Implement [`adapter::BenchIndex`] for a thin wrapper (declare [`adapter::Caps`]; return
+//! answers computed from what the index read), then add an [`registry::Entry`] with a stable
+//! kebab-case name. Variants of one structure add a suffix (`cuckoo-trie-d4`). An index that
+//! maps memory outside the global allocator reports it through `mapped_bytes`.
+//!
+//! # Reading the numbers
+//!
+//! - `independent` is throughput: consecutive operations overlap in the CPU.
+//! - `dependent` is latency: each operation waits for the previous one's answer; `DRAM rt` is
+//!   its time in dependent DRAM accesses.
+//! - `B/key` is everything the index owns divided by the keys loaded; `ovh B/key` subtracts the
+//!   raw key and 8-byte value.
 
 pub mod adapter;
 pub mod alloc;

@@ -1,13 +1,14 @@
 //! `mlpdex-bench`: measures mlpdex's indexes against the best existing ones, on the same data,
 //! in one run. See `mlpdex-bench --help` and the crate README.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 use mlpdex_bench::exec::{Mode, Plan, PlanSpec};
+use mlpdex_bench::record::Record;
 use mlpdex_bench::workload::{Distribution, Workload};
 use mlpdex_bench::{alloc, dataset, exec, probe, registry, report, table};
 
@@ -82,6 +83,20 @@ struct RunArgs {
     /// Do not probe DRAM latency; report no round-trip figures.
     #[arg(long)]
     no_probe: bool,
+    /// Rounds: every index is measured this many times, each round in fresh processes with the
+    /// index order rotated; each reported figure is the median round.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Internal: load the one index named by --index in this process and serve measurement
+    /// requests on stdin (the parent process runs one such child per index).
+    #[arg(long, hide = true)]
+    serve: bool,
+    /// Internal: a child may draw progress bars (the parent's stdout is a terminal).
+    #[arg(long, hide = true)]
+    progress: bool,
+    /// Internal: DRAM latency measured by the parent, for a child.
+    #[arg(long, hide = true)]
+    dram_ns: Option<f64>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -115,7 +130,7 @@ fn parse_scaled(s: &str, base: u64) -> Result<usize, String> {
                 'k' => base,
                 'm' => base * base,
                 'g' => base * base * base,
-                _ => return Err(format!("unknown suffix in {s:?}; use k, M or G")),
+                _ => return Err(format!("not a count: {s:?} (examples: 10M, 500k, 1000)")),
             };
             (&t[..i], m)
         }
@@ -123,7 +138,7 @@ fn parse_scaled(s: &str, base: u64) -> Result<usize, String> {
     };
     let x: f64 = digits
         .parse()
-        .map_err(|_| format!("not a number: {s:?} (examples: 10M, 500k, 1000)"))?;
+        .map_err(|_| format!("not a count: {s:?} (examples: 10M, 500k, 1000)"))?;
     if !(x >= 0.0 && x.is_finite()) {
         return Err(format!("not a count: {s:?}"));
     }
@@ -173,23 +188,28 @@ fn ensure_page_setting(no_huge_pages: bool) -> Result<()> {
     Err(err).context("re-executing with huge pages off")
 }
 
+/// `run`: validates the arguments, probes DRAM latency once, loads each index in a child
+/// process of its own, then schedules the measurements round-robin across the children.
+///
+/// Why a process per index: an index built after others would inherit their freed heap, and
+/// its speed would depend on its place in the list; a fresh process gives every index a fresh
+/// heap with every page faulted in for it on the same terms.
+///
+/// Why round-robin over live children: on a shared machine the speed of memory-bound code
+/// drifts by 20% and more over minutes as neighbours compete for the last-level cache and the
+/// memory bus. Measuring every index on one (workload, mode) within a few seconds of each other,
+/// in an order rotated per measurement, exposes them to the same conditions, so their ratios
+/// stay put even when absolute numbers drift. With `--repeat R` each figure is the median of R
+/// rounds, each on operations of its own.
 fn run(args: RunArgs) -> Result<()> {
     ensure_page_setting(args.no_huge_pages)?;
     let indexes = registry::resolve(&args.index).map_err(anyhow::Error::msg)?;
-    let workloads = Workload::parse_list(&args.workload).map_err(anyhow::Error::msg)?;
-    let modes: Vec<Mode> = parse_list(&args.mode)?;
-    let threads: Vec<usize> = args
-        .threads
-        .split(',')
-        .map(|t| t.trim().parse::<usize>())
-        .collect::<Result<_, _>>()
-        .context("--threads takes comma-separated positive integers")?;
-    let distribution: Distribution = args.distribution.parse().map_err(anyhow::Error::msg)?;
-    if modes.is_empty() || threads.is_empty() || threads.contains(&0) || workloads.is_empty() {
-        bail!("--mode, --threads and --workload each need at least one value (threads ≥ 1)");
-    }
-    if args.keys == 0 {
-        bail!("--keys must be at least 1");
+    let spec = plan_spec(&args)?;
+    if args.serve {
+        let [entry] = indexes.as_slice() else {
+            bail!("--serve serves exactly one index");
+        };
+        return serve_child(&args, &spec, *entry);
     }
 
     let dram_ns = if args.no_probe {
@@ -207,64 +227,385 @@ fn run(args: RunArgs) -> Result<()> {
         },
         dram_ns.map_or("not probed".to_string(), |d| format!("{d:.0} ns"))
     );
-    let t = Instant::now();
-    let ds = dataset::load(&args.dataset, args.keys, args.seed)?;
-    eprintln!(
-        "dataset {}: {} keys (mean {:.1} bytes), {} in reserve, built in {:.1} s",
-        ds.name,
-        ds.keys.len(),
-        ds.keys.mean_len(),
-        ds.reserve.len(),
-        t.elapsed().as_secs_f64()
+    let exe = std::env::current_exe().context("locating this executable to run children")?;
+    let progress = exec::progress_wanted();
+    // Children build their datasets and operations in parallel; loads and measurements are
+    // then strictly one at a time.
+    let mut started = Vec::new();
+    for &entry in &indexes {
+        started.push(Child::start(&exe, &args, entry.name, dram_ns, progress)?);
+    }
+    let mut children: Vec<Option<Child>> = Vec::new();
+    for mut child in started {
+        match child.read_line() {
+            Ok(line) if line == "ready" => children.push(Some(child)),
+            Ok(line) => {
+                let why = line.strip_prefix("error ").unwrap_or(&line).to_string();
+                eprintln!("  {}: skipped: {why}", child.name);
+                child.finish();
+            }
+            Err(e) => {
+                eprintln!("  {}: skipped: {e:#}", child.name);
+                child.finish();
+            }
+        }
+    }
+
+    if children.is_empty() {
+        bail!("no index could be measured (the reasons are above)");
+    }
+    // One untimed load first: it faults in each child's heap (jemalloc keeps the pages, see
+    // alloc.rs), so timed loads measure insertion rather than the kernel's page faults and
+    // compaction, which made a first load up to 4x slower than later ones.
+    eprintln!("warm-up load");
+    for slot in children.iter_mut() {
+        let Some(child) = slot.as_mut() else { continue };
+        if let Err(e) = child.load() {
+            eprintln!("  {}: skipped: {e:#}", child.name);
+            *slot = None;
+        }
+    }
+    let mut measured = Vec::new();
+    let mut skipped = Vec::new();
+    let runs = spec.run_list();
+    for round in 0..spec.rounds {
+        let n = children.len();
+        eprintln!("round {}/{}: load", round + 1, spec.rounds);
+        for j in 0..n {
+            let slot = &mut children[(j + round) % n];
+            let Some(child) = slot.as_mut() else { continue };
+            match child.load() {
+                Ok(load) => measured.extend(load),
+                Err(e) => {
+                    eprintln!("  {}: skipped: {e:#}", child.name);
+                    *slot = None;
+                }
+            }
+        }
+        for (k, &(_, w, mode)) in runs.iter().enumerate().filter(|(_, r)| r.0 == round) {
+            for &threads in &spec.threads {
+                eprintln!(
+                    "round {}/{}: {w} {} {threads}t",
+                    round + 1,
+                    spec.rounds,
+                    mode.name()
+                );
+                for j in 0..n {
+                    let slot = &mut children[(j + k) % n];
+                    let Some(child) = slot.as_mut() else { continue };
+                    match child.request(k, threads) {
+                        Ok(exec::Reply::Record(r)) => {
+                            eprintln!(
+                                "  {:<12} {:>9.3} Mops/s {:>9.1} ns/op",
+                                r.index, r.mops, r.ns_per_op
+                            );
+                            measured.push(r);
+                        }
+                        Ok(exec::Reply::Skipped(why)) => {
+                            if !skipped.contains(&why) {
+                                eprintln!("  {why}");
+                                skipped.push(why);
+                            }
+                        }
+                        Err(e) => {
+                            eprintln!("  {}: failed, dropped from this run: {e:#}", child.name);
+                            *slot = None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for child in children.into_iter().flatten() {
+        child.finish();
+    }
+    let mut all = median_rounds(&measured);
+    // Rows in the order the indexes were asked for (measurement order rotates), groups as run.
+    let position = |name: &str| indexes.iter().position(|e| e.name == name);
+    let mut groups: Vec<(String, String, u32)> = Vec::new();
+    for r in &all {
+        let g = (r.workload.clone(), r.mode.clone(), r.threads);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    all.sort_by_key(|r| {
+        let g = (r.workload.clone(), r.mode.clone(), r.threads);
+        (groups.iter().position(|x| *x == g), position(&r.index))
+    });
+    if let Some(path) = &args.json {
+        table::append_json(path, &all)?;
+    }
+    println!(
+        "\n{} keys of {} ({} distribution); median of {} round(s); DRAM latency {}\n",
+        all.first().map_or(args.keys as u64, |r| r.keys),
+        args.dataset,
+        spec.distribution,
+        spec.rounds,
+        dram_ns.map_or("not probed".into(), |d| format!("{d:.0} ns"))
     );
-    let spec = PlanSpec {
+    print!("{}", table::format_table(&all));
+    Ok(())
+}
+
+/// A child process holding one loaded index, answering measurement requests.
+///
+/// Protocol, one line each way. The child writes `ready` once it has built the dataset and the
+/// operations. The parent then writes `load` (answered `loaded <record JSON or null>`) and
+/// `run <k> <threads>` (answered `record <JSON>` or `skipped <reason>`); any request may be
+/// answered `error <message>`. `exit` or end of input ends the child.
+struct Child {
+    name: &'static str,
+    process: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Child {
+    /// Starts the child for `index`; it answers `ready` once its dataset and operations are
+    /// prepared, or `error <message>`.
+    fn start(
+        exe: &Path,
+        args: &RunArgs,
+        index: &'static str,
+        dram_ns: Option<f64>,
+        progress: bool,
+    ) -> Result<Child> {
+        let mut process = std::process::Command::new(exe)
+            .args(child_args(args, index, dram_ns, progress))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting the child process for {index}"))?;
+        let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
+            bail!("child process for {index} has no pipes");
+        };
+        Ok(Child {
+            name: index,
+            process,
+            stdin,
+            stdout: std::io::BufReader::new(stdout),
+        })
+    }
+
+    /// Asks the child to (re)load its index; returns the load record when `load` is reported.
+    fn load(&mut self) -> Result<Option<Record>> {
+        let line = self.ask("load")?;
+        match line.strip_prefix("loaded ") {
+            Some(json) => Ok(serde_json::from_str(json)?),
+            None => bail!("{}", line.strip_prefix("error ").unwrap_or(&line)),
+        }
+    }
+
+    fn ask(&mut self, request: &str) -> Result<String> {
+        use std::io::Write;
+        writeln!(self.stdin, "{request}")?;
+        self.stdin.flush()?;
+        self.read_line()
+    }
+
+    fn read_line(&mut self) -> Result<String> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line)?;
+        if n == 0 {
+            bail!("child process for {} ended unexpectedly", self.name);
+        }
+        Ok(line.trim_end().to_string())
+    }
+
+    fn request(&mut self, run: usize, threads: usize) -> Result<exec::Reply> {
+        let line = self.ask(&format!("run {run} {threads}"))?;
+        if let Some(json) = line.strip_prefix("record ") {
+            Ok(exec::Reply::Record(serde_json::from_str(json)?))
+        } else if let Some(why) = line.strip_prefix("skipped ") {
+            Ok(exec::Reply::Skipped(why.to_string()))
+        } else {
+            bail!("{}", line.strip_prefix("error ").unwrap_or(&line))
+        }
+    }
+
+    fn finish(mut self) {
+        use std::io::Write;
+        let _ = writeln!(self.stdin, "exit");
+        drop(self.stdin);
+        let _ = self.process.wait();
+    }
+}
+
+/// The child's side of the protocol: requests from stdin, answers on stdout.
+struct PipeDriver {
+    input: std::io::StdinLock<'static>,
+    output: std::io::StdoutLock<'static>,
+}
+
+impl PipeDriver {
+    fn say(&mut self, line: &str) -> Result<()> {
+        use std::io::Write;
+        writeln!(self.output, "{line}")?;
+        self.output.flush()?;
+        Ok(())
+    }
+}
+
+impl exec::Driver for PipeDriver {
+    fn loaded(&mut self, load: Option<Record>, notes: Vec<String>) -> Result<()> {
+        for n in notes {
+            eprintln!("  {n}");
+        }
+        let json = serde_json::to_string(&load)?;
+        self.say(&format!("loaded {json}"))
+    }
+
+    fn next(&mut self) -> Result<Option<exec::Request>> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        if self.input.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["exit"] => Ok(None),
+            ["load"] => Ok(Some(exec::Request::Load)),
+            ["run", run, threads] => Ok(Some(exec::Request::Run {
+                run: run.parse()?,
+                threads: threads.parse()?,
+            })),
+            _ => bail!("unknown request {line:?}"),
+        }
+    }
+
+    fn reply(&mut self, reply: exec::Reply) -> Result<()> {
+        match reply {
+            exec::Reply::Record(r) => {
+                let json = serde_json::to_string(&r)?;
+                self.say(&format!("record {json}"))
+            }
+            exec::Reply::Skipped(why) => self.say(&format!("skipped {why}")),
+        }
+    }
+}
+
+/// Child mode: build the dataset and operations, load the index, serve requests.
+fn serve_child(args: &RunArgs, spec: &PlanSpec, entry: registry::Entry) -> Result<()> {
+    let mut driver = PipeDriver {
+        input: std::io::stdin().lock(),
+        output: std::io::stdout().lock(),
+    };
+    let t = Instant::now();
+    let prepared = dataset::load(&args.dataset, args.keys, args.seed).and_then(|ds| {
+        eprintln!(
+            "{}: dataset {}: {} keys (mean {:.1} bytes), {} in reserve, built in {:.1} s",
+            entry.name,
+            ds.name,
+            ds.keys.len(),
+            ds.keys.mean_len(),
+            ds.reserve.len(),
+            t.elapsed().as_secs_f64()
+        );
+        Plan::prepare(ds, spec, args.dram_ns, args.progress)
+    });
+    let result = prepared.and_then(|plan| {
+        driver.say("ready")?;
+        (entry.run)(entry.name, &plan, &mut driver)
+    });
+    if let Err(e) = result {
+        // Tell the parent; it reads this line in place of `loaded` or of a reply.
+        let msg = format!("{e:#}").replace('\n', " ");
+        driver.say(&format!("error {msg}"))?;
+    }
+    Ok(())
+}
+
+/// For each measurement (index, workload, distribution, mode, threads), the record of the
+/// median round by throughput (the lower middle one for an even count), in first-seen order.
+fn median_rounds(records: &[Record]) -> Vec<Record> {
+    let mut groups: Vec<Vec<&Record>> = Vec::new();
+    for r in records {
+        let same = |g: &&mut Vec<&Record>| {
+            let f = g[0];
+            (&f.index, &f.workload, &f.distribution, &f.mode, f.threads)
+                == (&r.index, &r.workload, &r.distribution, &r.mode, r.threads)
+        };
+        match groups.iter_mut().find(|g| same(g)) {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut g| {
+            g.sort_by(|a, b| a.mops.total_cmp(&b.mops));
+            g[(g.len() - 1) / 2].clone()
+        })
+        .collect()
+}
+
+fn plan_spec(args: &RunArgs) -> Result<PlanSpec> {
+    let workloads = Workload::parse_list(&args.workload).map_err(anyhow::Error::msg)?;
+    let modes: Vec<Mode> = parse_list(&args.mode)?;
+    let threads: Vec<usize> = args
+        .threads
+        .split(',')
+        .map(|t| t.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .context("--threads takes comma-separated positive integers")?;
+    let distribution: Distribution = args.distribution.parse().map_err(anyhow::Error::msg)?;
+    if modes.is_empty() || threads.is_empty() || threads.contains(&0) || workloads.is_empty() {
+        bail!("--mode, --threads and --workload each need at least one value (threads ≥ 1)");
+    }
+    if args.keys == 0 {
+        bail!("--keys must be at least 1");
+    }
+    Ok(PlanSpec {
         workloads,
         modes,
         ops: args.ops,
         distribution,
         threads,
         seed: args.seed,
-    };
-    let t = Instant::now();
-    let plan = Plan::prepare(ds, &spec, dram_ns, exec::progress_wanted())?;
-    eprintln!("workloads prepared in {:.1} s", t.elapsed().as_secs_f64());
+        rounds: args.repeat.max(1),
+    })
+}
 
-    let mut all = Vec::new();
-    for entry in indexes {
-        let t = Instant::now();
-        match (entry.run)(entry.name, &plan) {
-            Ok(exec::IndexRun { records, notes }) => {
-                for n in notes {
-                    eprintln!("  {n}");
-                }
-                for r in &records {
-                    eprintln!(
-                        "  {:<12} {:<11} {:<11} {}t {:>9.3} Mops/s {:>9.1} ns/op",
-                        r.index, r.workload, r.mode, r.threads, r.mops, r.ns_per_op
-                    );
-                }
-                if let Some(path) = &args.json {
-                    table::append_json(path, &records)?;
-                }
-                all.extend(records);
-            }
-            Err(e) => eprintln!("  {}: skipped: {e:#}", entry.name),
-        }
-        eprintln!(
-            "  {} done in {:.1} s",
-            entry.name,
-            t.elapsed().as_secs_f64()
-        );
+/// The arguments of the child process that serves `index`.
+fn child_args(args: &RunArgs, index: &str, dram_ns: Option<f64>, progress: bool) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "run",
+        "--serve",
+        "--index",
+        index,
+        "--dataset",
+        &args.dataset,
+        "--keys",
+        &args.keys.to_string(),
+        "--workload",
+        &args.workload,
+        "--mode",
+        &args.mode,
+        "--threads",
+        &args.threads,
+        "--distribution",
+        &args.distribution,
+        "--seed",
+        &args.seed.to_string(),
+        "--repeat",
+        &args.repeat.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(ops) = args.ops {
+        v.extend(["--ops".to_string(), ops.to_string()]);
     }
-    println!(
-        "\n{} keys of {} ({} distribution); DRAM latency {}\n",
-        plan.dataset.keys.len(),
-        plan.dataset.name,
-        plan.distribution,
-        dram_ns.map_or("not probed".into(), |d| format!("{d:.0} ns"))
-    );
-    print!("{}", table::format_table(&all));
-    Ok(())
+    match dram_ns {
+        Some(d) => v.extend(["--dram-ns".to_string(), d.to_string()]),
+        None => v.push("--no-probe".to_string()),
+    }
+    if progress {
+        v.push("--progress".to_string());
+    }
+    v
 }
 
 fn list() {
@@ -302,6 +643,47 @@ fn mlp_probe(args: ProbeArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rec(index: &str, workload: &str, mops: f64) -> Record {
+        Record {
+            index: index.into(),
+            dataset: "rand-8".into(),
+            keys: 10,
+            workload: workload.into(),
+            distribution: "uniform".into(),
+            mode: "independent".into(),
+            threads: 1,
+            ops: 10,
+            seconds: 10.0 / mops / 1e6,
+            mops,
+            ns_per_op: 1e3 / mops,
+            dram_rt_per_op: None,
+            bytes_per_key: None,
+            overhead_bytes_per_key: None,
+        }
+    }
+
+    #[test]
+    fn median_round_is_kept_per_measurement() {
+        let rounds = [
+            rec("a", "c", 3.0),
+            rec("b", "c", 9.0),
+            rec("b", "c", 1.0),
+            rec("a", "c", 1.0),
+            rec("a", "e", 5.0),
+            rec("a", "c", 2.0),
+            rec("b", "c", 4.0),
+        ];
+        let m = median_rounds(&rounds);
+        let got: Vec<(&str, &str, f64)> = m
+            .iter()
+            .map(|r| (r.index.as_str(), r.workload.as_str(), r.mops))
+            .collect();
+        assert_eq!(got, [("a", "c", 2.0), ("b", "c", 4.0), ("a", "e", 5.0)]);
+        // Even counts take the lower middle: never an average, always a measured record.
+        let m = median_rounds(&[rec("a", "c", 1.0), rec("a", "c", 3.0)]);
+        assert_eq!(m[0].mops, 1.0);
+    }
 
     #[test]
     fn counts_parse_with_suffixes() {

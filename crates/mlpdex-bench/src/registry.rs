@@ -3,14 +3,14 @@
 //! Names are an interface: other tools parse them, so an index keeps its name for life, and
 //! configuration variants add a suffix (`cuckoo-trie-d4`). Each entry picks its adapter for the
 //! dataset (integer keys for 8-byte datasets, byte keys otherwise) and runs it with
-//! [`exec::run_index`].
+//! [`exec::serve`].
 
 use anyhow::Result;
 
 use crate::baselines::{
     btree::BTree, congee::Art, fst::FstMap, hash::Hash, skipmap::Skip, sorted_vec::SortedVec,
 };
-use crate::exec::{self, IndexRun, Plan};
+use crate::exec::{self, Driver, Plan};
 
 /// One measurable index.
 #[derive(Clone, Copy, Debug)]
@@ -19,8 +19,9 @@ pub struct Entry {
     pub name: &'static str,
     /// One-line description for `mlpdex-bench list`.
     pub about: &'static str,
-    /// Measures the index on a plan: records and notes on skipped workloads.
-    pub run: fn(&str, &Plan) -> Result<IndexRun>,
+    /// Loads the index with the plan's load set and serves the driver's measurements
+    /// ([`exec::serve`] for the dataset's key representation).
+    pub run: fn(&str, &Plan, &mut dyn Driver) -> Result<()>,
 }
 
 fn integer_keys(plan: &Plan) -> bool {
@@ -32,50 +33,50 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "btreemap",
         about: "std BTreeMap (u64 keys on 8-byte datasets, Box<[u8]> otherwise)",
-        run: |name, plan| {
+        run: |name, plan, driver| {
             if integer_keys(plan) {
-                exec::run_index::<BTree<u64>>(name, plan)
+                exec::serve::<BTree<u64>>(name, plan, driver)
             } else {
-                exec::run_index::<BTree<Box<[u8]>>>(name, plan)
+                exec::serve::<BTree<Box<[u8]>>>(name, plan, driver)
             }
         },
     },
     Entry {
         name: "skipmap",
         about: "crossbeam-skiplist SkipMap, lock-free, concurrent",
-        run: |name, plan| {
+        run: |name, plan, driver| {
             if integer_keys(plan) {
-                exec::run_index::<Skip<u64>>(name, plan)
+                exec::serve::<Skip<u64>>(name, plan, driver)
             } else {
-                exec::run_index::<Skip<Box<[u8]>>>(name, plan)
+                exec::serve::<Skip<Box<[u8]>>>(name, plan, driver)
             }
         },
     },
     Entry {
         name: "congee",
         about: "congee concurrent ART with optimistic lock coupling (8-byte keys only)",
-        run: exec::run_index::<Art>,
+        run: exec::serve::<Art>,
     },
     Entry {
         name: "hashmap",
         about: "hashbrown HashMap (point operations only)",
-        run: |name, plan| {
+        run: |name, plan, driver| {
             if integer_keys(plan) {
-                exec::run_index::<Hash<u64>>(name, plan)
+                exec::serve::<Hash<u64>>(name, plan, driver)
             } else {
-                exec::run_index::<Hash<Box<[u8]>>>(name, plan)
+                exec::serve::<Hash<Box<[u8]>>>(name, plan, driver)
             }
         },
     },
     Entry {
         name: "sorted-vec",
         about: "static sorted array with binary search (built once)",
-        run: exec::run_index::<SortedVec>,
+        run: exec::serve::<SortedVec>,
     },
     Entry {
         name: "fst-crate",
         about: "the fst crate's static Map (built once)",
-        run: exec::run_index::<FstMap>,
+        run: exec::serve::<FstMap>,
     },
 ];
 

@@ -97,8 +97,15 @@ pub fn format_table(records: &[Record]) -> String {
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}"))
-        .unwrap_or_else(|| "-".into())
+    v.map(|x| {
+        let s = format!("{x:.digits$}");
+        // A value that rounds to zero prints as zero, not "-0.0".
+        match s.strip_prefix('-') {
+            Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+            _ => s,
+        }
+    })
+    .unwrap_or_else(|| "-".into())
 }
 
 /// Appends records to a JSON-lines file, one object per line.
@@ -154,6 +161,13 @@ mod tests {
             1,
             "one blank line between groups:\n{t}"
         );
+    }
+
+    #[test]
+    fn negative_zero_prints_as_zero() {
+        assert_eq!(opt(Some(-0.00001), 1), "0.0");
+        assert_eq!(opt(Some(-0.3), 1), "-0.3");
+        assert_eq!(opt(None, 1), "-");
     }
 
     #[test]

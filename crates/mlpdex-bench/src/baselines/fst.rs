@@ -18,9 +18,7 @@ impl BenchIndex for FstMap {
     };
 
     fn create(load_set: &Keys) -> anyhow::Result<Self> {
-        let n = load_set.len();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_unstable_by(|&a, &b| load_set.get(a as usize).cmp(load_set.get(b as usize)));
+        let order = super::sorted_order(load_set);
         let mut b = MapBuilder::memory();
         for &i in &order {
             b.insert(load_set.get(i as usize), value_of(i as usize))?;

@@ -90,8 +90,7 @@ impl BenchIndex for SortedVec {
             let (keys, values) = pairs.into_iter().unzip();
             return Ok(SortedVec::U64 { keys, values });
         }
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_unstable_by(|&a, &b| load_set.get(a as usize).cmp(load_set.get(b as usize)));
+        let order = super::sorted_order(load_set);
         let mut bytes = Vec::with_capacity(load_set.total_key_bytes());
         let mut starts = Vec::with_capacity(n + 1);
         let mut values = Vec::with_capacity(n);

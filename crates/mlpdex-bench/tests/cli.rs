@@ -1,0 +1,143 @@
+//! The `mlpdex-bench` binary end to end on tiny datasets: the parent/child protocol, the table,
+//! the JSON output, and clear errors for bad input.
+
+use std::process::Command;
+
+fn bench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mlpdex-bench"))
+}
+
+#[test]
+fn run_prints_a_table_and_writes_json_for_every_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = bench()
+        .args([
+            "run",
+            "--keys",
+            "3000",
+            "--ops",
+            "2000",
+            "--repeat",
+            "2",
+            "--no-probe",
+        ])
+        .args([
+            "--index",
+            "btreemap,congee,sorted-vec,hashmap",
+            "--workload",
+            "load,c,e",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("median of 2 round(s)"), "{stdout}");
+    for index in ["btreemap", "congee", "sorted-vec", "hashmap"] {
+        assert!(stdout.contains(index), "{index} missing from\n{stdout}");
+    }
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rows = |index: &str, workload: &str| {
+        records
+            .iter()
+            .filter(|r| r["index"] == index && r["workload"] == workload)
+            .count()
+    };
+    // One row per (index, workload, mode): medians of the rounds, not every round.
+    assert_eq!(rows("btreemap", "load"), 1);
+    assert_eq!(rows("btreemap", "c"), 2);
+    assert_eq!(rows("btreemap", "e"), 2);
+    assert_eq!(rows("congee", "e"), 2);
+    assert_eq!(rows("sorted-vec", "e"), 0, "static index serves no inserts");
+    assert_eq!(rows("hashmap", "e"), 0, "hash map serves no scans");
+    for r in &records {
+        assert_eq!(r.as_object().unwrap().len(), 14);
+        assert_eq!(r["keys"], 3000);
+        assert!(
+            r["dram_rt_per_op"].is_null(),
+            "--no-probe gives no round trips"
+        );
+        assert!(r["mops"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn integer_only_index_is_skipped_on_string_keys() {
+    let out = bench()
+        .args([
+            "run",
+            "--keys",
+            "2000",
+            "--ops",
+            "1000",
+            "--repeat",
+            "1",
+            "--no-probe",
+        ])
+        .args([
+            "--index",
+            "congee,btreemap",
+            "--workload",
+            "c",
+            "--dataset",
+            "email",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("congee: skipped") && stderr.contains("8-byte keys"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("btreemap"));
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.sosd");
+    std::fs::write(&bad, [5u8, 0, 0]).unwrap();
+    for (args, needle) in [
+        (vec!["--index", "nope"], "unknown index"),
+        (vec!["--workload", "zz"], "zz"),
+        (vec!["--keys", "ten"], "not a count"),
+        (vec!["--dataset", "no-such-set"], "no-such-set"),
+    ] {
+        let out = bench()
+            .args(["run", "--no-probe"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} should fail");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    let spec = format!("u64:{}", bad.display());
+    let out = bench()
+        .args([
+            "run",
+            "--no-probe",
+            "--keys",
+            "10",
+            "--index",
+            "btreemap",
+            "--dataset",
+            &spec,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("btreemap: skipped"), "{stderr}");
+    assert!(
+        stderr.contains("bad.sosd"),
+        "the error names the file: {stderr}"
+    );
+}
