@@ -9,7 +9,7 @@
 //! `dependent` makes each operation's input depend on the previous operation's *result*, so the
 //! CPU cannot start operation `i + 1` before operation `i` has produced its answer, and time per
 //! operation measures *latency* — the quantity MLP designs reduce (mlp-data-structures.txt §4.4,
-//! "query encryption"). The technique, in [`exec_ops`]:
+//! "query encryption"). The technique, in `exec_ops`:
 //!
 //! ```text
 //! mask = black_box(0)              // zero, but the compiler cannot know it

@@ -1,6 +1,6 @@
 //! A growable bit vector over 64-bit words, the storage of the succinct structures (LOUDS levels,
-//! bitmaps, suffix bits). Rank and select directories are built on top of its [`words`]
-//! (`BitVec::words`) by the structures that need them.
+//! bitmaps, suffix bits). Rank and select directories are built on top of its [`BitVec::words`]
+//! by the structures that need them.
 //!
 //! Bit `i` lives in word `i / 64` at bit position `i % 64` (least significant first), so a word
 //! read plus `trailing_zeros`/`count_ones` answers the common queries. Bits past `len` in the last
