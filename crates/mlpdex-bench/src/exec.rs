@@ -476,10 +476,14 @@ fn load_exclusive<I: BenchIndex>(
                 .with_message(format!("loading {name}"));
             b.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{msg} {bar:40} {pos}/{len} {per_sec} eta {eta}",
+                    "{msg} {bar:40} {pos}/{len} keys, eta {eta}",
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
+            // The bar appears a second into the load: start it where the load is, and let the
+            // ETA estimate from here rather than from a jump out of zero.
+            b.set_position(at as u64);
+            b.reset_eta();
             bar = Some(b);
         }
         if let Some(b) = &bar {
