@@ -10,7 +10,9 @@
 //! freed pages to the kernel on a timer, and purging part of a huge page splits it, so memory
 //! an index reuses after a resize would land on 4 KiB pages at times that vary from run to run.
 //! Each index also runs in a process of its own (see `mlpdex-bench run`), so none inherits
-//! another's heap.
+//! another's heap. `oversize_threshold:0` keeps large allocations in the same arena as small
+//! ones, so pages the harness faults in before a load (`prefault_heap` in `main.rs`) serve every
+//! allocation of the index.
 //! `mlpdex-bench run --no-huge-pages` re-executes the process with `thp:never` (jemalloc reads
 //! its `_RJEM_MALLOC_CONF` environment variable after this compiled-in default, so it wins) and
 //! `MLPDEX_HUGE_PAGES=0` for regions mapped by mlpdex itself.
@@ -38,7 +40,7 @@ unsafe impl Sync for ConfPtr {}
 // during initialisation, and `ConfPtr` is a single pointer to one, as `const char *` is.
 #[unsafe(export_name = "_rjem_malloc_conf")]
 pub static MALLOC_CONF: ConfPtr = ConfPtr(
-    c"thp:always,metadata_thp:always,dirty_decay_ms:-1,muzzy_decay_ms:-1"
+    c"thp:always,metadata_thp:always,dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0"
         .as_ptr()
         .cast(),
 );

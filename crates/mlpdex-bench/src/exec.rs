@@ -309,14 +309,10 @@ impl Driver for RunAll {
 /// Serves `driver`'s requests on index `I`: `Load` (re)builds it from the plan's load set,
 /// timing the load and measuring its memory; `Run` measures a prepared run on it.
 ///
-/// A second `Load` drops the index first, so the new one reuses pages the process already
-/// faulted in (jemalloc never returns them, see [`crate::alloc`]): loads after the first time
-/// insertion itself, not the kernel's page faults and compaction, which vary from run to run.
-///
-/// Known limitation: some indexes get slower with each reload in one process (congee's `c`
-/// went 1.92 → 1.58 → 1.37 Mops/s over three, against 1.8–2.2 for first loads in fresh
-/// processes), likely because epoch-deferred frees and heap reuse change the layout. Later
-/// rounds then measure a degraded instance; a fresh process per round would avoid it.
+/// A second `Load` drops the index first. `mlpdex-bench run` never sends one: some indexes get
+/// slower with each reload in one process (congee's `c` went 1.92 → 1.58 → 1.37 Mops/s over
+/// three, against 1.8–2.2 for first loads in fresh processes), so every round uses fresh
+/// processes instead.
 pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) -> Result<()> {
     let mut index: Option<(I, f64)> = None;
     while let Some(request) = driver.next()? {

@@ -200,7 +200,8 @@ fn ensure_page_setting(no_huge_pages: bool) -> Result<()> {
 /// memory bus. Measuring every index on one (workload, mode) within a few seconds of each other,
 /// in an order rotated per measurement, exposes them to the same conditions, so their ratios
 /// stay put even when absolute numbers drift. With `--repeat R` each figure is the median of R
-/// rounds, each on operations of its own.
+/// rounds, each with fresh children (so every measured instance is the first of its process)
+/// and operations of its own.
 fn run(args: RunArgs) -> Result<()> {
     ensure_page_setting(args.no_huge_pages)?;
     let indexes = registry::resolve(&args.index).map_err(anyhow::Error::msg)?;
@@ -229,46 +230,38 @@ fn run(args: RunArgs) -> Result<()> {
     );
     let exe = std::env::current_exe().context("locating this executable to run children")?;
     let progress = exec::progress_wanted();
-    // Children build their datasets and operations in parallel; loads and measurements are
-    // then strictly one at a time.
-    let mut started = Vec::new();
-    for &entry in &indexes {
-        started.push(Child::start(&exe, &args, entry.name, dram_ns, progress)?);
-    }
-    let mut children: Vec<Option<Child>> = Vec::new();
-    for mut child in started {
-        match child.read_line() {
-            Ok(line) if line == "ready" => children.push(Some(child)),
-            Ok(line) => {
-                let why = line.strip_prefix("error ").unwrap_or(&line).to_string();
-                eprintln!("  {}: skipped: {why}", child.name);
-                child.finish();
-            }
-            Err(e) => {
-                eprintln!("  {}: skipped: {e:#}", child.name);
-                child.finish();
-            }
-        }
-    }
-
-    if children.is_empty() {
-        bail!("no index could be measured (the reasons are above)");
-    }
-    // One untimed load first: it faults in each child's heap (jemalloc keeps the pages, see
-    // alloc.rs), so timed loads measure insertion rather than the kernel's page faults and
-    // compaction, which made a first load up to 4x slower than later ones.
-    eprintln!("warm-up load");
-    for slot in children.iter_mut() {
-        let Some(child) = slot.as_mut() else { continue };
-        if let Err(e) = child.load() {
-            eprintln!("  {}: skipped: {e:#}", child.name);
-            *slot = None;
-        }
-    }
     let mut measured = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     let runs = spec.run_list();
     for round in 0..spec.rounds {
+        // Fresh children every round: each measures the first instance of its index in its
+        // process (a reloaded instance can be slower: congee lost 30% over three reloads).
+        // They build datasets and operations in parallel; loads and measurements are then
+        // strictly one at a time.
+        let mut started = Vec::new();
+        for &entry in &indexes {
+            started.push(Child::start(&exe, &args, entry.name, dram_ns, progress)?);
+        }
+        let mut children: Vec<Option<Child>> = Vec::new();
+        for mut child in started {
+            let why = match child.read_line() {
+                Ok(line) if line == "ready" => {
+                    children.push(Some(child));
+                    continue;
+                }
+                Ok(line) => line.strip_prefix("error ").unwrap_or(&line).to_string(),
+                Err(e) => format!("{e:#}"),
+            };
+            let note = format!("{}: skipped: {why}", child.name);
+            if !skipped.contains(&note) {
+                eprintln!("  {note}");
+                skipped.push(note);
+            }
+            child.finish();
+        }
+        if round == 0 && children.is_empty() {
+            bail!("no index could be measured (the reasons are above)");
+        }
         let n = children.len();
         eprintln!("round {}/{}: load", round + 1, spec.rounds);
         for j in 0..n {
@@ -308,16 +301,16 @@ fn run(args: RunArgs) -> Result<()> {
                             }
                         }
                         Err(e) => {
-                            eprintln!("  {}: failed, dropped from this run: {e:#}", child.name);
+                            eprintln!("  {}: failed, dropped from this round: {e:#}", child.name);
                             *slot = None;
                         }
                     }
                 }
             }
         }
-    }
-    for child in children.into_iter().flatten() {
-        child.finish();
+        for child in children.into_iter().flatten() {
+            child.finish();
+        }
     }
     let mut all = median_rounds(&measured);
     // Rows in the order the indexes were asked for (measurement order rotates), groups as run.
@@ -506,6 +499,7 @@ fn serve_child(args: &RunArgs, spec: &PlanSpec, entry: registry::Entry) -> Resul
         Plan::prepare(ds, spec, args.dram_ns, args.progress)
     });
     let result = prepared.and_then(|plan| {
+        prefault_heap(plan.dataset.keys.len());
         driver.say("ready")?;
         (entry.run)(entry.name, &plan, &mut driver)
     });
@@ -539,6 +533,20 @@ fn median_rounds(records: &[Record]) -> Vec<Record> {
             g[(g.len() - 1) / 2].clone()
         })
         .collect()
+}
+
+/// Faults in heap pages before the timed load: allocates, touches and frees a block of about
+/// 128 bytes per key (at most 2 GiB). jemalloc keeps the freed pages (purging is off, see
+/// `alloc.rs`) and serves the index's allocations from them, so the load times insertion rather
+/// than the kernel's first-touch page faults and compaction, without the layout history a
+/// previous instance of the index would leave.
+fn prefault_heap(keys: usize) {
+    let bytes = keys.saturating_mul(128).clamp(64 << 20, 2 << 30);
+    let mut block = vec![0u8; bytes];
+    for page in block.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    std::hint::black_box(&block);
 }
 
 fn plan_spec(args: &RunArgs) -> Result<PlanSpec> {
