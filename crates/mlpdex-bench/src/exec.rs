@@ -105,8 +105,9 @@ pub struct Plan {
     pub report_load: bool,
     /// Mode of the load loop (the first mode asked for).
     pub load_mode: Mode,
-    /// Prepared workloads other than `load`.
-    pub runs: Vec<Run>,
+    /// Workloads other than `load`, numbered as in [`PlanSpec::run_list`]; `None` for runs of
+    /// rounds this process does not serve ([`PlanSpec::only_round`]).
+    pub runs: Vec<Option<Run>>,
     /// Key distribution of the workloads.
     pub distribution: Distribution,
     /// Thread counts to run each workload with.
@@ -134,6 +135,8 @@ pub struct PlanSpec {
     pub seed: u64,
     /// Rounds: each (workload, mode) is measured once per round, on operations of its own.
     pub rounds: usize,
+    /// Prepare only this round's runs (a child process serves one round); `None` for all.
+    pub only_round: Option<usize>,
 }
 
 impl PlanSpec {
@@ -184,6 +187,10 @@ impl Plan {
         let insert_budget = dataset.reserve.len() / 2 / inserting;
         let max_inserting_ops = (insert_budget * 18).max(1);
         for (i, (round, w, mode)) in list.into_iter().enumerate() {
+            if spec.only_round.is_some_and(|r| r != round) {
+                runs.push(None);
+                continue;
+            }
             let n_ops = spec.ops.unwrap_or_else(|| match w {
                 Workload::D | Workload::E => default_ops(w).min(max_inserting_ops),
                 _ => default_ops(w),
@@ -191,12 +198,12 @@ impl Plan {
             let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let ops =
                 crate::workload::generate(w, spec.distribution, &dataset, n_ops, &mut fresh, seed)?;
-            runs.push(Run {
+            runs.push(Some(Run {
                 round,
                 workload: w,
                 mode,
                 ops,
-            });
+            }));
         }
         Ok(Plan {
             dataset,
@@ -275,7 +282,9 @@ impl RunAll {
     /// A driver for a load and then every run of `plan` with each of its thread counts.
     pub fn new(plan: &Plan) -> RunAll {
         let runs = plan.threads.iter().flat_map(|&threads| {
-            (0..plan.runs.len()).map(move |run| Request::Run { run, threads })
+            (0..plan.runs.len())
+                .filter(|&run| plan.runs[run].is_some())
+                .map(move |run| Request::Run { run, threads })
         });
         RunAll {
             queue: std::iter::once(Request::Load).chain(runs).collect(),
@@ -327,9 +336,9 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                 let Some((idx, bytes_per_key)) = index.as_mut() else {
                     anyhow::bail!("run requested before the first load");
                 };
-                let Some(run) = plan.runs.get(run) else {
+                let Some(run) = plan.runs.get(run).and_then(Option::as_ref) else {
                     anyhow::bail!(
-                        "request for run {run}, but the plan has {}",
+                        "run {run} is not prepared in this process (the plan numbers {})",
                         plan.runs.len()
                     );
                 };
@@ -765,6 +774,7 @@ mod tests {
             threads: vec![1, 2],
             seed: 3,
             rounds: 2,
+            only_round: None,
         };
         Plan::prepare(ds, &spec, Some(100.0), false).unwrap()
     }
@@ -815,6 +825,33 @@ mod tests {
                 .count(),
             4
         );
+    }
+
+    #[test]
+    fn a_child_prepares_only_its_round_with_stable_numbering() {
+        let ds = crate::dataset::load("rand-8", 2_000, 7).unwrap();
+        let spec = PlanSpec {
+            workloads: Workload::parse_list("c,e").unwrap(),
+            modes: vec![Mode::Dependent],
+            ops: Some(300),
+            distribution: Distribution::Uniform,
+            threads: vec![1],
+            seed: 3,
+            rounds: 3,
+            only_round: Some(1),
+        };
+        let plan = Plan::prepare(ds, &spec, None, false).unwrap();
+        let list = spec.run_list();
+        assert_eq!(plan.runs.len(), list.len());
+        for (run, (round, w, _)) in plan.runs.iter().zip(&list) {
+            assert_eq!(run.is_some(), *round == 1);
+            if let Some(run) = run {
+                assert_eq!((run.round, run.workload), (*round, *w));
+            }
+        }
+        let mut d = RunAll::new(&plan);
+        serve::<crate::baselines::btree::BTree<u64>>("btreemap", &plan, &mut d).unwrap();
+        assert_eq!(d.records.len(), 2, "c and e of round 1, no load reported");
     }
 
     #[test]

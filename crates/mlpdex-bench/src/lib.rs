@@ -10,13 +10,13 @@
 //! 1. [`probe::dram_latency_ns`] gives the latency of one dependent DRAM access (cached after
 //!    the first probe), the unit of the `dram_rt_per_op` column.
 //! 2. [`dataset::load`] builds the load set and a reserve of further keys.
-//! 3. Each index is loaded in a child process of its own ([`exec::serve`]), which builds the
-//!    dataset and [`exec::Plan::prepare`]s every (round, workload, mode) operation list, so all
-//!    indexes execute identical sequences; the load is timed and the index's memory read from
-//!    the allocator.
+//! 3. Every round, each index is loaded in a fresh child process of its own ([`exec::serve`]),
+//!    which builds the dataset and [`exec::Plan::prepare`]s that round's operation lists
+//!    (identical for every index); the load is timed and the index's memory read from the
+//!    allocator.
 //! 4. The parent asks the children for measurements round-robin (one (workload, mode) across
-//!    all indexes within seconds, order rotated), `--repeat` rounds, and keeps the median round:
-//!    ratios between indexes then hold on a machine whose speed drifts (see `main.rs`).
+//!    all indexes within seconds, order rotated), for `--repeat` rounds, and keeps the median
+//!    round: ratios between indexes then hold on a machine whose speed drifts (see `main.rs`).
 //! 5. [`table::format_table`] prints the comparison; [`table::append_json`] writes
 //!    [`record::Record`]s; [`report::write_report`] draws SVG charts from them later.
 //!

@@ -94,6 +94,9 @@ struct RunArgs {
     /// Internal: a child may draw progress bars (the parent's stdout is a terminal).
     #[arg(long, hide = true)]
     progress: bool,
+    /// Internal: the one round a child serves (it prepares only that round's operations).
+    #[arg(long, hide = true)]
+    round: Option<usize>,
     /// Internal: DRAM latency measured by the parent, for a child.
     #[arg(long, hide = true)]
     dram_ns: Option<f64>,
@@ -240,7 +243,9 @@ fn run(args: RunArgs) -> Result<()> {
         // strictly one at a time.
         let mut started = Vec::new();
         for &entry in &indexes {
-            started.push(Child::start(&exe, &args, entry.name, dram_ns, progress)?);
+            started.push(Child::start(
+                &exe, &args, entry.name, round, dram_ns, progress,
+            )?);
         }
         let mut children: Vec<Option<Child>> = Vec::new();
         for mut child in started {
@@ -361,11 +366,12 @@ impl Child {
         exe: &Path,
         args: &RunArgs,
         index: &'static str,
+        round: usize,
         dram_ns: Option<f64>,
         progress: bool,
     ) -> Result<Child> {
         let mut process = std::process::Command::new(exe)
-            .args(child_args(args, index, dram_ns, progress))
+            .args(child_args(args, index, round, dram_ns, progress))
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -573,11 +579,18 @@ fn plan_spec(args: &RunArgs) -> Result<PlanSpec> {
         threads,
         seed: args.seed,
         rounds: args.repeat.max(1),
+        only_round: args.round,
     })
 }
 
 /// The arguments of the child process that serves `index`.
-fn child_args(args: &RunArgs, index: &str, dram_ns: Option<f64>, progress: bool) -> Vec<String> {
+fn child_args(
+    args: &RunArgs,
+    index: &str,
+    round: usize,
+    dram_ns: Option<f64>,
+    progress: bool,
+) -> Vec<String> {
     let mut v: Vec<String> = [
         "run",
         "--serve",
@@ -599,6 +612,8 @@ fn child_args(args: &RunArgs, index: &str, dram_ns: Option<f64>, progress: bool)
         &args.seed.to_string(),
         "--repeat",
         &args.repeat.to_string(),
+        "--round",
+        &round.to_string(),
     ]
     .iter()
     .map(|s| s.to_string())
