@@ -55,6 +55,11 @@ pub enum Error {
         /// Newest version this build reads.
         supported: u32,
     },
+    /// A configuration value is outside the range the structure supports.
+    InvalidConfig {
+        /// Which setting, and the range it accepts, e.g. "symbol_bits must be 1..=5".
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -91,6 +96,7 @@ impl fmt::Display for Error {
                 f,
                 "buffer has format version {found}, this build reads versions up to {supported}; rebuild the structure or upgrade mlpdex"
             ),
+            Error::InvalidConfig { what } => write!(f, "invalid configuration: {what}"),
         }
     }
 }

@@ -11,6 +11,8 @@
 //!
 //! - [`api`]: the traits every structure implements: [`OrderedMap`], [`ConcurrentOrderedMap`],
 //!   [`StaticMap`] with [`StaticMapBuilder`], and [`RangeFilter`].
+//! - [`cuckoo_trie`]: the Cuckoo Trie, an ordered map for byte-string keys whose lookups
+//!   prefetch all trie levels in parallel.
 //! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
 //! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.
@@ -29,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod cuckoo_trie;
 mod error;
 pub mod key;
 pub mod substrate;

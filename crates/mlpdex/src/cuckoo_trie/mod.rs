@@ -1,0 +1,541 @@
+//! The Cuckoo Trie: an ordered map whose lookups read all trie levels in parallel
+//! (Zeitak and Morrison, SOSP 2021; `cuckoo-trie.txt`).
+//!
+//! # What it is
+//!
+//! A path-compressed trie of unique key prefixes (§4) whose nodes live in a bucketized cuckoo
+//! hash table keyed by node name. Because a lookup knows every prefix of its key up front, it
+//! computes the hashes of the next `D` prefixes and prefetches their buckets while it verifies
+//! the current node (§4.1): the DRAM reads of one search overlap instead of forming a chain.
+//! Hash entries store no key: a 15-byte entry holds a 4-bit tag, the name's last symbol, a color
+//! and its parent's color, which with a *peelable* hash identify the node exactly (§4.2).
+//! Single-child chains become jump nodes (§4.3); each leaf points to a record holding the full
+//! key and the value, and leaves form a sorted list through locators (§4.4).
+//!
+//! Beyond the paper's implementation: deletion with tail collapse and jump merging (§4.5),
+//! automatic growth and shrinking, prefix keys and the empty key, reverse iteration, and
+//! generic values.
+//!
+//! # When to use it
+//!
+//! For large maps (far beyond the last-level cache) of short to medium keys whose unique
+//! prefixes are short: random or hashed ids, integers, user names. Point lookups and seeks cost
+//! about as many DRAM round trips as `⌈unique-prefix symbols / D⌉ + 2` instead of one per tree
+//! level.
+//!
+//! When not: keys with long shared prefixes (the `az` shape) read one bucket pair per symbol of
+//! the shared part (§4.7); small maps that fit in cache, where a B-tree is as fast and simpler;
+//! workloads dominated by long scans (each step follows one locator).
+//!
+//! # Contract
+//!
+//! - [`CuckooTrie`] implements [`OrderedMap`]: `&mut self` for writes, so any number of readers
+//!   or one writer, checked by the borrow checker. It is `Send`/`Sync` when `V` is. The
+//!   concurrent protocol of §5 (bucket seqlocks, optimistic readers) is the next step; the
+//!   bucket layout already reserves the version word for it.
+//! - Keys: any byte string up to [`CuckooTrie::MAX_KEY_LEN`] bytes (1 MiB − 1); longer keys
+//!   are rejected with [`Error::KeyTooLong`]. Order is lexicographic, a proper prefix first.
+//! - Growth never fails an insert short of the operating system refusing memory
+//!   ([`Error::OutOfMemory`]) or the table passing 2³² hash values (about 700 million keys).
+//! - `memory_usage` counts the table (exact mapped bytes), the records (requested bytes) and
+//!   scratch buffers.
+//!
+//! # Invariants
+//!
+//! Listed in `raw/trie.rs` (structure) and `raw/table.rs` (table), and checked by
+//! [`CuckooTrie::check_invariants`], which the tests call throughout their random runs.
+//!
+//! # Layout
+//!
+//! - `raw::table`: 64-byte buckets of four 15-byte entries and a version word; the peelable
+//!   hash; cuckoo insertion by breadth-first search.
+//! - `raw::trie`: search with prefetching, predecessor search, insertion (three cases),
+//!   deletion, rebuild on growth, audit.
+//! - this file: records, the safe map, iteration.
+
+mod raw;
+
+use core::alloc::Layout;
+use core::fmt;
+use core::marker::PhantomData;
+use core::ops::{Bound, RangeBounds};
+use core::ptr::NonNull;
+
+use raw::table::{Ent, Loc};
+use raw::trie::{Inserted, Params, RawTrie, Seek};
+
+use crate::key::{byte_bounds, is_empty_range};
+use crate::substrate::prefetch::prefetch_read;
+use crate::{Error, OrderedMap};
+
+/// Construction settings; [`Config::default`] holds the measured defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Bits per trie symbol, 1..=5 (default 5, as in the paper). Smaller symbols make deeper
+    /// tries with smaller nodes.
+    pub symbol_bits: u32,
+    /// How many prefixes ahead a search prefetches (`D` in §4.1), 1..=16.
+    pub prefetch_depth: usize,
+    /// Largest fraction of table slots in use before the table grows, 0.5..=0.95.
+    pub max_load_factor: f64,
+    /// Buckets of the first table (rounded up to whole 4 KiB pages of 64-byte buckets), ≥ 1.
+    pub initial_buckets: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            symbol_bits: 5,
+            prefetch_depth: 5,
+            max_load_factor: 0.85,
+            initial_buckets: 64,
+        }
+    }
+}
+
+impl Config {
+    fn validate(&self) -> Result<(), Error> {
+        let what = if !(1..=5).contains(&self.symbol_bits) {
+            "symbol_bits must be 1..=5"
+        } else if !(1..=raw::MAX_PREFETCH).contains(&self.prefetch_depth) {
+            "prefetch_depth must be 1..=16"
+        } else if !(0.5..=0.95).contains(&self.max_load_factor) {
+            "max_load_factor must be 0.5..=0.95"
+        } else if self.initial_buckets == 0 {
+            "initial_buckets must be at least 1"
+        } else {
+            return Ok(());
+        };
+        Err(Error::InvalidConfig { what })
+    }
+}
+
+/// The Cuckoo Trie ordered map; see the [module docs](self).
+pub struct CuckooTrie<V> {
+    raw: RawTrie,
+    config: Config,
+    /// Bytes of live records (their layouts' sizes).
+    record_bytes: usize,
+    _values: PhantomData<V>,
+}
+
+// SAFETY: the map owns its records (keys and `V`s) exclusively, like a `Vec<(Box<[u8]>, V)>`;
+// sending it sends the `V`s.
+unsafe impl<V: Send> Send for CuckooTrie<V> {}
+// SAFETY: `&CuckooTrie` only reads the table and hands out `&V`; writes need `&mut`.
+unsafe impl<V: Sync> Sync for CuckooTrie<V> {}
+
+impl<V> CuckooTrie<V> {
+    /// Longest key accepted, in bytes.
+    pub const MAX_KEY_LEN: usize = raw::table::MAX_KEY_LEN;
+
+    /// An empty map with the default [`Config`].
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the first 4 KiB table; use
+    /// [`with_config`](Self::with_config) to handle that as an error.
+    pub fn new() -> Self {
+        Self::with_config(Config::default()).expect("mapping the first table page")
+    }
+
+    /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
+    pub fn with_config(config: Config) -> Result<Self, Error> {
+        config.validate()?;
+        let raw = RawTrie::new(Params {
+            symbol_bits: config.symbol_bits,
+            prefetch_depth: config.prefetch_depth,
+            max_load_factor: config.max_load_factor,
+            initial_buckets: config.initial_buckets,
+            val_size: core::mem::size_of::<V>(),
+        })?;
+        Ok(CuckooTrie {
+            raw,
+            config,
+            record_bytes: 0,
+            _values: PhantomData,
+        })
+    }
+
+    /// The settings this map was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Audits every structural invariant (slow: reads the whole table). For tests.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.raw.audit()
+    }
+
+    /// Layout of a record: the value, then the key bytes; aligned to 16 so the leaf can store
+    /// the address shifted right by 4.
+    fn layout(key_len: usize) -> Layout {
+        let align = core::mem::align_of::<V>().max(16);
+        Layout::from_size_align(core::mem::size_of::<V>() + key_len, align)
+            .expect("key length is bounded by MAX_KEY_LEN")
+    }
+
+    /// Allocates a record holding `value` and `key`, adding its size to `record_bytes`.
+    fn new_record(record_bytes: &mut usize, key: &[u8], value: V) -> *mut u8 {
+        let layout = Self::layout(key.len());
+        let p = if layout.size() == 0 {
+            // A zero-sized value with the empty key: any aligned address will do.
+            layout.align() as *mut u8
+        } else {
+            // SAFETY: the layout has a non-zero size.
+            let p = unsafe { std::alloc::alloc(layout) };
+            if p.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            *record_bytes += layout.size();
+            p
+        };
+        // SAFETY: `p` is valid for `layout.size()` bytes and aligned for V: V at offset 0, the
+        // key right after it.
+        unsafe {
+            p.cast::<V>().write(value);
+            core::ptr::copy_nonoverlapping(
+                key.as_ptr(),
+                p.add(core::mem::size_of::<V>()),
+                key.len(),
+            );
+        }
+        p
+    }
+
+    /// Frees a record, returning its value.
+    ///
+    /// # Safety
+    /// `p` came from `new_record` with a key of `key_len` bytes and is no longer in the trie.
+    unsafe fn take_record(&mut self, p: *mut u8, key_len: usize) -> V {
+        // SAFETY: `new_record` wrote a V at offset 0.
+        let v = unsafe { p.cast::<V>().read() };
+        let layout = Self::layout(key_len);
+        if layout.size() != 0 {
+            self.record_bytes -= layout.size();
+            // SAFETY: allocated by `new_record` with this layout.
+            unsafe { std::alloc::dealloc(p, layout) };
+        }
+        v
+    }
+
+    /// The value in record `p`.
+    ///
+    /// # Safety
+    /// `p` is a live record of this map, and the reference is not used past the next `&mut`
+    /// access to the map.
+    #[inline(always)]
+    unsafe fn value<'a>(p: *mut u8) -> &'a V {
+        // SAFETY: per the contract, a live record holding a V at offset 0.
+        unsafe { &*p.cast::<V>() }
+    }
+
+    /// The key and value of leaf `e`.
+    #[inline(always)]
+    fn item(&self, e: Ent) -> (&[u8], &V) {
+        // SAFETY: `e` is a leaf of this map read under `&self`; records live while `&self`.
+        unsafe { (self.raw.key_of(e), Self::value(e.rec())) }
+    }
+
+    /// Drops every record.
+    fn free_all(&mut self) {
+        let mut recs: Vec<(NonNull<u8>, usize)> = Vec::with_capacity(self.raw.len());
+        self.raw.for_each_leaf(|e| {
+            recs.push((
+                NonNull::new(e.rec()).expect("records are non-null"),
+                e.key_len(),
+            ));
+        });
+        for (p, len) in recs {
+            // SAFETY: each leaf's record once; the trie is reset right after.
+            drop(unsafe { self.take_record(p.as_ptr(), len) });
+        }
+    }
+
+    /// The record of `key`, mutably.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        let p = self.raw.get(key)?;
+        // SAFETY: a live record; `&mut self` makes the reference unique.
+        Some(unsafe { &mut *p.cast::<V>() })
+    }
+}
+
+impl<V> Default for CuckooTrie<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V> Drop for CuckooTrie<V> {
+    fn drop(&mut self) {
+        self.free_all();
+    }
+}
+
+impl<V> fmt::Debug for CuckooTrie<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CuckooTrie")
+            .field("len", &self.raw.len())
+            .field("config", &self.config)
+            .field("memory_usage", &self.memory_usage())
+            .finish()
+    }
+}
+
+/// A double-ended iterator over a key range of a [`CuckooTrie`], in key order.
+///
+/// Going forward follows the leaf list and prefetches the next record (§4.4); going backward
+/// runs a predecessor search per step.
+pub struct Range<'a, V> {
+    map: &'a CuckooTrie<V>,
+    /// The next leaf from the front, and from the back; both `None` once they have met.
+    front: Option<(Loc, Ent)>,
+    back: Option<(Loc, Ent)>,
+}
+
+impl<V> fmt::Debug for Range<'_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Range")
+            .field("front", &self.front.map(|(_, e)| self.map.item(e).0))
+            .field("back", &self.back.map(|(_, e)| self.map.item(e).0))
+            .finish()
+    }
+}
+
+impl<'a, V> Iterator for Range<'a, V> {
+    type Item = (&'a [u8], &'a V);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let (fl, fe) = self.front?;
+        let (bl, _) = self.back?;
+        if fl == bl {
+            self.front = None;
+            self.back = None;
+        } else {
+            self.front = self.map.raw.next(fe);
+            if let Some((_, ne)) = self.front {
+                prefetch_read(ne.rec());
+                self.map.raw.prefetch_loc(ne.loc());
+            }
+        }
+        Some(self.map.item(fe))
+    }
+}
+
+impl<V> DoubleEndedIterator for Range<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let (bl, be) = self.back?;
+        let (fl, _) = self.front?;
+        let item = self.map.item(be);
+        if fl == bl {
+            self.front = None;
+            self.back = None;
+        } else {
+            self.back = self.map.raw.seek(item.0, Seek::Lt);
+        }
+        Some(item)
+    }
+}
+
+impl<V> OrderedMap<V> for CuckooTrie<V> {
+    type Range<'a>
+        = Range<'a, V>
+    where
+        V: 'a;
+
+    #[inline]
+    fn get(&self, key: &[u8]) -> Option<&V> {
+        let p = self.raw.get(key)?;
+        // SAFETY: a live record, borrowed for `&self`.
+        Some(unsafe { Self::value(p) })
+    }
+
+    fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        if key.len() > Self::MAX_KEY_LEN {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max: Self::MAX_KEY_LEN,
+            });
+        }
+        let mut slot = Some(value);
+        let mut made: Option<*mut u8> = None;
+        let CuckooTrie {
+            raw, record_bytes, ..
+        } = self;
+        let mut make = || {
+            let p = Self::new_record(record_bytes, key, slot.take().expect("made once"));
+            made = Some(p);
+            p
+        };
+        match raw.insert(key, &mut make) {
+            Ok(Inserted::New) => Ok(None),
+            Ok(Inserted::Existing(p)) => {
+                let v = slot.take().expect("not consumed for an existing key");
+                // SAFETY: a live record of this map; `&mut self` gives exclusive access.
+                Ok(Some(core::mem::replace(unsafe { &mut *p.cast::<V>() }, v)))
+            }
+            Err(e) => {
+                if let Some(p) = made {
+                    // SAFETY: made by `new_record` for this key and never linked (the insert
+                    // failed before linking it).
+                    drop(unsafe { self.take_record(p, key.len()) });
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &[u8]) -> Option<V> {
+        let p = self.raw.remove(key)?;
+        // SAFETY: the record of `key`, just unlinked from the trie.
+        Some(unsafe { self.take_record(p, key.len()) })
+    }
+
+    fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    fn range<K, R>(&self, range: R) -> Range<'_, V>
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        let (start, end) = byte_bounds(&range);
+        let empty = Range {
+            map: self,
+            front: None,
+            back: None,
+        };
+        if is_empty_range(start, end) {
+            return empty;
+        }
+        let front = match start {
+            Bound::Included(k) => self.raw.seek(k, Seek::Ge),
+            Bound::Excluded(k) => self.raw.seek(k, Seek::Gt),
+            Bound::Unbounded => self.raw.first(),
+        };
+        let back = match end {
+            Bound::Included(k) => self.raw.seek(k, Seek::Le),
+            Bound::Excluded(k) => self.raw.seek(k, Seek::Lt),
+            Bound::Unbounded => self.raw.last(),
+        };
+        match (front, back) {
+            (Some(f), Some(b)) if self.item(f.1).0 <= self.item(b.1).0 => Range {
+                map: self,
+                front: Some(f),
+                back: Some(b),
+            },
+            _ => empty,
+        }
+    }
+
+    fn memory_usage(&self) -> usize {
+        core::mem::size_of::<Self>() + self.raw.memory_usage() + self.record_bytes
+    }
+
+    fn clear(&mut self) {
+        self.free_all();
+        self.record_bytes = 0;
+        self.raw.reset();
+    }
+
+    fn first(&self) -> Option<(&[u8], &V)> {
+        self.raw.first().map(|(_, e)| self.item(e))
+    }
+
+    fn last(&self) -> Option<(&[u8], &V)> {
+        self.raw.last().map(|(_, e)| self.item(e))
+    }
+
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        let r = match bound {
+            Bound::Included(k) => self.raw.seek(k, Seek::Ge),
+            Bound::Excluded(k) => self.raw.seek(k, Seek::Gt),
+            Bound::Unbounded => self.raw.first(),
+        };
+        r.map(|(_, e)| self.item(e))
+    }
+
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        let r = match bound {
+            Bound::Included(k) => self.raw.seek(k, Seek::Le),
+            Bound::Excluded(k) => self.raw.seek(k, Seek::Lt),
+            Bound::Unbounded => self.raw.last(),
+        };
+        r.map(|(_, e)| self.item(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Small-size unit tests (also the ones to run under miri); the long differential and
+    //! property suites are in `tests/cuckoo_trie.rs`.
+    use super::*;
+    use crate::testing::{KeyShape, TestRng, differential_ordered};
+    use std::collections::BTreeMap;
+
+    fn audited_run(cfg: Config, shape: KeyShape, seed: u64, steps: usize) {
+        let mut m: CuckooTrie<u64> = CuckooTrie::with_config(cfg).unwrap();
+        let mut model = BTreeMap::new();
+        let mut rng = TestRng::new(seed);
+        for step in 0..steps {
+            let k = shape.gen_key(&mut rng);
+            if rng.chance(0.6) {
+                let v = rng.next_u64();
+                assert_eq!(
+                    m.insert(&k, v).unwrap(),
+                    model.insert(k.clone(), v),
+                    "step {step}"
+                );
+            } else {
+                assert_eq!(m.remove(&k), model.remove(&k), "step {step}");
+            }
+            if step % 7 == 0
+                && let Err(e) = m.check_invariants()
+            {
+                panic!("seed {seed} step {step} ({shape:?}): {e}");
+            }
+        }
+        let got: Vec<_> = m.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+        let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        assert_eq!(got, want);
+        let got: Vec<_> = m.iter().rev().map(|(k, v)| (k.to_vec(), *v)).collect();
+        let want: Vec<_> = model.iter().rev().map(|(k, v)| (k.clone(), *v)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn audited_small_runs() {
+        for &shape in KeyShape::ALL_BYTES.iter().chain([KeyShape::U64].iter()) {
+            for bits in [1, 3, 5] {
+                let cfg = Config {
+                    symbol_bits: bits,
+                    ..Config::default()
+                };
+                let steps = if shape == KeyShape::Long { 60 } else { 300 };
+                audited_run(cfg, shape, 7 + u64::from(bits), steps);
+            }
+        }
+    }
+
+    #[test]
+    fn differential_default() {
+        for &shape in KeyShape::ALL_BYTES.iter().chain([KeyShape::U64].iter()) {
+            differential_ordered(CuckooTrie::<u64>::new, shape, 1, 2000);
+        }
+    }
+
+    #[test]
+    fn zero_sized_values_and_empty_key() {
+        let mut m: CuckooTrie<()> = CuckooTrie::new();
+        assert_eq!(m.insert(b"", ()).unwrap(), None);
+        assert_eq!(m.insert(b"", ()).unwrap(), Some(()));
+        assert_eq!(m.insert(b"a", ()).unwrap(), None);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.first().map(|(k, _)| k.to_vec()), Some(vec![]));
+        assert_eq!(m.remove(b""), Some(()));
+        m.check_invariants().unwrap();
+    }
+}

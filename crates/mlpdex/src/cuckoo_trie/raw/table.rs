@@ -1,0 +1,725 @@
+//! The bucketized cuckoo hash table with key elimination (cuckoo-trie.txt §4.2).
+//!
+//! # Layout
+//!
+//! A table is an array of `S` 64-byte buckets in one [`Region`] (huge pages when large). A
+//! bucket holds four 15-byte entries at byte offsets 0, 15, 30, 45 and a 32-bit version/lock
+//! word at offset 60 (reserved for the concurrent protocol of §5; the single-writer map keeps it
+//! zero). An entry is a little-endian 120-bit word, decoded as [`Ent`]:
+//!
+//! | bits    | field        | meaning                                                         |
+//! |---------|--------------|-----------------------------------------------------------------|
+//! | 0..2    | kind         | 0 empty, 1 leaf, 2 regular node, 3 jump node                    |
+//! | 2       | sec          | the entry sits in its secondary bucket                          |
+//! | 3..7    | tag          | `h mod 16`: with the bucket and `sec` it gives the full hash `h` |
+//! | 7..13   | sym          | last symbol of the node's name                                  |
+//! | 13..16  | color        | unique among entries with the same full hash                    |
+//! | 16..19  | parent color | color of the parent node (meaningful under regular parents)     |
+//! | 19      | dirty        | reserved for the concurrent protocol, always 0 here             |
+//! | 20..55  | locator      | leaf: next leaf; regular and jump: maximal leaf of the subtree  |
+//! | 55..99  | leaf record  | record address >> 4                                             |
+//! | 99..119 | leaf key len | key length in bytes                                             |
+//! | 55..88  | bitmap       | regular node: one bit per child symbol                          |
+//! | 55..58  | jump child   | jump node: color of its only child                              |
+//! | 58..62  | jump length  | jump node: number of symbols, 1..=[`JUMP_MAX`]                  |
+//! | 62..116 | jump symbols | jump node: 6 bits each                                          |
+//! | 119     | by color     | not a regular node's child (the root, a jump node's child)      |
+//!
+//! A locator is a full hash plus a color ([`Loc`]); it names one entry wherever cuckoo
+//! relocation has moved it.
+//!
+//! The *by color* bit closes a gap in the verification of §4.2: the child `C` of a jump node
+//! has a name `x·s` whose parent prefix `x` is not a node, so no color protects `h(x)`; a
+//! regular node `y` with `h(y) = h(x)` would accept `C` as its child `s` if only symbol and
+//! parent color were compared. Entries with the bit set are found only by locator.
+//!
+//! # Hash
+//!
+//! Node names are hashed with a *peelable* function (§4.2): `h(ε) = 0`,
+//! `h(x·c) = ((h(x) + g[c]) mod N) · A mod N` with `N = 16·S`, `g` random and `A` a unit mod
+//! `N`. Given `h(x·c)` and `c`, `h(x)` is determined (multiply by `A⁻¹`, subtract `g[c]`), which
+//! is what lets an entry be verified from its last symbol and its parent's color alone. The
+//! paper's XOR-and-rotate function is peelable too but linear over GF(2); this one also mixes
+//! carries, and it works for any `S`, so tables need not be powers of two (memory: a table fills
+//! exactly the pages it maps). The primary bucket is `h / 16`, the secondary
+//! `(h/16 + alt[h mod 16]) mod S`.
+
+use core::ptr::NonNull;
+use core::sync::atomic::AtomicU32;
+
+use crate::Error;
+use crate::substrate::prefetch::prefetch_read;
+use crate::substrate::region::Region;
+
+/// Entries per bucket.
+pub(crate) const SLOTS: usize = 4;
+/// Bytes per entry.
+const ENTRY_BYTES: usize = 15;
+/// Number of distinct tags (`t` in the paper).
+const TAGS: u64 = 16;
+/// Distinct colors, so at most this many entries may share one full hash.
+const COLORS: u32 = 8;
+/// Most symbols one jump node holds.
+pub(crate) const JUMP_MAX: usize = 9;
+/// Largest key length a leaf can record (20 bits).
+pub(crate) const MAX_KEY_LEN: usize = (1 << 20) - 1;
+/// Largest `N = 16·S`: hashes and locators are 32-bit.
+const MAX_HASHES: u64 = u32::MAX as u64;
+
+/// One 64-byte bucket.
+#[repr(C, align(64))]
+pub(crate) struct Bucket {
+    entries: [u8; 60],
+    version: AtomicU32,
+}
+
+const _: () = assert!(core::mem::size_of::<Bucket>() == 64);
+const _: () = assert!(core::mem::align_of::<Bucket>() == 64);
+const _: () = assert!(SLOTS * ENTRY_BYTES + 4 == 64);
+
+/// Kinds of entries.
+pub(crate) const EMPTY: u32 = 0;
+pub(crate) const LEAF: u32 = 1;
+pub(crate) const REGULAR: u32 = 2;
+pub(crate) const JUMP: u32 = 3;
+
+/// A locator: the full hash of a node's name and the node's color.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Loc {
+    pub(crate) h: u32,
+    pub(crate) color: u8,
+}
+
+impl Loc {
+    /// No node (the end of the leaf list, the maximum of an empty trie). `u32::MAX` is never a
+    /// hash because `N ≤ u32::MAX`.
+    pub(crate) const NULL: Loc = Loc {
+        h: u32::MAX,
+        color: 0,
+    };
+
+    #[inline]
+    pub(crate) fn is_null(self) -> bool {
+        self.h == u32::MAX
+    }
+}
+
+/// A decoded entry: 120 bits, the fields of the module docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ent(u128);
+
+const F_KIND: (u32, u32) = (0, 2);
+const F_SEC: (u32, u32) = (2, 1);
+const F_TAG: (u32, u32) = (3, 4);
+const F_SYM: (u32, u32) = (7, 6);
+const F_COLOR: (u32, u32) = (13, 3);
+const F_PCOLOR: (u32, u32) = (16, 3);
+const F_LOC_H: (u32, u32) = (20, 32);
+const F_LOC_C: (u32, u32) = (52, 3);
+const F_REC: (u32, u32) = (55, 44);
+const F_LEN: (u32, u32) = (99, 20);
+const F_BITMAP: (u32, u32) = (55, 33);
+const F_JCHILD: (u32, u32) = (55, 3);
+const F_JLEN: (u32, u32) = (58, 4);
+const F_JSYMS: u32 = 62;
+const F_BY_COLOR: (u32, u32) = (119, 1);
+const ENTRY_MASK: u128 = (1 << 120) - 1;
+
+const _: () = assert!(F_LEN.0 + F_LEN.1 <= 120);
+const _: () = assert!(F_JSYMS + 6 * JUMP_MAX as u32 <= F_BY_COLOR.0);
+const _: () = assert!(F_REC.0 + F_REC.1 + F_LEN.1 <= F_BY_COLOR.0);
+
+impl Ent {
+    pub(crate) const EMPTY: Ent = Ent(0);
+
+    #[inline(always)]
+    fn get(self, (off, bits): (u32, u32)) -> u64 {
+        ((self.0 >> off) & ((1u128 << bits) - 1)) as u64
+    }
+
+    #[inline(always)]
+    fn set(&mut self, (off, bits): (u32, u32), v: u64) {
+        debug_assert!(u128::from(v) < (1u128 << bits), "field overflow");
+        let mask = ((1u128 << bits) - 1) << off;
+        self.0 = (self.0 & !mask) | (u128::from(v) << off);
+    }
+
+    fn node(kind: u32, sym: u32, pcolor: u8, loc: Loc) -> Ent {
+        let mut e = Ent(0);
+        e.set(F_KIND, kind.into());
+        e.set(F_SYM, sym.into());
+        e.set(F_PCOLOR, pcolor.into());
+        e.set_loc(loc);
+        e
+    }
+
+    /// A leaf for the record at `rec` holding a key of `len` bytes.
+    pub(crate) fn leaf(sym: u32, pcolor: u8, rec: *mut u8, len: usize, next: Loc) -> Ent {
+        let addr = rec as usize as u64;
+        debug_assert!(addr.is_multiple_of(16) && addr >> 48 == 0, "record address");
+        debug_assert!(len <= MAX_KEY_LEN);
+        let mut e = Ent::node(LEAF, sym, pcolor, next);
+        e.set(F_REC, addr >> 4);
+        e.set(F_LEN, len as u64);
+        e
+    }
+
+    /// A regular node with children `bitmap`.
+    pub(crate) fn regular(sym: u32, pcolor: u8, bitmap: u64, max: Loc) -> Ent {
+        let mut e = Ent::node(REGULAR, sym, pcolor, max);
+        e.set(F_BITMAP, bitmap);
+        e
+    }
+
+    /// A jump node over `syms` whose only child has color `child`.
+    pub(crate) fn jump(sym: u32, pcolor: u8, syms: &[u32], child: u8, max: Loc) -> Ent {
+        debug_assert!((1..=JUMP_MAX).contains(&syms.len()));
+        let mut e = Ent::node(JUMP, sym, pcolor, max);
+        e.set(F_JCHILD, child.into());
+        e.set(F_JLEN, syms.len() as u64);
+        for (i, &s) in syms.iter().enumerate() {
+            e.set((F_JSYMS + 6 * i as u32, 6), s.into());
+        }
+        e
+    }
+
+    #[inline(always)]
+    pub(crate) fn kind(self) -> u32 {
+        self.get(F_KIND) as u32
+    }
+    #[inline(always)]
+    fn sec(self) -> bool {
+        self.get(F_SEC) != 0
+    }
+    #[inline(always)]
+    fn tag(self) -> u64 {
+        self.get(F_TAG)
+    }
+    #[inline(always)]
+    pub(crate) fn sym(self) -> u32 {
+        self.get(F_SYM) as u32
+    }
+    #[inline(always)]
+    pub(crate) fn color(self) -> u8 {
+        self.get(F_COLOR) as u8
+    }
+    #[inline(always)]
+    pub(crate) fn pcolor(self) -> u8 {
+        self.get(F_PCOLOR) as u8
+    }
+    /// The locator field: next leaf (leaves) or subtree maximum (internal nodes).
+    #[inline(always)]
+    pub(crate) fn loc(self) -> Loc {
+        Loc {
+            h: self.get(F_LOC_H) as u32,
+            color: self.get(F_LOC_C) as u8,
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn set_loc(&mut self, l: Loc) {
+        self.set(F_LOC_H, l.h.into());
+        self.set(F_LOC_C, l.color.into());
+    }
+    pub(crate) fn set_pcolor(&mut self, c: u8) {
+        self.set(F_PCOLOR, c.into());
+    }
+    /// Whether the entry is found only by locator (see the module docs).
+    #[inline(always)]
+    pub(crate) fn by_color(self) -> bool {
+        self.get(F_BY_COLOR) != 0
+    }
+    /// The entry with its by-color bit set to `b`.
+    pub(crate) fn with_by_color(mut self, b: bool) -> Ent {
+        self.set(F_BY_COLOR, b.into());
+        self
+    }
+    #[inline(always)]
+    pub(crate) fn rec(self) -> *mut u8 {
+        (self.get(F_REC) << 4) as usize as *mut u8
+    }
+    #[inline(always)]
+    pub(crate) fn key_len(self) -> usize {
+        self.get(F_LEN) as usize
+    }
+    #[inline(always)]
+    pub(crate) fn bitmap(self) -> u64 {
+        self.get(F_BITMAP)
+    }
+    pub(crate) fn set_bitmap(&mut self, b: u64) {
+        self.set(F_BITMAP, b);
+    }
+    #[inline(always)]
+    pub(crate) fn jump_child(self) -> u8 {
+        self.get(F_JCHILD) as u8
+    }
+    #[inline(always)]
+    pub(crate) fn jump_len(self) -> usize {
+        self.get(F_JLEN) as usize
+    }
+    #[inline(always)]
+    pub(crate) fn jump_sym(self, i: usize) -> u32 {
+        self.get((F_JSYMS + 6 * i as u32, 6)) as u32
+    }
+    /// The jump node's symbols.
+    pub(crate) fn jump_syms(self) -> ([u32; JUMP_MAX], usize) {
+        let mut out = [0; JUMP_MAX];
+        let n = self.jump_len();
+        for (i, o) in out.iter_mut().enumerate().take(n) {
+            *o = self.jump_sym(i);
+        }
+        (out, n)
+    }
+
+    /// `self`'s content placed where `old` sits: keeps `old`'s tag, bucket side and color, so
+    /// the entry keeps its locator, and its by-color bit, since the parent stays the same.
+    pub(crate) fn in_place_of(mut self, old: Ent) -> Ent {
+        self.set(F_BY_COLOR, old.get(F_BY_COLOR));
+        self.set(F_SEC, old.get(F_SEC));
+        self.set(F_TAG, old.get(F_TAG));
+        self.set(F_COLOR, old.get(F_COLOR));
+        self
+    }
+}
+
+/// The peelable hash of node names for one table size; see the module docs.
+#[derive(Clone, Debug)]
+pub(crate) struct Hasher {
+    /// `N = 16·S`, the number of hash values.
+    n: u64,
+    /// `S`, the number of buckets.
+    s: u64,
+    /// Multiplier, a unit modulo `n`.
+    a: u64,
+    /// `⌊(2⁶⁴−1)/n⌋` for Barrett reduction.
+    inv: u64,
+    /// Per-symbol offsets, in `[0, n)`.
+    g: [u64; 64],
+    /// Secondary-bucket offsets per tag, in `[1, s)` (0 when `s == 1`).
+    alt: [u64; TAGS as usize],
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Hasher {
+    fn new(buckets: usize, seed: u64) -> Hasher {
+        let s = buckets as u64;
+        let n = s * TAGS;
+        debug_assert!(n <= MAX_HASHES);
+        let mut st = seed ^ n.rotate_left(17);
+        let a = loop {
+            let a = splitmix(&mut st) % n;
+            if a > 1 && gcd(a, n) == 1 {
+                break a;
+            }
+            if n <= 2 {
+                break 1;
+            }
+        };
+        let mut g = [0; 64];
+        for x in &mut g {
+            *x = splitmix(&mut st) % n;
+        }
+        let mut alt = [0; TAGS as usize];
+        for x in &mut alt {
+            *x = if s > 1 {
+                1 + splitmix(&mut st) % (s - 1)
+            } else {
+                0
+            };
+        }
+        Hasher {
+            n,
+            s,
+            a,
+            inv: u64::MAX / n,
+            g,
+            alt,
+        }
+    }
+
+    /// `x mod n` for any `x` (Barrett reduction: the estimated quotient is short by at most 2).
+    #[inline(always)]
+    fn reduce(&self, x: u64) -> u64 {
+        let q = ((u128::from(x) * u128::from(self.inv)) >> 64) as u64;
+        let mut r = x - q * self.n;
+        while r >= self.n {
+            r -= self.n;
+        }
+        r
+    }
+
+    /// `h(x·c)` from `h = h(x)`.
+    #[inline(always)]
+    pub(crate) fn step(&self, h: u64, c: u32) -> u64 {
+        debug_assert!(h < self.n);
+        let mut x = h + self.g[c as usize];
+        if x >= self.n {
+            x -= self.n;
+        }
+        // x < n ≤ 2³², a < n: the product fits in 64 bits.
+        self.reduce(x * self.a)
+    }
+
+    /// Primary and secondary bucket of hash `h`.
+    #[inline(always)]
+    fn buckets(&self, h: u64) -> (usize, usize) {
+        let b1 = h / TAGS;
+        let mut b2 = b1 + self.alt[(h % TAGS) as usize];
+        if b2 >= self.s {
+            b2 -= self.s;
+        }
+        (b1 as usize, b2 as usize)
+    }
+
+    /// The bucket an entry with `tag` and side `sec` in `bucket` would move to.
+    #[inline]
+    fn other_bucket(&self, bucket: usize, tag: u64, sec: bool) -> usize {
+        let off = self.alt[tag as usize];
+        let b = bucket as u64;
+        (if sec {
+            (b + self.s - off) % self.s
+        } else {
+            (b + off) % self.s
+        }) as usize
+    }
+
+    /// The full hash of the entry `e` found in `bucket`.
+    pub(crate) fn hash_of(&self, bucket: usize, e: Ent) -> u64 {
+        let primary = if e.sec() {
+            self.other_bucket(bucket, e.tag(), true)
+        } else {
+            bucket
+        };
+        primary as u64 * TAGS + e.tag()
+    }
+}
+
+/// A position in the table: bucket and slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    bucket: usize,
+    idx: usize,
+}
+
+/// The insertion could not place an entry (no cuckoo path, or all colors of its hash in use);
+/// the caller grows the table.
+#[derive(Debug)]
+pub(crate) struct Full;
+
+/// Breadth-first cuckoo search limit, in buckets visited.
+const BFS_NODES: usize = 512;
+
+/// The hash table. Invariants:
+/// 1. `buckets` points at `nb` buckets inside `region`, `1 ≤ nb`, `16·nb ≤ u32::MAX`.
+/// 2. An entry with tag `t` and side `sec` in bucket `b` has full hash
+///    `hasher.hash_of(b, e)`, and sits in that hash's primary (`!sec`) or secondary bucket.
+/// 3. Entries with the same full hash have distinct colors.
+/// 4. `used` counts the non-empty entries.
+pub(crate) struct Table {
+    region: Region,
+    buckets: NonNull<Bucket>,
+    nb: usize,
+    pub(crate) hasher: Hasher,
+    used: usize,
+}
+
+// SAFETY: the table owns its region like a Box<[Bucket]>; shared access only reads.
+unsafe impl Send for Table {}
+// SAFETY: as above; `&Table` methods never write.
+unsafe impl Sync for Table {}
+
+impl Table {
+    /// A zeroed table of at least `min_buckets` buckets (every bucket of the mapped pages is
+    /// used), hashing with constants drawn from `seed`.
+    pub(crate) fn with_buckets(min_buckets: usize, seed: u64) -> Result<Table, Error> {
+        let bytes = min_buckets.max(1).saturating_mul(64);
+        if (bytes / 64) as u64 * TAGS > MAX_HASHES {
+            return Err(Error::OutOfMemory { bytes });
+        }
+        let region = Region::new_zeroed(bytes)?;
+        let nb = (region.len() / 64).min((MAX_HASHES / TAGS) as usize);
+        let buckets = NonNull::new(region.as_ptr().cast::<Bucket>()).expect("mapping is non-null");
+        Ok(Table {
+            hasher: Hasher::new(nb, seed),
+            region,
+            buckets,
+            nb,
+            used: 0,
+        })
+    }
+
+    pub(crate) fn buckets(&self) -> usize {
+        self.nb
+    }
+    pub(crate) fn capacity(&self) -> usize {
+        self.nb * SLOTS
+    }
+    pub(crate) fn used(&self) -> usize {
+        self.used
+    }
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.region.memory_usage()
+    }
+
+    #[inline(always)]
+    fn bucket_ptr(&self, b: usize) -> *const u8 {
+        debug_assert!(b < self.nb);
+        // SAFETY: invariant 1, b < nb: inside the region.
+        unsafe { self.buckets.as_ptr().add(b).cast::<u8>() }
+    }
+
+    /// The entry at `s`.
+    #[inline(always)]
+    pub(crate) fn read(&self, s: Slot) -> Ent {
+        let mut raw = [0u8; 16];
+        // SAFETY: slot idx < 4, so the 16 bytes at idx·15 end at most at byte 61 of the
+        // 64-byte bucket (the extra byte is the version word's, masked off below).
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self.bucket_ptr(s.bucket).add(s.idx * ENTRY_BYTES),
+                raw.as_mut_ptr(),
+                16,
+            );
+        }
+        Ent(u128::from_le_bytes(raw) & ENTRY_MASK)
+    }
+
+    #[inline(always)]
+    fn write(&mut self, s: Slot, e: Ent) {
+        let raw = e.0.to_le_bytes();
+        // SAFETY: the 15 entry bytes lie inside bucket s.bucket (invariant 1), and `&mut self`
+        // makes this the only access.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                raw.as_ptr(),
+                self.bucket_ptr(s.bucket)
+                    .add(s.idx * ENTRY_BYTES)
+                    .cast_mut(),
+                ENTRY_BYTES,
+            );
+        }
+    }
+
+    /// Prefetches both buckets of hash `h`.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, h: u64) {
+        let (b1, b2) = self.hasher.buckets(h);
+        prefetch_read(self.bucket_ptr(b1));
+        prefetch_read(self.bucket_ptr(b2));
+    }
+
+    /// Calls `f` on every entry whose full hash is `h`, until it returns true; returns that
+    /// entry.
+    #[inline(always)]
+    fn find(&self, h: u64, mut f: impl FnMut(Ent) -> bool) -> Option<(Slot, Ent)> {
+        let (b1, b2) = self.hasher.buckets(h);
+        let tag = h % TAGS;
+        for (bucket, sec) in [(b1, false), (b2, true)] {
+            for idx in 0..SLOTS {
+                let s = Slot { bucket, idx };
+                let e = self.read(s);
+                if e.kind() != EMPTY && e.tag() == tag && e.sec() == sec && f(e) {
+                    return Some((s, e));
+                }
+            }
+        }
+        None
+    }
+
+    /// The child with last symbol `sym` of the regular node of color `pcolor` whose child's
+    /// name hashes to `h` (SearchByParent).
+    #[inline(always)]
+    pub(crate) fn find_by_parent(&self, h: u64, sym: u32, pcolor: u8) -> Option<(Slot, Ent)> {
+        self.find(h, |e| {
+            e.sym() == sym && e.pcolor() == pcolor && !e.by_color()
+        })
+    }
+
+    /// The entry a locator names (SearchByColor).
+    #[inline(always)]
+    pub(crate) fn find_loc(&self, l: Loc) -> Option<(Slot, Ent)> {
+        debug_assert!(!l.is_null());
+        self.find(l.h.into(), |e| e.color() == l.color)
+    }
+
+    /// The entry a locator names; the trie's invariants guarantee it exists.
+    #[inline(always)]
+    pub(crate) fn get(&self, l: Loc) -> Ent {
+        match self.find_loc(l) {
+            Some((_, e)) => e,
+            None => dangling(l),
+        }
+    }
+
+    /// Rewrites the entry `l` names with `f`, which must keep its position fields.
+    pub(crate) fn update(&mut self, l: Loc, f: impl FnOnce(&mut Ent)) {
+        let Some((s, mut e)) = self.find_loc(l) else {
+            dangling(l)
+        };
+        f(&mut e);
+        debug_assert_eq!(e.color(), l.color);
+        self.write(s, e);
+    }
+
+    /// Replaces the entry `l` names by `content` (which keeps `l`).
+    pub(crate) fn replace(&mut self, l: Loc, content: Ent) {
+        self.update(l, |e| *e = content.in_place_of(*e));
+    }
+
+    /// Removes the entry `l` names.
+    pub(crate) fn remove(&mut self, l: Loc) {
+        let Some((s, _)) = self.find_loc(l) else {
+            dangling(l)
+        };
+        self.write(s, Ent::EMPTY);
+        self.used -= 1;
+    }
+
+    /// Inserts `e` (whose position fields are ignored) under full hash `h` with a fresh color,
+    /// relocating other entries if both buckets are full. Returns the new entry's locator.
+    pub(crate) fn insert(&mut self, h: u64, mut e: Ent) -> Result<Loc, Full> {
+        debug_assert!(e.kind() != EMPTY);
+        let mut used = 0u32;
+        self.find(h, |x| {
+            used |= 1 << x.color();
+            false
+        });
+        if used == (1 << COLORS) - 1 {
+            return Err(Full);
+        }
+        let color = used.trailing_ones() as u8;
+        e.set(F_COLOR, color.into());
+        e.set(F_TAG, h % TAGS);
+        let (b1, b2) = self.hasher.buckets(h);
+        let slot = self.make_room(b1, b2)?;
+        e.set(F_SEC, u64::from(slot.bucket != b1));
+        self.write(slot, e);
+        self.used += 1;
+        Ok(Loc { h: h as u32, color })
+    }
+
+    fn free_slot(&self, bucket: usize) -> Option<usize> {
+        (0..SLOTS).find(|&idx| self.read(Slot { bucket, idx }).kind() == EMPTY)
+    }
+
+    /// Frees a slot in `b1` or `b2` by a breadth-first search for a cuckoo path, moving entries
+    /// from the path's end backwards so every entry stays in one of its two buckets.
+    #[cold]
+    fn make_room_slow(&mut self, b1: usize, b2: usize) -> Result<Slot, Full> {
+        struct Node {
+            bucket: usize,
+            parent: usize,
+            pslot: usize,
+        }
+        let mut nodes: Vec<Node> = Vec::with_capacity(64);
+        nodes.push(Node {
+            bucket: b1,
+            parent: usize::MAX,
+            pslot: 0,
+        });
+        if b2 != b1 {
+            nodes.push(Node {
+                bucket: b2,
+                parent: usize::MAX,
+                pslot: 0,
+            });
+        }
+        let on_path = |nodes: &[Node], mut k: usize, b: usize| {
+            while k != usize::MAX {
+                if nodes[k].bucket == b {
+                    return true;
+                }
+                k = nodes[k].parent;
+            }
+            false
+        };
+        let mut head = 0;
+        while head < nodes.len() && nodes.len() < BFS_NODES {
+            let bucket = nodes[head].bucket;
+            for idx in 0..SLOTS {
+                let victim = self.read(Slot { bucket, idx });
+                let alt = self.hasher.other_bucket(bucket, victim.tag(), victim.sec());
+                if alt == bucket || on_path(&nodes, head, alt) {
+                    continue;
+                }
+                if let Some(free) = self.free_slot(alt) {
+                    // Move the victim out, then each parent's victim into the slot it freed.
+                    let mut to = Slot {
+                        bucket: alt,
+                        idx: free,
+                    };
+                    let mut from = Slot { bucket, idx };
+                    let mut k = head;
+                    loop {
+                        let mut moved = self.read(from);
+                        moved.set(F_SEC, u64::from(!moved.sec()));
+                        self.write(to, moved);
+                        to = from;
+                        if nodes[k].parent == usize::MAX {
+                            self.write(to, Ent::EMPTY);
+                            return Ok(to);
+                        }
+                        from = Slot {
+                            bucket: nodes[nodes[k].parent].bucket,
+                            idx: nodes[k].pslot,
+                        };
+                        k = nodes[k].parent;
+                    }
+                }
+                nodes.push(Node {
+                    bucket: alt,
+                    parent: head,
+                    pslot: idx,
+                });
+            }
+            head += 1;
+        }
+        Err(Full)
+    }
+
+    #[inline]
+    fn make_room(&mut self, b1: usize, b2: usize) -> Result<Slot, Full> {
+        if let Some(idx) = self.free_slot(b1) {
+            return Ok(Slot { bucket: b1, idx });
+        }
+        if let Some(idx) = self.free_slot(b2) {
+            return Ok(Slot { bucket: b2, idx });
+        }
+        self.make_room_slow(b1, b2)
+    }
+
+    /// Empties every bucket.
+    pub(crate) fn wipe(&mut self) {
+        self.region.as_mut_slice().fill(0);
+        self.used = 0;
+    }
+
+    /// Every non-empty entry with its full hash (for audits).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (u64, Ent)> + '_ {
+        (0..self.nb).flat_map(move |bucket| {
+            (0..SLOTS).filter_map(move |idx| {
+                let e = self.read(Slot { bucket, idx });
+                (e.kind() != EMPTY).then(|| (self.hasher.hash_of(bucket, e), e))
+            })
+        })
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn dangling(l: Loc) -> ! {
+    panic!("cuckoo trie invariant broken: no entry for locator {l:?}")
+}

@@ -1,0 +1,1200 @@
+//! The trie of unique key prefixes over the hash table (cuckoo-trie.txt §4.1, §4.3–4.5).
+//!
+//! Non-generic: records are opaque addresses whose key bytes start `val_size` bytes in. The
+//! front end (`super::super`) allocates, fills and frees records.
+//!
+//! # Names and symbols
+//!
+//! A key of `L` bytes is read as `⌈8L/s⌉` data symbols of `s` bits (the last one zero-padded),
+//! each stored as `chunk + 1`, followed by the end symbol `0`. The end symbol sorts before every
+//! data symbol, so the symbol strings sort exactly as the byte strings do, and no key's string
+//! is a proper prefix of another's: keys that are byte-prefixes of each other ("ab", "abc") get
+//! separate leaves. A node's name is a prefix of these strings; its depth is the name's length.
+//!
+//! # Invariants (checked by [`RawTrie::audit`])
+//!
+//! 1. The root (name ε, hash 0) is a regular node; it may have any number of children.
+//! 2. Every other regular node has at least two children; a jump node has exactly one, which is
+//!    a regular or jump node; a leaf's parent is a regular node. Hence each leaf sits at its
+//!    key's shortest unique prefix.
+//! 3. A child of a regular node stores the parent's color; the jump node stores its child's,
+//!    and its child (like the root) has the by-color bit, so parent search never finds it.
+//! 4. Leaves form a list in key order from `head`; every internal node's locator names the
+//!    greatest leaf below it (the root's is `NULL` when the trie is empty).
+//! 5. `len` is the number of leaves, and the table holds exactly the nodes of the trie.
+
+use core::cmp::Ordering;
+
+use super::table::{Ent, Full, JUMP, JUMP_MAX, LEAF, Loc, REGULAR, Table};
+use crate::Error;
+
+/// Reads keys as symbol strings; see the module docs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Syms {
+    bits: u32,
+    mask: u32,
+}
+
+impl Syms {
+    pub(crate) fn new(bits: u32) -> Syms {
+        debug_assert!((1..=5).contains(&bits));
+        Syms {
+            bits,
+            mask: (1 << bits) - 1,
+        }
+    }
+
+    /// Length of the symbol string of a `len`-byte key, end symbol included.
+    #[inline(always)]
+    pub(crate) fn count(self, len: usize) -> usize {
+        (len * 8).div_ceil(self.bits as usize) + 1
+    }
+
+    /// Symbol `i` of `key`'s string (`0`, the end symbol, from the last position on).
+    #[inline(always)]
+    pub(crate) fn at(self, key: &[u8], i: usize) -> u32 {
+        let o = i * self.bits as usize;
+        let b = o >> 3;
+        if b >= key.len() {
+            return 0;
+        }
+        let hi = u32::from(key[b]) << 8;
+        let lo = key.get(b + 1).map_or(0, |&x| u32::from(x));
+        (((hi | lo) >> (16 - (o & 7) as u32 - self.bits)) & self.mask) + 1
+    }
+}
+
+/// Where the deepest smaller sibling seen on a search path is: the predecessor of everything at
+/// or below the search point is the greatest leaf below it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Cand {
+    /// No smaller key exists.
+    None,
+    /// The child with symbol `sym` of the regular node with hash `h` and color `pcolor`.
+    Sibling { h: u64, sym: u32, pcolor: u8 },
+    /// The leaf this locator names.
+    Leaf(Loc),
+}
+
+/// How a search ended.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum End {
+    /// At the leaf `loc` of depth `depth`.
+    Leaf { loc: Loc, ent: Ent },
+    /// At regular node `loc` of depth `depth`, which has no child `sym`.
+    NoChild { sym: u32 },
+    /// Inside jump node `loc` of depth `depth`: its symbol `at` differs from the key's.
+    JumpMismatch { at: usize },
+}
+
+/// One node of a recorded search path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathNode {
+    pub(crate) loc: Loc,
+    pub(crate) ent: Ent,
+    pub(crate) depth: usize,
+    /// The predecessor candidate from the nodes above this one.
+    pub(crate) cand_before: Cand,
+}
+
+/// Ring of prefix hashes `h(k[:i])`, computed (and their buckets prefetched) `depth` ahead of
+/// the search.
+struct Hashes {
+    ring: [u64; RING],
+    /// Hashes of prefixes `0..known` have been computed.
+    known: usize,
+    total: usize,
+}
+
+const RING: usize = 32;
+const _: () = assert!(RING > JUMP_MAX + super::MAX_PREFETCH + 1);
+
+impl Hashes {
+    #[inline(always)]
+    fn new(t: &Table, syms: Syms, key: &[u8], total: usize, ahead: usize) -> Hashes {
+        let mut hs = Hashes {
+            ring: [0; RING],
+            known: 1,
+            total,
+        };
+        hs.advance(t, syms, key, ahead);
+        hs
+    }
+
+    /// Computes hashes up to prefix `upto` (capped at the full string), prefetching each.
+    #[inline(always)]
+    fn advance(&mut self, t: &Table, syms: Syms, key: &[u8], upto: usize) {
+        let upto = upto.min(self.total);
+        while self.known <= upto {
+            let i = self.known;
+            let h = t
+                .hasher
+                .step(self.ring[(i - 1) % RING], syms.at(key, i - 1));
+            self.ring[i % RING] = h;
+            t.prefetch(h);
+            self.known += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> u64 {
+        debug_assert!(i < self.known && i + RING > self.known);
+        self.ring[i % RING]
+    }
+}
+
+/// Result of [`RawTrie::insert`].
+pub(crate) enum Inserted {
+    /// The key was present; its record.
+    Existing(*mut u8),
+    /// A new leaf now holds the record.
+    New,
+}
+
+/// Which neighbour [`RawTrie::seek`] finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seek {
+    /// The least key `>=` the probe.
+    Ge,
+    /// The least key `>` the probe.
+    Gt,
+    /// The greatest key `<=` the probe.
+    Le,
+    /// The greatest key `<` the probe.
+    Lt,
+}
+
+/// A leaf found by a search: its locator and entry.
+pub(crate) type LeafRef = (Loc, Ent);
+
+/// Settings the raw trie needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Params {
+    pub(crate) symbol_bits: u32,
+    pub(crate) prefetch_depth: usize,
+    pub(crate) max_load_factor: f64,
+    pub(crate) initial_buckets: usize,
+    /// Bytes before the key in a record.
+    pub(crate) val_size: usize,
+}
+
+/// The trie; see the module docs for its invariants.
+pub(crate) struct RawTrie {
+    table: Table,
+    syms: Syms,
+    params: Params,
+    seed: u64,
+    root: Loc,
+    head: Loc,
+    len: usize,
+    /// Scratch for writers: the search path.
+    path: Vec<PathNode>,
+    /// Scratch for writers: entries created by the operation in progress (for rollback).
+    created: Vec<Loc>,
+}
+
+impl RawTrie {
+    pub(crate) fn new(params: Params) -> Result<RawTrie, Error> {
+        let seed = 0x5EED_C0C0_u64;
+        let (table, root) = Self::empty_table(params.initial_buckets, seed)?;
+        Ok(RawTrie {
+            table,
+            syms: Syms::new(params.symbol_bits),
+            params,
+            seed,
+            root,
+            head: Loc::NULL,
+            len: 0,
+            path: Vec::new(),
+            created: Vec::new(),
+        })
+    }
+
+    fn empty_table(buckets: usize, seed: u64) -> Result<(Table, Loc), Error> {
+        let mut table = Table::with_buckets(buckets, seed)?;
+        let root = table
+            .insert(0, Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true))
+            .expect("an empty table has room for the root");
+        Ok((table, root))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes of the table and the scratch buffers (records are the front end's).
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.table.memory_usage()
+            + self.path.capacity() * core::mem::size_of::<PathNode>()
+            + self.created.capacity() * core::mem::size_of::<Loc>()
+    }
+
+    /// Empties the trie (the caller has freed the records) and shrinks the table; if no new
+    /// table can be mapped, wipes the old one instead.
+    pub(crate) fn reset(&mut self) {
+        match Self::empty_table(self.params.initial_buckets, self.seed) {
+            Ok((table, root)) => {
+                self.table = table;
+                self.root = root;
+            }
+            Err(_) => {
+                self.table.wipe();
+                self.root = self
+                    .table
+                    .insert(0, Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true))
+                    .expect("an empty table has room for the root");
+            }
+        }
+        self.head = Loc::NULL;
+        self.len = 0;
+        self.path = Vec::new();
+        self.created = Vec::new();
+    }
+
+    /// The key bytes of a leaf's record.
+    ///
+    /// # Safety
+    /// `e` is a leaf of this trie, and the returned slice is not used after the record is
+    /// freed (the front end frees records only through `&mut` access).
+    #[inline(always)]
+    pub(crate) unsafe fn key_of<'a>(&self, e: Ent) -> &'a [u8] {
+        debug_assert_eq!(e.kind(), LEAF);
+        // SAFETY: the front end wrote `key_len` key bytes at `val_size` into the record when
+        // it created the leaf; the record lives until the leaf is removed (caller's contract).
+        unsafe { core::slice::from_raw_parts(e.rec().add(self.params.val_size), e.key_len()) }
+    }
+
+    /// Searches `key` from the root, recording the path in `path` when given.
+    #[inline(always)]
+    fn descend(&self, key: &[u8], mut path: Option<&mut Vec<PathNode>>) -> (End, Cand) {
+        let syms = self.syms;
+        let t = &self.table;
+        let total = syms.count(key.len());
+        let d = self.params.prefetch_depth;
+        let mut hs = Hashes::new(t, syms, key, total, d);
+        let mut loc = self.root;
+        let mut ent = t.get(loc);
+        let mut i = 0usize;
+        let mut cand = Cand::None;
+        loop {
+            if let Some(p) = path.as_deref_mut() {
+                p.push(PathNode {
+                    loc,
+                    ent,
+                    depth: i,
+                    cand_before: cand,
+                });
+            }
+            match ent.kind() {
+                LEAF => return (End::Leaf { loc, ent }, cand),
+                REGULAR => {
+                    let c = syms.at(key, i);
+                    let bm = ent.bitmap();
+                    let below = bm & ((1u64 << c) - 1);
+                    if below != 0 {
+                        cand = Cand::Sibling {
+                            h: hs.get(i),
+                            sym: 63 - below.leading_zeros(),
+                            pcolor: ent.color(),
+                        };
+                    }
+                    if (bm >> c) & 1 == 0 {
+                        return (End::NoChild { sym: c }, cand);
+                    }
+                    hs.advance(t, syms, key, i + 1 + d);
+                    let h = hs.get(i + 1);
+                    let Some((_, e)) = t.find_by_parent(h, c, ent.color()) else {
+                        broken("a child bit without its child")
+                    };
+                    loc = Loc {
+                        h: h as u32,
+                        color: e.color(),
+                    };
+                    ent = e;
+                    i += 1;
+                }
+                _ => {
+                    debug_assert_eq!(ent.kind(), JUMP);
+                    let n = ent.jump_len();
+                    for at in 0..n {
+                        let c = syms.at(key, i + at);
+                        let s = ent.jump_sym(at);
+                        if c != s {
+                            if c > s {
+                                cand = Cand::Leaf(ent.loc());
+                            }
+                            return (End::JumpMismatch { at }, cand);
+                        }
+                    }
+                    hs.advance(t, syms, key, i + n + d);
+                    let h = hs.get(i + n);
+                    loc = Loc {
+                        h: h as u32,
+                        color: ent.jump_child(),
+                    };
+                    ent = t.get(loc);
+                    i += n;
+                }
+            }
+        }
+    }
+
+    /// The leaf a predecessor candidate stands for.
+    fn resolve(&self, cand: Cand) -> Option<LeafRef> {
+        match cand {
+            Cand::None => None,
+            Cand::Leaf(l) => Some((l, self.table.get(l))),
+            Cand::Sibling { h, sym, pcolor } => {
+                let hc = self.table.hasher.step(h, sym);
+                let Some((_, e)) = self.table.find_by_parent(hc, sym, pcolor) else {
+                    broken("a sibling bit without its child")
+                };
+                if e.kind() == LEAF {
+                    Some((
+                        Loc {
+                            h: hc as u32,
+                            color: e.color(),
+                        },
+                        e,
+                    ))
+                } else {
+                    let m = e.loc();
+                    Some((m, self.table.get(m)))
+                }
+            }
+        }
+    }
+
+    /// The leaf after `e` in key order.
+    #[inline]
+    pub(crate) fn next(&self, e: Ent) -> Option<LeafRef> {
+        let l = e.loc();
+        (!l.is_null()).then(|| (l, self.table.get(l)))
+    }
+
+    /// Prefetches the buckets a locator names.
+    #[inline]
+    pub(crate) fn prefetch_loc(&self, l: Loc) {
+        if !l.is_null() {
+            self.table.prefetch(l.h.into());
+        }
+    }
+
+    /// The first leaf.
+    pub(crate) fn first(&self) -> Option<LeafRef> {
+        (!self.head.is_null()).then(|| (self.head, self.table.get(self.head)))
+    }
+
+    /// The last leaf.
+    pub(crate) fn last(&self) -> Option<LeafRef> {
+        let m = self.table.get(self.root).loc();
+        (!m.is_null()).then(|| (m, self.table.get(m)))
+    }
+
+    /// The record of `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8]) -> Option<*mut u8> {
+        match self.descend(key, None).0 {
+            // SAFETY: `ent` is a leaf of this trie, read under `&self`.
+            End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
+            _ => None,
+        }
+    }
+
+    /// The neighbour of `key` that `op` asks for.
+    pub(crate) fn seek(&self, key: &[u8], op: Seek) -> Option<LeafRef> {
+        let (end, cand) = self.descend(key, None);
+        match end {
+            End::Leaf { loc, ent } => {
+                // SAFETY: a leaf of this trie under `&self`.
+                let ord = unsafe { self.key_of(ent) }.cmp(key);
+                let here = match op {
+                    Seek::Ge => ord != Ordering::Less,
+                    Seek::Gt => ord == Ordering::Greater,
+                    Seek::Le => ord != Ordering::Greater,
+                    Seek::Lt => ord == Ordering::Less,
+                };
+                if here {
+                    Some((loc, ent))
+                } else if matches!(op, Seek::Ge | Seek::Gt) {
+                    // The leaf is below the probe: its successor is the answer.
+                    self.next(ent)
+                } else {
+                    // The leaf is above the probe: the predecessor of its subtree is.
+                    self.resolve(cand)
+                }
+            }
+            _ => {
+                let pred = self.resolve(cand);
+                match op {
+                    Seek::Le | Seek::Lt => pred,
+                    Seek::Ge | Seek::Gt => match pred {
+                        Some((_, e)) => self.next(e),
+                        None => self.first(),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Grows when the table would pass its load limit with `extra` more entries.
+    fn needs_growth(&self, extra: usize) -> bool {
+        (self.table.used() + extra) as f64
+            > self.table.capacity() as f64 * self.params.max_load_factor
+    }
+
+    /// Inserts `key` with the record `make` returns, unless present.
+    pub(crate) fn insert(
+        &mut self,
+        key: &[u8],
+        make: &mut dyn FnMut() -> *mut u8,
+    ) -> Result<Inserted, Error> {
+        let mut rec: Option<*mut u8> = None;
+        let mut path = core::mem::take(&mut self.path);
+        let result = loop {
+            path.clear();
+            let (end, cand) = self.descend(key, Some(&mut path));
+            let last = *path.last().expect("the path holds the root");
+            let extra = match end {
+                End::Leaf { ent, .. } => {
+                    // SAFETY: a leaf of this trie; no record is freed during insert.
+                    let other = unsafe { self.key_of(ent) };
+                    if other == key {
+                        break Ok(Inserted::Existing(ent.rec()));
+                    }
+                    let j = self.first_difference(key, other, last.depth);
+                    (j - last.depth).div_ceil(JUMP_MAX) + 3
+                }
+                _ => 3,
+            };
+            if self.needs_growth(extra) {
+                if let Err(e) = self.grow() {
+                    break Err(e);
+                }
+                continue;
+            }
+            let r = *rec.get_or_insert_with(&mut *make);
+            self.created.clear();
+            let done = match end {
+                End::NoChild { sym } => self.insert_under(key, &last, sym, cand, r, &path),
+                End::Leaf { .. } => self.insert_split_leaf(key, &last, cand, r, &path),
+                End::JumpMismatch { at } => self.insert_split_jump(key, &last, at, cand, r, &path),
+            };
+            match done {
+                Ok(()) => {
+                    self.len += 1;
+                    break Ok(Inserted::New);
+                }
+                Err(Full) => {
+                    for l in core::mem::take(&mut self.created) {
+                        self.table.remove(l);
+                    }
+                    if let Err(e) = self.grow() {
+                        break Err(e);
+                    }
+                }
+            }
+        };
+        self.path = path;
+        result
+    }
+
+    /// The first symbol position `>= from` where the strings of `a` and `b` differ.
+    fn first_difference(&self, a: &[u8], b: &[u8], from: usize) -> usize {
+        let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let mut j = (common * 8 / self.syms.bits as usize).max(from);
+        while self.syms.at(a, j) == self.syms.at(b, j) {
+            j += 1;
+        }
+        j
+    }
+
+    /// Inserts a new entry, remembering it for rollback.
+    fn create(&mut self, h: u64, e: Ent) -> Result<Loc, Full> {
+        let l = self.table.insert(h, e)?;
+        self.created.push(l);
+        Ok(l)
+    }
+
+    /// Links leaf `l` after `pred` (or first).
+    fn link_after(&mut self, pred: Option<LeafRef>, l: Loc) {
+        match pred {
+            Some((p, _)) => self.table.update(p, |e| e.set_loc(l)),
+            None => self.head = l,
+        }
+    }
+
+    /// The leaf after `pred` (or the first leaf).
+    fn next_of(&self, pred: Option<LeafRef>) -> Loc {
+        match pred {
+            Some((_, e)) => e.loc(),
+            None => self.head,
+        }
+    }
+
+    /// Replaces subtree maxima along `path[..=from]`, bottom-up, while they are one of the
+    /// `repl` sources (a suffix of the path holds each; see invariant 4).
+    fn fix_max(&mut self, path: &[PathNode], from: usize, repl: &[(Loc, Loc)]) {
+        for p in path[..=from].iter().rev() {
+            let m = self.table.get(p.loc).loc();
+            match repl.iter().find(|(old, _)| *old == m) {
+                Some(&(_, new)) => self.table.update(p.loc, |e| e.set_loc(new)),
+                None => break,
+            }
+        }
+    }
+
+    /// Case 1 of §4.5: the search stopped at regular node `n`, which lacks child `c`.
+    fn insert_under(
+        &mut self,
+        key: &[u8],
+        n: &PathNode,
+        c: u32,
+        cand: Cand,
+        rec: *mut u8,
+        path: &[PathNode],
+    ) -> Result<(), Full> {
+        let pred = self.resolve(cand);
+        let h = self.table.hasher.step(n.loc.h.into(), c);
+        let leaf = Ent::leaf(c, n.ent.color(), rec, key.len(), self.next_of(pred));
+        let l = self.create(h, leaf)?;
+        self.link_after(pred, l);
+        let bm = n.ent.bitmap();
+        self.table.update(n.loc, |e| e.set_bitmap(bm | 1 << c));
+        if bm >> c == 0 {
+            // The new leaf is the greatest below `n`.
+            self.fix_max(path, path.len() - 1, &[(n.ent.loc(), l)]);
+        }
+        Ok(())
+    }
+
+    /// Jump nodes (bottom-up creation) for the chain of symbols `syms` starting at depth
+    /// `depth` with hash `h`, above a node of color `child`; the top one is not created but
+    /// returned as content. Returns (top content, hash after the chain).
+    #[allow(clippy::too_many_arguments)]
+    fn build_chain(
+        &mut self,
+        syms: &[u32],
+        h: u64,
+        top_sym: u32,
+        top_pcolor: u8,
+        mut child: u8,
+        max: Loc,
+    ) -> Result<Ent, Full> {
+        debug_assert!(!syms.is_empty());
+        // Hashes at each chunk start.
+        let mut starts: Vec<(usize, u64)> = Vec::with_capacity(syms.len() / JUMP_MAX + 1);
+        let mut hh = h;
+        for (k, &s) in syms.iter().enumerate() {
+            if k % JUMP_MAX == 0 {
+                starts.push((k, hh));
+            }
+            hh = self.table.hasher.step(hh, s);
+        }
+        for (idx, &(k, hk)) in starts.iter().enumerate().rev() {
+            let chunk = &syms[k..(k + JUMP_MAX).min(syms.len())];
+            if idx == 0 {
+                return Ok(Ent::jump(top_sym, top_pcolor, chunk, child, max));
+            }
+            let e = Ent::jump(syms[k - 1], 0, chunk, child, max).with_by_color(true);
+            child = self.create(hk, e)?.color;
+        }
+        unreachable!("the chain has a first chunk")
+    }
+
+    /// Case 2 of §4.5: the search reached leaf `leaf` (at depth `i`) of another key `e`.
+    fn insert_split_leaf(
+        &mut self,
+        key: &[u8],
+        leaf: &PathNode,
+        cand: Cand,
+        rec: *mut u8,
+        path: &[PathNode],
+    ) -> Result<(), Full> {
+        let i = leaf.depth;
+        let old = leaf.ent;
+        // SAFETY: a leaf of this trie; its record stays alive (it moves to the new leaf).
+        let other = unsafe { self.key_of(old) };
+        let j = self.first_difference(key, other, i);
+        let hasher = &self.table.hasher;
+        let mut hj = u64::from(leaf.loc.h);
+        let mut chain = Vec::with_capacity(j - i);
+        for p in i..j {
+            let s = self.syms.at(key, p);
+            chain.push(s);
+            hj = hasher.step(hj, s);
+        }
+        let (ck, co) = (self.syms.at(key, j), self.syms.at(other, j));
+        let (hk, ho) = (hasher.step(hj, ck), hasher.step(hj, co));
+        let pred = self.resolve(cand);
+        let bitmap = (1u64 << ck) | (1u64 << co);
+        // The regular node R at depth j: in place of the old leaf when j == i.
+        let r_color = if j == i {
+            leaf.loc.color
+        } else {
+            let last = *chain.last().expect("j > i");
+            let r = Ent::regular(last, 0, bitmap, Loc::NULL).with_by_color(true);
+            self.create(hj, r)?.color
+        };
+        let new_leaf = Ent::leaf(ck, r_color, rec, key.len(), Loc::NULL);
+        let moved = Ent::leaf(co, r_color, old.rec(), old.key_len(), Loc::NULL);
+        // Insert the greater leaf first so the smaller can point at it.
+        let (small, big) = if ck < co {
+            ((hk, new_leaf), (ho, moved))
+        } else {
+            ((ho, moved), (hk, new_leaf))
+        };
+        let mut big_e = big.1;
+        big_e.set_loc(old.loc());
+        let big_l = self.create(big.0, big_e)?;
+        let mut small_e = small.1;
+        small_e.set_loc(big_l);
+        let small_l = self.create(small.0, small_e)?;
+        let top = if j == i {
+            Ent::regular(old.sym(), old.pcolor(), bitmap, big_l)
+        } else {
+            self.table.update(
+                Loc {
+                    h: hj as u32,
+                    color: r_color,
+                },
+                |e| e.set_loc(big_l),
+            );
+            self.build_chain(
+                &chain,
+                leaf.loc.h.into(),
+                old.sym(),
+                old.pcolor(),
+                r_color,
+                big_l,
+            )?
+        };
+        // Everything new is in place; now link it (these writes cannot fail).
+        self.table.replace(leaf.loc, top);
+        self.link_after(pred, small_l);
+        self.fix_max(path, path.len() - 2, &[(leaf.loc, big_l)]);
+        Ok(())
+    }
+
+    /// Case 3 of §4.5: the search left jump node `jn` at its symbol `at`.
+    fn insert_split_jump(
+        &mut self,
+        key: &[u8],
+        jn: &PathNode,
+        at: usize,
+        cand: Cand,
+        rec: *mut u8,
+        path: &[PathNode],
+    ) -> Result<(), Full> {
+        let j = jn.ent;
+        let (syms, n) = j.jump_syms();
+        let hasher = &self.table.hasher;
+        let mut hd = u64::from(jn.loc.h);
+        for &s in &syms[..at] {
+            hd = hasher.step(hd, s);
+        }
+        let c = self.syms.at(key, jn.depth + at);
+        let sd = syms[at];
+        let h_below = hasher.step(hd, sd);
+        let h_leaf = hasher.step(hd, c);
+        let pred = self.resolve(cand);
+        let bitmap = (1u64 << c) | (1u64 << sd);
+        let r_color = if at == 0 {
+            jn.loc.color
+        } else {
+            let r = Ent::regular(syms[at - 1], 0, bitmap, Loc::NULL).with_by_color(true);
+            self.create(hd, r)?.color
+        };
+        let child = Loc {
+            h: 0,
+            color: j.jump_child(),
+        };
+        if at + 1 < n {
+            let e = Ent::jump(sd, r_color, &syms[at + 1..n], child.color, j.loc());
+            self.create(h_below, e)?;
+        }
+        let leaf = Ent::leaf(c, r_color, rec, key.len(), self.next_of(pred));
+        let l = self.create(h_leaf, leaf)?;
+        // Linking.
+        if at + 1 == n {
+            // The jump's child now hangs under R: it must carry R's color.
+            let cl = Loc {
+                h: h_below as u32,
+                color: child.color,
+            };
+            self.table.update(cl, |e| *e = e.with_by_color(false));
+            self.table.update(cl, |e| e.set_pcolor(r_color));
+        }
+        let r_max = if c > sd { l } else { j.loc() };
+        if at == 0 {
+            self.table
+                .replace(jn.loc, Ent::regular(j.sym(), j.pcolor(), bitmap, r_max));
+        } else {
+            self.table.update(
+                Loc {
+                    h: hd as u32,
+                    color: r_color,
+                },
+                |e| e.set_loc(r_max),
+            );
+            let top = Ent::jump(j.sym(), j.pcolor(), &syms[..at], r_color, r_max);
+            self.table.replace(jn.loc, top);
+        }
+        self.link_after(pred, l);
+        if c > sd {
+            self.fix_max(path, path.len() - 2, &[(j.loc(), l)]);
+        }
+        Ok(())
+    }
+
+    /// Removes `key`; returns its record.
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<*mut u8> {
+        let mut path = core::mem::take(&mut self.path);
+        path.clear();
+        let (end, _) = self.descend(key, Some(&mut path));
+        let found = match end {
+            // SAFETY: a leaf of this trie, record alive until we return it.
+            End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
+            _ => None,
+        };
+        if found.is_some() {
+            self.remove_leaf(&path);
+            self.len -= 1;
+            if self.table.buckets() > self.params.initial_buckets.max(64)
+                && (self.table.used() as f64)
+                    < self.table.capacity() as f64 * self.params.max_load_factor / 4.0
+            {
+                // Shrinking only returns memory; if it fails the trie stays as it is.
+                let _ = self.resize(self.table.used());
+            }
+        }
+        self.path = path;
+        found
+    }
+
+    /// Unlinks the leaf at the end of `path` (§4.5, deletion).
+    fn remove_leaf(&mut self, path: &[PathNode]) {
+        let leaf = path[path.len() - 1];
+        let n_idx = path.len() - 2;
+        let n = path[n_idx];
+        let pred = self.resolve(leaf.cand_before);
+        let nxt = leaf.ent.loc();
+        self.link_after(pred, nxt);
+        self.table.remove(leaf.loc);
+        let c = leaf.ent.sym();
+        let bm = n.ent.bitmap() & !(1u64 << c);
+        self.table.update(n.loc, |e| e.set_bitmap(bm));
+        let pred_loc = pred.map_or(Loc::NULL, |(l, _)| l);
+        if n_idx == 0 || bm.count_ones() != 1 {
+            self.fix_max(path, n_idx, &[(leaf.loc, pred_loc)]);
+            return;
+        }
+        // `n` has one child left.
+        let r = bm.trailing_zeros();
+        let hx = self.table.hasher.step(n.loc.h.into(), r);
+        let Some((_, x)) = self.table.find_by_parent(hx, r, n.ent.color()) else {
+            broken("a child bit without its child")
+        };
+        let x_old = Loc {
+            h: hx as u32,
+            color: x.color(),
+        };
+        if x.kind() == LEAF {
+            // A tail: the remaining leaf moves up to the top of the single-child run.
+            let mut t = n_idx;
+            while path[t - 1].ent.kind() == JUMP {
+                t -= 1;
+            }
+            let top = path[t];
+            let x_new = top.loc;
+            let moved = Ent::leaf(
+                top.ent.sym(),
+                top.ent.pcolor(),
+                x.rec(),
+                x.key_len(),
+                x.loc(),
+            );
+            self.table.remove(x_old);
+            for p in &path[t + 1..=n_idx] {
+                self.table.remove(p.loc);
+            }
+            self.table.replace(top.loc, moved);
+            if r > c {
+                // x followed the removed key: its predecessor is `pred`.
+                self.link_after(pred, x_new);
+            } else {
+                // x preceded it (pred == x): relink x's own predecessor.
+                let before = self.resolve(top.cand_before);
+                self.link_after(before, x_new);
+            }
+            let pred_new = if pred_loc == x_old { x_new } else { pred_loc };
+            self.fix_max(path, t - 1, &[(leaf.loc, pred_new), (x_old, x_new)]);
+            return;
+        }
+        // `n` becomes a jump node over symbol r (absorbing x when x is a short jump).
+        let mut syms = vec![r];
+        let mut child = x.color();
+        if x.kind() == JUMP && x.jump_len() < JUMP_MAX {
+            let (xs, xn) = x.jump_syms();
+            syms.extend_from_slice(&xs[..xn]);
+            child = x.jump_child();
+            self.table.remove(x_old);
+        } else {
+            // x now hangs under a jump node: found by color only.
+            self.table.update(x_old, |e| *e = e.with_by_color(true));
+        }
+        let cur_max = self.table.get(n.loc).loc();
+        let mut walk_from = n_idx;
+        let parent = path[n_idx - 1];
+        if parent.ent.kind() == JUMP && parent.ent.jump_len() + syms.len() <= JUMP_MAX {
+            let (ps, pn) = parent.ent.jump_syms();
+            let mut all = ps[..pn].to_vec();
+            all.extend_from_slice(&syms);
+            let merged = Ent::jump(parent.ent.sym(), parent.ent.pcolor(), &all, child, cur_max);
+            self.table.remove(n.loc);
+            self.table.replace(parent.loc, merged);
+            walk_from = n_idx - 1;
+        } else {
+            let e = Ent::jump(n.ent.sym(), n.ent.pcolor(), &syms, child, cur_max);
+            self.table.replace(n.loc, e);
+        }
+        self.fix_max(path, walk_from, &[(leaf.loc, pred_loc)]);
+    }
+
+    /// Rebuilds into a table of twice the buckets.
+    #[cold]
+    fn grow(&mut self) -> Result<(), Error> {
+        let want = self.table.buckets() * 2;
+        self.resize_to(want)
+    }
+
+    /// Rebuilds into a table sized for `entries` at half the load limit.
+    #[cold]
+    fn resize(&mut self, entries: usize) -> Result<(), Error> {
+        let want = (entries as f64 / (self.params.max_load_factor / 2.0) / 4.0).ceil() as usize;
+        self.resize_to(want.max(self.params.initial_buckets))
+    }
+
+    fn resize_to(&mut self, mut buckets: usize) -> Result<(), Error> {
+        for attempt in 0u64.. {
+            self.seed = self.seed.wrapping_add(0x9E37_79B9 + attempt);
+            let mut table = Table::with_buckets(buckets, self.seed)?;
+            match self.rebuild_into(&mut table) {
+                Ok((root, head)) => {
+                    self.table = table;
+                    self.root = root;
+                    self.head = head;
+                    return Ok(());
+                }
+                Err(Full) => buckets = buckets + buckets / 2 + 1,
+            }
+        }
+        unreachable!()
+    }
+
+    /// Copies the trie into `new` (preorder, so parents' colors are known before their
+    /// children's entries are written), patching leaf links and maxima as subtrees close.
+    fn rebuild_into(&self, new: &mut Table) -> Result<(Loc, Loc), Full> {
+        struct Frame {
+            oh: u64,
+            oc: u8,
+            nh: u64,
+            nc: u8,
+            rem: u64,
+            pstart: usize,
+        }
+        let old = &self.table;
+        let oroot = old.get(self.root);
+        let root_ent = Ent::regular(0, 0, oroot.bitmap(), Loc::NULL).with_by_color(true);
+        let root = new.insert(0, root_ent)?;
+        let mut pending = vec![root];
+        let mut stack = vec![Frame {
+            oh: 0,
+            oc: self.root.color,
+            nh: 0,
+            nc: root.color,
+            rem: oroot.bitmap(),
+            pstart: 0,
+        }];
+        let mut prev = Loc::NULL;
+        let mut head = Loc::NULL;
+        let mut chain: Vec<(Ent, u64, u32)> = Vec::new();
+        while let Some(f) = stack.last_mut() {
+            if f.rem == 0 {
+                let start = f.pstart;
+                stack.pop();
+                for l in pending.drain(start..) {
+                    new.update(l, |e| e.set_loc(prev));
+                }
+                continue;
+            }
+            let c = f.rem.trailing_zeros();
+            f.rem &= f.rem - 1;
+            let (oh, nh, oc, nc) = (
+                old.hasher.step(f.oh, c),
+                new.hasher.step(f.nh, c),
+                f.oc,
+                f.nc,
+            );
+            let Some((_, ce)) = old.find_by_parent(oh, c, oc) else {
+                broken("a child bit without its child")
+            };
+            match ce.kind() {
+                LEAF => {
+                    let l = new.insert(nh, Ent::leaf(c, nc, ce.rec(), ce.key_len(), Loc::NULL))?;
+                    if prev.is_null() {
+                        head = l;
+                    } else {
+                        new.update(prev, |e| e.set_loc(l));
+                    }
+                    prev = l;
+                }
+                REGULAR => {
+                    let l = new.insert(nh, Ent::regular(c, nc, ce.bitmap(), Loc::NULL))?;
+                    let pstart = pending.len();
+                    pending.push(l);
+                    stack.push(Frame {
+                        oh,
+                        oc: ce.color(),
+                        nh,
+                        nc: l.color,
+                        rem: ce.bitmap(),
+                        pstart,
+                    });
+                }
+                _ => {
+                    chain.clear();
+                    let (mut e, mut ohh, mut nhh, mut last) = (ce, oh, nh, c);
+                    let r = loop {
+                        chain.push((e, nhh, last));
+                        let (s, k) = e.jump_syms();
+                        for &x in &s[..k] {
+                            ohh = old.hasher.step(ohh, x);
+                            nhh = new.hasher.step(nhh, x);
+                            last = x;
+                        }
+                        let ch = old.get(Loc {
+                            h: ohh as u32,
+                            color: e.jump_child(),
+                        });
+                        if ch.kind() == JUMP {
+                            e = ch;
+                        } else {
+                            debug_assert_eq!(ch.kind(), REGULAR);
+                            break ch;
+                        }
+                    };
+                    let r_ent = Ent::regular(last, 0, r.bitmap(), Loc::NULL).with_by_color(true);
+                    let rl = new.insert(nhh, r_ent)?;
+                    let pstart = pending.len();
+                    pending.push(rl);
+                    let mut child = rl.color;
+                    for (k, &(je, jh, js)) in chain.iter().enumerate().rev() {
+                        let (s, n) = je.jump_syms();
+                        let pc = if k == 0 { nc } else { 0 };
+                        let je = Ent::jump(js, pc, &s[..n], child, Loc::NULL).with_by_color(k != 0);
+                        let jl = new.insert(jh, je)?;
+                        child = jl.color;
+                        pending.push(jl);
+                    }
+                    stack.push(Frame {
+                        oh: ohh,
+                        oc: r.color(),
+                        nh: nhh,
+                        nc: rl.color,
+                        rem: r.bitmap(),
+                        pstart,
+                    });
+                }
+            }
+        }
+        Ok((root, head))
+    }
+
+    /// Every record, in key order (for the front end's drop and clear).
+    pub(crate) fn for_each_leaf(&self, mut f: impl FnMut(Ent)) {
+        let mut cur = self.first();
+        while let Some((_, e)) = cur {
+            f(e);
+            cur = self.next(e);
+        }
+    }
+
+    /// Checks every invariant of the module docs and of the table; slow.
+    pub(crate) fn audit(&self) -> Result<(), String> {
+        let t = &self.table;
+        let root = t.get(self.root);
+        if root.kind() != REGULAR {
+            return Err("root is not a regular node".into());
+        }
+        // DFS in key order, checking structure, names, maxima and the leaf list.
+        struct Frame {
+            loc: Loc,
+            ent: Ent,
+            name: Vec<u32>,
+            rem: u64,
+            first_leaf_idx: usize,
+        }
+        let mut leaves: Vec<Loc> = Vec::new();
+        let mut nodes = 1usize;
+        let mut stack = vec![Frame {
+            loc: self.root,
+            ent: root,
+            name: Vec::new(),
+            rem: root.bitmap(),
+            first_leaf_idx: 0,
+        }];
+        let mut last_key: Option<&[u8]> = None;
+        while let Some(f) = stack.last_mut() {
+            if f.rem == 0 {
+                let f = stack.pop().expect("non-empty");
+                let want = if leaves.len() > f.first_leaf_idx {
+                    *leaves.last().expect("non-empty")
+                } else {
+                    Loc::NULL
+                };
+                if f.ent.loc() != want {
+                    return Err(format!(
+                        "node {:?} (name {:?}) has max {:?}, its last leaf is {want:?}",
+                        f.loc,
+                        f.name,
+                        f.ent.loc()
+                    ));
+                }
+                continue;
+            }
+            let c = f.rem.trailing_zeros();
+            f.rem &= f.rem - 1;
+            let mut name = f.name.clone();
+            name.push(c);
+            let h = t.hasher.step(f.loc.h.into(), c);
+            let Some((_, mut e)) = t.find_by_parent(h, c, f.ent.color()) else {
+                return Err(format!("child {c} of {:?} missing", f.loc));
+            };
+            let mut loc = Loc {
+                h: h as u32,
+                color: e.color(),
+            };
+            if e.by_color() {
+                return Err(format!(
+                    "child {loc:?} of a regular node is marked by-color"
+                ));
+            }
+            nodes += 1;
+            // Follow jump chains.
+            let first_leaf_idx = leaves.len();
+            let mut chain_heads = Vec::new();
+            while e.kind() == JUMP {
+                if !(1..=JUMP_MAX).contains(&e.jump_len()) {
+                    return Err(format!("jump {loc:?} has length {}", e.jump_len()));
+                }
+                chain_heads.push((loc, e, name.clone()));
+                let mut hh = u64::from(loc.h);
+                for k in 0..e.jump_len() {
+                    let s = e.jump_sym(k);
+                    if s == 0 {
+                        return Err(format!("jump {loc:?} holds the end symbol"));
+                    }
+                    name.push(s);
+                    hh = t.hasher.step(hh, s);
+                }
+                loc = Loc {
+                    h: hh as u32,
+                    color: e.jump_child(),
+                };
+                let Some((_, ce)) = t.find_loc(loc) else {
+                    return Err(format!("jump child {loc:?} missing"));
+                };
+                if ce.kind() == LEAF {
+                    return Err(format!("jump above leaf {loc:?}"));
+                }
+                if !ce.by_color() {
+                    return Err(format!("jump child {loc:?} lacks the by-color bit"));
+                }
+                e = ce;
+                nodes += 1;
+            }
+            match e.kind() {
+                LEAF => {
+                    // SAFETY: a leaf of this trie under `&self`.
+                    let key = unsafe { self.key_of(e) };
+                    for (k, &s) in name.iter().enumerate() {
+                        if self.syms.at(key, k) != s {
+                            return Err(format!(
+                                "leaf {loc:?} key {} does not match its name at symbol {k} of {}",
+                                crate::key::Escaped(key),
+                                name.len()
+                            ));
+                        }
+                    }
+                    if name.len() > self.syms.count(key.len()) {
+                        return Err(format!("leaf {loc:?} deeper than its key"));
+                    }
+                    if let Some(prev) = last_key
+                        && prev >= key
+                    {
+                        return Err(format!("leaves out of order at {loc:?}"));
+                    }
+                    last_key = Some(key);
+                    leaves.push(loc);
+                }
+                REGULAR => {
+                    if e.bitmap().count_ones() < 2 {
+                        return Err(format!("regular node {loc:?} has < 2 children"));
+                    }
+                    // Chain heads check their max against the regular node's when it closes:
+                    // check them now through the regular node's own max (same subtree).
+                    for (jl, je, _) in &chain_heads {
+                        if je.loc() != e.loc() {
+                            return Err(format!("jump {jl:?} max differs from its child's"));
+                        }
+                    }
+                    stack.push(Frame {
+                        loc,
+                        ent: e,
+                        name,
+                        rem: e.bitmap(),
+                        first_leaf_idx,
+                    });
+                }
+                k => return Err(format!("entry {loc:?} of kind {k}")),
+            }
+        }
+        if leaves.len() != self.len {
+            return Err(format!("{} leaves, len {}", leaves.len(), self.len));
+        }
+        // The leaf list.
+        let mut cur = self.head;
+        for (k, &l) in leaves.iter().enumerate() {
+            if cur != l {
+                return Err(format!("leaf list position {k}: {cur:?}, expected {l:?}"));
+            }
+            cur = t.get(l).loc();
+        }
+        if !cur.is_null() {
+            return Err("leaf list runs past the last leaf".into());
+        }
+        if t.used() != nodes {
+            return Err(format!(
+                "table holds {} entries, trie {nodes} nodes",
+                t.used()
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (h, e) in t.entries() {
+            if !seen.insert((h, e.color())) {
+                return Err(format!("color {} used twice under hash {h}", e.color()));
+            }
+        }
+        if seen.len() != t.used() {
+            return Err("used count differs from the table's content".into());
+        }
+        Ok(())
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn broken(what: &str) -> ! {
+    panic!("cuckoo trie invariant broken: {what}")
+}
