@@ -41,6 +41,7 @@ pub mod baselines;
 pub mod dataset;
 pub mod exec;
 pub mod keys;
+pub mod ours;
 pub mod probe;
 pub mod record;
 pub mod registry;

@@ -11,6 +11,7 @@ use crate::baselines::{
     btree::BTree, congee::Art, fst::FstMap, hash::Hash, skipmap::Skip, sorted_vec::SortedVec,
 };
 use crate::exec::{self, Driver, Plan};
+use crate::ours::cuckoo_trie::Cuckoo;
 
 /// One measurable index.
 #[derive(Clone, Copy, Debug)]
@@ -19,6 +20,8 @@ pub struct Entry {
     pub name: &'static str,
     /// One-line description for `mlpdex-bench list`.
     pub about: &'static str,
+    /// A configuration variant (`cuckoo-trie-d4`): measured when named, skipped by `all`.
+    pub variant: bool,
     /// Loads the index with the plan's load set and serves the driver's measurements
     /// ([`exec::serve`] for the dataset's key representation).
     pub run: fn(&str, &Plan, &mut dyn Driver) -> Result<()>,
@@ -28,11 +31,24 @@ fn integer_keys(plan: &Plan) -> bool {
     plan.dataset.keys.fixed_width() == Some(8)
 }
 
+/// A Cuckoo Trie with prefetch depth `$d`, for the depth sweep.
+macro_rules! cuckoo_variant {
+    ($name:literal, $d:literal) => {
+        Entry {
+            name: $name,
+            about: concat!("Cuckoo Trie with prefetch depth ", $d),
+            variant: true,
+            run: exec::serve::<Cuckoo<$d>>,
+        }
+    };
+}
+
 /// Every registered index, baselines first.
 pub const INDEXES: &[Entry] = &[
     Entry {
         name: "btreemap",
         about: "std BTreeMap (u64 keys on 8-byte datasets, Box<[u8]> otherwise)",
+        variant: false,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<BTree<u64>>(name, plan, driver)
@@ -44,6 +60,7 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "skipmap",
         about: "crossbeam-skiplist SkipMap, lock-free, concurrent",
+        variant: false,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<Skip<u64>>(name, plan, driver)
@@ -55,11 +72,13 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "congee",
         about: "congee concurrent ART with optimistic lock coupling (8-byte keys only)",
+        variant: false,
         run: exec::serve::<Art>,
     },
     Entry {
         name: "hashmap",
         about: "hashbrown HashMap (point operations only)",
+        variant: false,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<Hash<u64>>(name, plan, driver)
@@ -71,19 +90,35 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "sorted-vec",
         about: "static sorted array with binary search (built once)",
+        variant: false,
         run: exec::serve::<SortedVec>,
     },
     Entry {
         name: "fst-crate",
         about: "the fst crate's static Map (built once)",
+        variant: false,
         run: exec::serve::<FstMap>,
     },
+    Entry {
+        name: "cuckoo-trie",
+        about: "mlpdex Cuckoo Trie (cuckoo-trie.txt), default configuration",
+        variant: false,
+        run: exec::serve::<Cuckoo<0>>,
+    },
+    cuckoo_variant!("cuckoo-trie-d1", 1),
+    cuckoo_variant!("cuckoo-trie-d2", 2),
+    cuckoo_variant!("cuckoo-trie-d3", 3),
+    cuckoo_variant!("cuckoo-trie-d4", 4),
+    cuckoo_variant!("cuckoo-trie-d5", 5),
+    cuckoo_variant!("cuckoo-trie-d6", 6),
+    cuckoo_variant!("cuckoo-trie-d8", 8),
+    cuckoo_variant!("cuckoo-trie-d10", 10),
 ];
 
 /// Resolves a comma-separated list of names (or `all`) to entries, in the order given.
 pub fn resolve(list: &str) -> Result<Vec<Entry>, String> {
     if list.trim() == "all" {
-        return Ok(INDEXES.to_vec());
+        return Ok(INDEXES.iter().copied().filter(|e| !e.variant).collect());
     }
     list.split(',')
         .map(str::trim)
@@ -120,7 +155,12 @@ mod tests {
 
     #[test]
     fn resolve_lists_and_rejects() {
-        assert_eq!(resolve("all").unwrap().len(), INDEXES.len());
+        let all = resolve("all").unwrap();
+        assert_eq!(all.len(), INDEXES.iter().filter(|e| !e.variant).count());
+        assert!(all.iter().any(|e| e.name == "cuckoo-trie"));
+        assert!(all.iter().all(|e| !e.variant));
+        let variant = resolve("cuckoo-trie-d4").unwrap();
+        assert!(variant[0].variant);
         let two = resolve("congee, btreemap").unwrap();
         assert_eq!(
             two.iter().map(|e| e.name).collect::<Vec<_>>(),

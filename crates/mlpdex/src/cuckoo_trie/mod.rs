@@ -162,6 +162,13 @@ impl<V> CuckooTrie<V> {
         &self.config
     }
 
+    /// Bytes mapped directly from the operating system (the hash table), a part of
+    /// [`memory_usage`](OrderedMap::memory_usage); the rest (records) comes from the global
+    /// allocator.
+    pub fn mapped_bytes(&self) -> usize {
+        self.raw.table_bytes()
+    }
+
     /// Audits every structural invariant (slow: reads the whole table). For tests.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {

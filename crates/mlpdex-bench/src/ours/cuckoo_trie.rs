@@ -1,0 +1,59 @@
+//! `cuckoo-trie` (and `cuckoo-trie-dN`): [`mlpdex::cuckoo_trie::CuckooTrie`] with `u64` values.
+
+use std::ops::Bound;
+
+use mlpdex::OrderedMap;
+use mlpdex::cuckoo_trie::{Config, CuckooTrie};
+
+use crate::adapter::{BenchIndex, Caps, fold};
+use crate::keys::Keys;
+
+/// The Cuckoo Trie with prefetch depth `D` (0: the library's default configuration).
+#[derive(Debug)]
+pub struct Cuckoo<const D: usize>(CuckooTrie<u64>);
+
+impl<const D: usize> BenchIndex for Cuckoo<D> {
+    const CAPS: Caps = Caps {
+        writes: true,
+        ordered: true,
+        concurrent: false,
+    };
+
+    fn create(_load_set: &Keys) -> anyhow::Result<Self> {
+        let mut config = Config::default();
+        if D != 0 {
+            config.prefetch_depth = D;
+        }
+        Ok(Cuckoo(CuckooTrie::with_config(config)?))
+    }
+
+    #[inline]
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        self.0.get(key).copied()
+    }
+
+    #[inline]
+    fn insert(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.0
+            .insert(key, value)
+            .expect("keys of the benchmark datasets are within the key-length limit")
+    }
+
+    #[inline]
+    fn lower_bound(&self, key: &[u8]) -> Option<u64> {
+        self.0.lower_bound(Bound::Included(key)).map(|(_, &v)| v)
+    }
+
+    #[inline]
+    fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
+        self.0
+            .range::<[u8], _>((Bound::Included(start), Bound::Unbounded))
+            .take(n)
+            .map(|(_, &v)| v)
+            .reduce(fold)
+    }
+
+    fn mapped_bytes(&self) -> usize {
+        self.0.mapped_bytes()
+    }
+}

@@ -1,0 +1,3 @@
+//! Adapters for mlpdex's own structures.
+
+pub mod cuckoo_trie;
