@@ -61,6 +61,7 @@ use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
 use core::ptr::NonNull;
 
+use raw::cursor::Cursor;
 use raw::table::{Ent, Loc};
 use raw::trie::{Inserted, Params, RawTrie, Seek};
 
@@ -292,20 +293,35 @@ impl<V> fmt::Debug for CuckooTrie<V> {
 
 /// A double-ended iterator over a key range of a [`CuckooTrie`], in key order.
 ///
-/// Going forward follows the leaf list and prefetches the next record (§4.4); going backward
+/// Going forward walks the trie in order, prefetching the buckets of the next several children
+/// of each node together (see `raw/cursor.rs`) and each record one step ahead; going backward
 /// runs a predecessor search per step.
 pub struct Range<'a, V> {
     map: &'a CuckooTrie<V>,
-    /// The next leaf from the front, and from the back; both `None` once they have met.
+    /// The next leaf from the front; `None` once the range is exhausted.
     front: Option<(Loc, Ent)>,
-    back: Option<(Loc, Ent)>,
+    cursor: Cursor,
+    back: Back,
+}
+
+/// The back end of a [`Range`].
+#[derive(Clone, Copy, Debug)]
+enum Back {
+    /// Unbounded: the last leaf, looked up only if the range is walked backwards.
+    Last,
+    /// The next leaf from the back.
+    At((Loc, Ent)),
 }
 
 impl<V> fmt::Debug for Range<'_, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let back = match self.back {
+            Back::Last => None,
+            Back::At((_, e)) => Some(self.map.item(e).0),
+        };
         f.debug_struct("Range")
             .field("front", &self.front.map(|(_, e)| self.map.item(e).0))
-            .field("back", &self.back.map(|(_, e)| self.map.item(e).0))
+            .field("back", &back)
             .finish()
     }
 }
@@ -316,15 +332,13 @@ impl<'a, V> Iterator for Range<'a, V> {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let (fl, fe) = self.front?;
-        let (bl, _) = self.back?;
-        if fl == bl {
-            self.front = None;
-            self.back = None;
-        } else {
-            self.front = self.map.raw.next(fe);
-            if let Some((_, ne)) = self.front {
-                prefetch_read(ne.rec());
-                self.map.raw.prefetch_loc(ne.loc());
+        match self.back {
+            Back::At((bl, _)) if bl == fl => self.front = None,
+            _ => {
+                self.front = self.map.raw.cursor_next(&mut self.cursor);
+                if let Some((_, ne)) = self.front {
+                    prefetch_read(ne.rec());
+                }
             }
         }
         Some(self.map.item(fe))
@@ -333,14 +347,21 @@ impl<'a, V> Iterator for Range<'a, V> {
 
 impl<V> DoubleEndedIterator for Range<'_, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        let (bl, be) = self.back?;
         let (fl, _) = self.front?;
+        let (bl, be) = match self.back {
+            Back::At(b) => b,
+            Back::Last => self
+                .map
+                .raw
+                .last()
+                .expect("a non-empty range has a last leaf"),
+        };
         let item = self.map.item(be);
         if fl == bl {
             self.front = None;
-            self.back = None;
         } else {
-            self.back = self.map.raw.seek(item.0, Seek::Lt);
+            let prev = self.map.raw.seek(item.0, Seek::Lt);
+            self.back = Back::At(prev.expect("the front leaf precedes the back leaf"));
         }
         Some(item)
     }
@@ -410,31 +431,42 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         R: RangeBounds<K>,
     {
         let (start, end) = byte_bounds(&range);
-        let empty = Range {
+        let empty = || Range {
             map: self,
             front: None,
-            back: None,
+            cursor: Cursor::default(),
+            back: Back::Last,
         };
         if is_empty_range(start, end) {
-            return empty;
+            return empty();
         }
-        let front = match start {
-            Bound::Included(k) => self.raw.seek(k, Seek::Ge),
-            Bound::Excluded(k) => self.raw.seek(k, Seek::Gt),
-            Bound::Unbounded => self.raw.first(),
-        };
         let back = match end {
-            Bound::Included(k) => self.raw.seek(k, Seek::Le),
-            Bound::Excluded(k) => self.raw.seek(k, Seek::Lt),
-            Bound::Unbounded => self.raw.last(),
+            Bound::Included(k) => self.raw.seek(k, Seek::Le).map(Back::At),
+            Bound::Excluded(k) => self.raw.seek(k, Seek::Lt).map(Back::At),
+            Bound::Unbounded => Some(Back::Last),
         };
-        match (front, back) {
-            (Some(f), Some(b)) if self.item(f.1).0 <= self.item(b.1).0 => Range {
-                map: self,
-                front: Some(f),
-                back: Some(b),
-            },
-            _ => empty,
+        let Some(back) = back else {
+            return empty();
+        };
+        let (cursor, front) = match start {
+            Bound::Included(k) => self.raw.cursor_seek(k, false),
+            Bound::Excluded(k) => self.raw.cursor_seek(k, true),
+            Bound::Unbounded => self.raw.cursor_first(),
+        };
+        let Some(front) = front else {
+            return empty();
+        };
+        if let Back::At(b) = back
+            && self.item(front.1).0 > self.item(b.1).0
+        {
+            return empty();
+        }
+        prefetch_read(front.1.rec());
+        Range {
+            map: self,
+            front: Some(front),
+            cursor,
+            back,
         }
     }
 

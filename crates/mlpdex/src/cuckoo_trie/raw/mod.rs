@@ -1,6 +1,7 @@
 //! The raw Cuckoo Trie: the hash table with key elimination ([`table`]) and the trie algorithms
 //! over it ([`trie`]). Non-generic; records are opaque addresses owned by the front end.
 
+pub(crate) mod cursor;
 pub(crate) mod table;
 pub(crate) mod trie;
 

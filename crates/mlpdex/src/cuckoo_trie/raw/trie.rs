@@ -78,7 +78,7 @@ pub(crate) enum Cand {
 
 /// How a search ended.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum End {
+pub(super) enum End {
     /// At the leaf `loc` of depth `depth`.
     Leaf { loc: Loc, ent: Ent },
     /// At regular node `loc` of depth `depth`, which has no child `sym`.
@@ -180,8 +180,8 @@ pub(crate) struct Params {
 
 /// The trie; see the module docs for its invariants.
 pub(crate) struct RawTrie {
-    table: Table,
-    syms: Syms,
+    pub(super) table: Table,
+    pub(super) syms: Syms,
     params: Params,
     seed: u64,
     root: Loc,
@@ -276,9 +276,15 @@ impl RawTrie {
         unsafe { core::slice::from_raw_parts(e.rec().add(self.params.val_size), e.key_len()) }
     }
 
-    /// Searches `key` from the root, recording the path in `path` when given.
+    /// Searches `key` from the root, recording the path in `path` when given. With `PRED`, the
+    /// buckets of each new predecessor candidate are prefetched as soon as it is known, so
+    /// resolving the last one afterwards (seeks and writes do) overlaps with the descent.
     #[inline(always)]
-    fn descend(&self, key: &[u8], mut path: Option<&mut Vec<PathNode>>) -> (End, Cand) {
+    pub(super) fn descend<const PRED: bool>(
+        &self,
+        key: &[u8],
+        mut path: Option<&mut Vec<PathNode>>,
+    ) -> (End, Cand) {
         let syms = self.syms;
         let t = &self.table;
         let total = syms.count(key.len());
@@ -305,9 +311,13 @@ impl RawTrie {
                     let bm = ent.bitmap();
                     let below = bm & ((1u64 << c) - 1);
                     if below != 0 {
+                        let (h, sym) = (hs.get(i), 63 - below.leading_zeros());
+                        if PRED {
+                            t.prefetch(t.hasher.step(h, sym));
+                        }
                         cand = Cand::Sibling {
-                            h: hs.get(i),
-                            sym: 63 - below.leading_zeros(),
+                            h,
+                            sym,
                             pcolor: ent.color(),
                         };
                     }
@@ -335,6 +345,9 @@ impl RawTrie {
                         if c != s {
                             if c > s {
                                 cand = Cand::Leaf(ent.loc());
+                                if PRED {
+                                    t.prefetch(ent.loc().h.into());
+                                }
                             }
                             return (End::JumpMismatch { at }, cand);
                         }
@@ -393,6 +406,11 @@ impl RawTrie {
         }
     }
 
+    /// The root's locator.
+    pub(super) fn root_loc(&self) -> Loc {
+        self.root
+    }
+
     /// The first leaf.
     pub(crate) fn first(&self) -> Option<LeafRef> {
         (!self.head.is_null()).then(|| (self.head, self.table.get(self.head)))
@@ -407,7 +425,7 @@ impl RawTrie {
     /// The record of `key`.
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<*mut u8> {
-        match self.descend(key, None).0 {
+        match self.descend::<false>(key, None).0 {
             // SAFETY: `ent` is a leaf of this trie, read under `&self`.
             End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
             _ => None,
@@ -416,9 +434,14 @@ impl RawTrie {
 
     /// The neighbour of `key` that `op` asks for.
     pub(crate) fn seek(&self, key: &[u8], op: Seek) -> Option<LeafRef> {
-        let (end, cand) = self.descend(key, None);
+        let (end, cand) = self.descend::<true>(key, None);
         match end {
             End::Leaf { loc, ent } => {
+                if matches!(op, Seek::Ge | Seek::Gt) {
+                    // The answer may be the next leaf: fetch its buckets while the record's
+                    // key is read for the comparison (two independent DRAM reads).
+                    self.prefetch_loc(ent.loc());
+                }
                 // SAFETY: a leaf of this trie under `&self`.
                 let ord = unsafe { self.key_of(ent) }.cmp(key);
                 let here = match op {
@@ -466,7 +489,7 @@ impl RawTrie {
         let mut path = core::mem::take(&mut self.path);
         let result = loop {
             path.clear();
-            let (end, cand) = self.descend(key, Some(&mut path));
+            let (end, cand) = self.descend::<true>(key, Some(&mut path));
             let last = *path.last().expect("the path holds the root");
             let extra = match end {
                 End::Leaf { ent, .. } => {
@@ -771,7 +794,7 @@ impl RawTrie {
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<*mut u8> {
         let mut path = core::mem::take(&mut self.path);
         path.clear();
-        let (end, _) = self.descend(key, Some(&mut path));
+        let (end, _) = self.descend::<true>(key, Some(&mut path));
         let found = match end {
             // SAFETY: a leaf of this trie, record alive until we return it.
             End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
@@ -1110,7 +1133,7 @@ impl RawTrie {
                 if !(1..=JUMP_MAX).contains(&e.jump_len()) {
                     return Err(format!("jump {loc:?} has length {}", e.jump_len()));
                 }
-                chain_heads.push((loc, e, name.clone()));
+                chain_heads.push((loc, e));
                 let mut hh = u64::from(loc.h);
                 for k in 0..e.jump_len() {
                     let s = e.jump_sym(k);
@@ -1166,7 +1189,7 @@ impl RawTrie {
                     }
                     // Chain heads check their max against the regular node's when it closes:
                     // check them now through the regular node's own max (same subtree).
-                    for (jl, je, _) in &chain_heads {
+                    for (jl, je) in &chain_heads {
                         if je.loc() != e.loc() {
                             return Err(format!("jump {jl:?} max differs from its child's"));
                         }
