@@ -300,8 +300,26 @@ pub struct Range<'a, V> {
     map: &'a CuckooTrie<V>,
     /// The next leaf from the front; `None` once the range is exhausted.
     front: Option<(Loc, Ent)>,
+    /// Leaves after `front` that the cursor has already found (their records prefetched).
+    ahead: Ahead,
     cursor: Cursor,
     back: Back,
+}
+
+/// Most leaves a forward walk keeps found ahead of the front, records prefetched.
+const LOOKAHEAD: usize = 8;
+
+/// A ring of leaves found ahead of the front.
+#[derive(Debug, Default)]
+struct Ahead {
+    ring: [Option<(Loc, Ent)>; LOOKAHEAD],
+    head: usize,
+    len: usize,
+    /// Items yielded so far: the lookahead ramps up with it, so a short range does not walk far
+    /// past its end.
+    yielded: usize,
+    /// The cursor has no more leaves.
+    exhausted: bool,
 }
 
 /// The back end of a [`Range`].
@@ -326,21 +344,43 @@ impl<V> fmt::Debug for Range<'_, V> {
     }
 }
 
+impl<V> Range<'_, V> {
+    /// The leaf after `front`, topping the lookahead up first.
+    #[inline]
+    fn advance(&mut self) -> Option<(Loc, Ent)> {
+        let a = &mut self.ahead;
+        a.yielded += 1;
+        let want = (a.yielded + 1).min(LOOKAHEAD);
+        while a.len < want && !a.exhausted {
+            match self.map.raw.cursor_next(&mut self.cursor) {
+                Some(leaf) => {
+                    prefetch_read(leaf.1.rec());
+                    a.ring[(a.head + a.len) % LOOKAHEAD] = Some(leaf);
+                    a.len += 1;
+                }
+                None => a.exhausted = true,
+            }
+        }
+        if a.len == 0 {
+            return None;
+        }
+        let leaf = a.ring[a.head].take();
+        a.head = (a.head + 1) % LOOKAHEAD;
+        a.len -= 1;
+        leaf
+    }
+}
+
 impl<'a, V> Iterator for Range<'a, V> {
     type Item = (&'a [u8], &'a V);
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let (fl, fe) = self.front?;
-        match self.back {
-            Back::At((bl, _)) if bl == fl => self.front = None,
-            _ => {
-                self.front = self.map.raw.cursor_next(&mut self.cursor);
-                if let Some((_, ne)) = self.front {
-                    prefetch_read(ne.rec());
-                }
-            }
-        }
+        self.front = match self.back {
+            Back::At((bl, _)) if bl == fl => None,
+            _ => self.advance(),
+        };
         Some(self.map.item(fe))
     }
 }
@@ -434,6 +474,7 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         let empty = || Range {
             map: self,
             front: None,
+            ahead: Ahead::default(),
             cursor: Cursor::default(),
             back: Back::Last,
         };
@@ -465,6 +506,7 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         Range {
             map: self,
             front: Some(front),
+            ahead: Ahead::default(),
             cursor,
             back,
         }

@@ -9,11 +9,14 @@
 
 use core::cmp::Ordering;
 
-use super::table::{Ent, JUMP, LEAF, Loc};
+use super::table::{Ent, JUMP, LEAF, Loc, REGULAR};
 use super::trie::{End, LeafRef, RawTrie};
+use crate::substrate::prefetch::prefetch_read;
 
 /// Children prefetched ahead of the cursor in each node.
 const WINDOW: u32 = 8;
+/// Distance of the second-stage peek (bucket already fetched; prefetch what it points to).
+const PEEK: u32 = 4;
 
 /// A regular node whose later children are still to visit.
 #[derive(Clone, Copy, Debug)]
@@ -84,17 +87,35 @@ impl RawTrie {
             let c = f.rem.trailing_zeros();
             f.rem &= f.rem - 1;
             let (ph, pcolor) = (f.h, f.color);
-            // Keep the window full: prefetch the child WINDOW − 1 places ahead.
+            // Keep the window full: prefetch the child WINDOW − 1 places ahead. Second stage:
+            // the child PEEK places ahead was prefetched a while ago; read it and prefetch
+            // what it leads to (its record, or its first children), so entering the next
+            // node or yielding the next leaf does not wait a full round trip.
             let mut ahead = f.rem;
-            for _ in 1..WINDOW {
+            let mut peek = 0;
+            for k in 1..WINDOW {
                 if ahead == 0 {
                     break;
+                }
+                if k == PEEK {
+                    peek = ahead;
                 }
                 ahead &= ahead - 1;
             }
             if ahead != 0 {
                 self.table
                     .prefetch(self.table.hasher.step(ph, ahead.trailing_zeros()));
+            }
+            if peek != 0 {
+                let ps = peek.trailing_zeros();
+                let hp = self.table.hasher.step(ph, ps);
+                if let Some((_, e)) = self.table.find_by_parent(hp, ps, pcolor) {
+                    match e.kind() {
+                        LEAF => prefetch_read(e.rec()),
+                        REGULAR => self.prefetch_children(hp, e.bitmap()),
+                        _ => {}
+                    }
+                }
             }
             let h = self.table.hasher.step(ph, c);
             let Some((_, e)) = self.table.find_by_parent(h, c, pcolor) else {
