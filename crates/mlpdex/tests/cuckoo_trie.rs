@@ -1791,12 +1791,12 @@ fn max_key_len_is_accepted_and_one_more_refused() {
 fn default_config_values() {
     let c = Config::default();
     assert_eq!(c.symbol_bits, 5);
-    assert_eq!(c.prefetch_depth, 5);
+    assert_eq!(c.prefetch_depth, 8);
     assert_eq!(c.max_load_factor, 0.85);
     assert!(c.initial_buckets >= 1);
     let map = CuckooTrie::<u64>::new();
     assert_eq!(map.config().symbol_bits, 5);
-    assert_eq!(map.config().prefetch_depth, 5);
+    assert_eq!(map.config().prefetch_depth, 8);
     assert_eq!(map.config().max_load_factor, 0.85);
     let map = CuckooTrie::<u64>::default();
     assert!(map.is_empty());

@@ -107,6 +107,8 @@ struct Hashes {
 }
 
 const RING: usize = 32;
+/// Children whose buckets (old and new table) a rebuild keeps in flight.
+const REBUILD_WINDOW: u32 = 8;
 const _: () = assert!(RING > JUMP_MAX + super::MAX_PREFETCH + 1);
 
 impl Hashes {
@@ -964,6 +966,18 @@ impl RawTrie {
         let mut prev = Loc::NULL;
         let mut head = Loc::NULL;
         let mut chain: Vec<(Ent, u64, u32)> = Vec::new();
+        let warm = |new: &Table, oh: u64, nh: u64, mut rem: u64| {
+            for _ in 0..REBUILD_WINDOW {
+                if rem == 0 {
+                    break;
+                }
+                let c = rem.trailing_zeros();
+                old.prefetch(old.hasher.step(oh, c));
+                new.prefetch(new.hasher.step(nh, c));
+                rem &= rem - 1;
+            }
+        };
+        warm(new, 0, 0, oroot.bitmap());
         while let Some(f) = stack.last_mut() {
             if f.rem == 0 {
                 let start = f.pstart;
@@ -975,6 +989,18 @@ impl RawTrie {
             }
             let c = f.rem.trailing_zeros();
             f.rem &= f.rem - 1;
+            // Children's hashes in both tables follow from the bitmap: keep the buckets of the
+            // child REBUILD_WINDOW places ahead in flight (the walk is otherwise a chain of
+            // dependent misses).
+            let mut ahead = f.rem;
+            for _ in 1..REBUILD_WINDOW {
+                ahead &= ahead.wrapping_sub(1);
+            }
+            if ahead != 0 {
+                let a = ahead.trailing_zeros();
+                old.prefetch(old.hasher.step(f.oh, a));
+                new.prefetch(new.hasher.step(f.nh, a));
+            }
             let (oh, nh, oc, nc) = (
                 old.hasher.step(f.oh, c),
                 new.hasher.step(f.nh, c),
@@ -996,6 +1022,7 @@ impl RawTrie {
                 }
                 REGULAR => {
                     let l = new.insert(nh, Ent::regular(c, nc, ce.bitmap(), Loc::NULL))?;
+                    warm(new, oh, nh, ce.bitmap());
                     let pstart = pending.len();
                     pending.push(l);
                     stack.push(Frame {
@@ -1031,6 +1058,7 @@ impl RawTrie {
                     };
                     let r_ent = Ent::regular(last, 0, r.bitmap(), Loc::NULL).with_by_color(true);
                     let rl = new.insert(nhh, r_ent)?;
+                    warm(new, ohh, nhh, r.bitmap());
                     let pstart = pending.len();
                     pending.push(rl);
                     let mut child = rl.color;
