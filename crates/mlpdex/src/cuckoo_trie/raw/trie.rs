@@ -750,12 +750,9 @@ impl RawTrie {
             let r = Ent::regular(syms[at - 1], 0, bitmap, Loc::NULL).with_by_color(true);
             self.create(hd, r)?.color
         };
-        let child = Loc {
-            h: 0,
-            color: j.jump_child(),
-        };
+        let child_color = j.jump_child();
         if at + 1 < n {
-            let e = Ent::jump(sd, r_color, &syms[at + 1..n], child.color, j.loc());
+            let e = Ent::jump(sd, r_color, &syms[at + 1..n], child_color, j.loc());
             self.create(h_below, e)?;
         }
         let leaf = Ent::leaf(c, r_color, rec, key.len(), self.next_of(pred));
@@ -765,7 +762,7 @@ impl RawTrie {
             // The jump's child now hangs under R: it must carry R's color.
             let cl = Loc {
                 h: h_below as u32,
-                color: child.color,
+                color: child_color,
             };
             self.table.update(cl, |e| *e = e.with_by_color(false));
             self.table.update(cl, |e| e.set_pcolor(r_color));
