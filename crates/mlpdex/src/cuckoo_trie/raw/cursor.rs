@@ -25,6 +25,23 @@ struct Frame {
     color: u8,
     /// Child symbols not visited yet.
     rem: u64,
+    /// The last [`PEEK`] children read ahead (symbol, hash, entry), so taking them later needs
+    /// no second hash and probe; `u32::MAX` marks an empty slot.
+    peeked: [(u32, u64, Ent); PEEK as usize],
+    /// Next slot of `peeked` to overwrite.
+    slot: usize,
+}
+
+impl Frame {
+    fn new(h: u64, color: u8, rem: u64) -> Frame {
+        Frame {
+            h,
+            color,
+            rem,
+            peeked: [(u32::MAX, 0, Ent::EMPTY); PEEK as usize],
+            slot: 0,
+        }
+    }
 }
 
 /// A position in the in-order walk: the regular nodes on the path with children left.
@@ -54,11 +71,7 @@ impl RawTrie {
             if prefetch {
                 self.prefetch_children(h, rem);
             }
-            cur.stack.push(Frame {
-                h,
-                color: e.color(),
-                rem,
-            });
+            cur.stack.push(Frame::new(h, e.color(), rem));
         }
     }
 
@@ -115,11 +128,19 @@ impl RawTrie {
                         REGULAR => self.prefetch_children(hp, e.bitmap()),
                         _ => {}
                     }
+                    f.peeked[f.slot] = (ps, hp, e);
+                    f.slot = (f.slot + 1) % PEEK as usize;
                 }
             }
-            let h = self.table.hasher.step(ph, c);
-            let Some((_, e)) = self.table.find_by_parent(h, c, pcolor) else {
-                panic!("cuckoo trie invariant broken: a child bit without its child")
+            let (h, e) = match f.peeked.iter().find(|p| p.0 == c) {
+                Some(&(_, h, e)) => (h, e),
+                None => {
+                    let h = self.table.hasher.step(ph, c);
+                    let Some((_, e)) = self.table.find_by_parent(h, c, pcolor) else {
+                        panic!("cuckoo trie invariant broken: a child bit without its child")
+                    };
+                    (h, e)
+                }
             };
             if e.kind() == LEAF {
                 return Some((

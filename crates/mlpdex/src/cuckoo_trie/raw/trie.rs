@@ -197,7 +197,16 @@ pub(crate) struct RawTrie {
     created: Vec<Loc>,
     /// Scratch for writers: the symbols of a new jump chain.
     chain: Vec<u32>,
+    /// Moving average of the depth of new leaves, in 1/16 symbols.
+    depth_avg: usize,
+    /// Deepest prefix a search prefetches: the average leaf depth plus [`HORIZON_MARGIN`].
+    horizon: usize,
 }
+
+/// Symbols past the average leaf depth that searches still prefetch. Prefetches beyond a
+/// search's leaf are wasted DRAM reads that compete with the useful ones (16 parallel misses
+/// cost 1.54× one on this machine); the margin covers leaves deeper than average.
+const HORIZON_MARGIN: usize = 3;
 
 impl RawTrie {
     pub(crate) fn new(params: Params) -> Result<RawTrie, Error> {
@@ -215,6 +224,8 @@ impl RawTrie {
             path: Vec::new(),
             created: Vec::new(),
             chain: Vec::new(),
+            depth_avg: 0,
+            horizon: HORIZON_MARGIN,
         })
     }
 
@@ -291,7 +302,8 @@ impl RawTrie {
         let t = &self.table;
         let total = syms.count(key.len());
         let d = self.params.prefetch_depth;
-        let mut hs = Hashes::new(t, syms, key, total, d);
+        let cap = self.horizon;
+        let mut hs = Hashes::new(t, syms, key, total, d.min(cap));
         let mut loc = self.root;
         let mut ent = self.root_ent;
         debug_assert_eq!(ent, t.get(loc), "stale root copy");
@@ -326,7 +338,7 @@ impl RawTrie {
                     if (bm >> c) & 1 == 0 {
                         return (End::NoChild { sym: c }, cand);
                     }
-                    hs.advance(t, syms, key, i + 1 + d);
+                    hs.advance(t, syms, key, (i + 1 + d).min(cap.max(i + 1)));
                     let h = hs.get(i + 1);
                     let Some((_, e)) = t.find_by_parent(h, c, ent.color()) else {
                         broken("a child bit without its child")
@@ -354,7 +366,7 @@ impl RawTrie {
                             return (End::JumpMismatch { at }, cand);
                         }
                     }
-                    hs.advance(t, syms, key, i + n + d);
+                    hs.advance(t, syms, key, (i + n + d).min(cap.max(i + n)));
                     let h = hs.get(i + n);
                     loc = Loc {
                         h: h as u32,
@@ -519,8 +531,9 @@ impl RawTrie {
                 End::JumpMismatch { at } => self.insert_split_jump(key, &last, at, cand, r, &path),
             };
             match done {
-                Ok(()) => {
+                Ok(depth) => {
                     self.len += 1;
+                    self.note_leaf_depth(depth);
                     break Ok(Inserted::New);
                 }
                 Err(Full) => {
@@ -536,6 +549,13 @@ impl RawTrie {
         self.path = path;
         self.root_ent = self.table.get(self.root);
         result
+    }
+
+    /// Folds the depth of a new leaf into the average that sets the prefetch horizon.
+    fn note_leaf_depth(&mut self, depth: usize) {
+        let d16 = depth.min(1 << 20) * 16;
+        self.depth_avg = self.depth_avg - self.depth_avg / 16 + d16 / 16;
+        self.horizon = self.depth_avg.div_ceil(16) + HORIZON_MARGIN;
     }
 
     /// The first symbol position `>= from` where the strings of `a` and `b` differ.
@@ -592,7 +612,7 @@ impl RawTrie {
         cand: Cand,
         rec: *mut u8,
         path: &[PathNode],
-    ) -> Result<(), Full> {
+    ) -> Result<usize, Full> {
         let pred = self.resolve(cand);
         let h = self.table.hasher.step(n.loc.h.into(), c);
         let leaf = Ent::leaf(c, n.ent.color(), rec, key.len(), self.next_of(pred));
@@ -604,7 +624,7 @@ impl RawTrie {
             // The new leaf is the greatest below `n`.
             self.fix_max(path, path.len() - 1, &[(n.ent.loc(), l)]);
         }
-        Ok(())
+        Ok(n.depth + 1)
     }
 
     /// Jump nodes (bottom-up creation) for the chain of symbols `syms` starting at depth
@@ -653,7 +673,7 @@ impl RawTrie {
         cand: Cand,
         rec: *mut u8,
         path: &[PathNode],
-    ) -> Result<(), Full> {
+    ) -> Result<usize, Full> {
         let i = leaf.depth;
         let old = leaf.ent;
         // SAFETY: a leaf of this trie; its record stays alive (it moves to the new leaf).
@@ -718,7 +738,7 @@ impl RawTrie {
         self.table.replace(leaf.loc, top);
         self.link_after(pred, small_l);
         self.fix_max(path, path.len() - 2, &[(leaf.loc, big_l)]);
-        Ok(())
+        Ok(j + 1)
     }
 
     /// Case 3 of §4.5: the search left jump node `jn` at its symbol `at`.
@@ -730,7 +750,7 @@ impl RawTrie {
         cand: Cand,
         rec: *mut u8,
         path: &[PathNode],
-    ) -> Result<(), Full> {
+    ) -> Result<usize, Full> {
         let j = jn.ent;
         let (syms, n) = j.jump_syms();
         let hasher = &self.table.hasher;
@@ -786,7 +806,7 @@ impl RawTrie {
         if c > sd {
             self.fix_max(path, path.len() - 2, &[(j.loc(), l)]);
         }
-        Ok(())
+        Ok(jn.depth + at + 1)
     }
 
     /// Removes `key`; returns its record.
