@@ -587,6 +587,20 @@ impl Table {
         self.write(s, e);
     }
 
+    /// Rewrites the entry `l` names with `f` if it returns true (same contract as `update`);
+    /// returns what `f` returned.
+    pub(crate) fn update_if(&mut self, l: Loc, f: impl FnOnce(&mut Ent) -> bool) -> bool {
+        let Some((s, mut e)) = self.find_loc(l) else {
+            dangling(l)
+        };
+        let changed = f(&mut e);
+        if changed {
+            debug_assert_eq!(e.color(), l.color);
+            self.write(s, e);
+        }
+        changed
+    }
+
     /// Replaces the entry `l` names by `content` (which keeps `l`).
     pub(crate) fn replace(&mut self, l: Loc, content: Ent) {
         self.update(l, |e| *e = content.in_place_of(*e));
@@ -605,19 +619,36 @@ impl Table {
     /// relocating other entries if both buckets are full. Returns the new entry's locator.
     pub(crate) fn insert(&mut self, h: u64, mut e: Ent) -> Result<Loc, Full> {
         debug_assert!(e.kind() != EMPTY);
+        let (b1, b2) = self.hasher.buckets(h);
+        let tag = (h % TAGS) as u8;
+        // One pass over both buckets: colors in use under `h`, and the first free slot.
         let mut used = 0u32;
-        self.find(h, |x| {
-            used |= 1 << x.color();
-            false
-        });
+        let mut free: Option<Slot> = None;
+        for (bucket, sec) in [(b1, 0u8), (b2, 1u8)] {
+            let want = (tag << F_TAG.0) | (sec << F_SEC.0);
+            let base = self.bucket_ptr(bucket);
+            for idx in 0..SLOTS {
+                // SAFETY: byte idx·15 < 60 lies in the bucket (invariant 1).
+                let first = unsafe { *base.add(idx * ENTRY_BYTES) };
+                if first & 0x03 == 0 {
+                    if free.is_none() {
+                        free = Some(Slot { bucket, idx });
+                    }
+                } else if first & 0x7C == want {
+                    used |= 1 << self.read(Slot { bucket, idx }).color();
+                }
+            }
+        }
         if used == (1 << COLORS) - 1 {
             return Err(Full);
         }
         let color = used.trailing_ones() as u8;
         e.set(F_COLOR, color.into());
         e.set(F_TAG, h % TAGS);
-        let (b1, b2) = self.hasher.buckets(h);
-        let slot = self.make_room(b1, b2)?;
+        let slot = match free {
+            Some(s) => s,
+            None => self.make_room_slow(b1, b2)?,
+        };
         e.set(F_SEC, u64::from(slot.bucket != b1));
         self.write(slot, e);
         self.used += 1;
@@ -701,17 +732,6 @@ impl Table {
             head += 1;
         }
         Err(Full)
-    }
-
-    #[inline]
-    fn make_room(&mut self, b1: usize, b2: usize) -> Result<Slot, Full> {
-        if let Some(idx) = self.free_slot(b1) {
-            return Ok(Slot { bucket: b1, idx });
-        }
-        if let Some(idx) = self.free_slot(b2) {
-            return Ok(Slot { bucket: b2, idx });
-        }
-        self.make_room_slow(b1, b2)
     }
 
     /// Empties every bucket.

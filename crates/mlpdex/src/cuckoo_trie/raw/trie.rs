@@ -379,6 +379,20 @@ impl RawTrie {
         }
     }
 
+    /// Starts the second read of resolving `cand` (a sibling's maximum) so it overlaps with
+    /// the writer's next reads (the split leaf's record, new entries' buckets).
+    #[inline]
+    fn prefetch_pred(&self, cand: Cand) {
+        if let Cand::Sibling { h, sym, pcolor } = cand {
+            let hc = self.table.hasher.step(h, sym);
+            if let Some((_, e)) = self.table.find_by_parent(hc, sym, pcolor)
+                && e.kind() != LEAF
+            {
+                self.table.prefetch(e.loc().h.into());
+            }
+        }
+    }
+
     /// The leaf a predecessor candidate stands for.
     fn resolve(&self, cand: Cand) -> Option<LeafRef> {
         match cand {
@@ -504,6 +518,7 @@ impl RawTrie {
         let result = loop {
             path.clear();
             let (end, cand) = self.descend::<true>(key, Some(&mut path));
+            self.prefetch_pred(cand);
             let last = *path.last().expect("the path holds the root");
             let extra = match end {
                 End::Leaf { ent, .. } => {
@@ -595,10 +610,17 @@ impl RawTrie {
     /// `repl` sources (a suffix of the path holds each; see invariant 4).
     fn fix_max(&mut self, path: &[PathNode], from: usize, repl: &[(Loc, Loc)]) {
         for p in path[..=from].iter().rev() {
-            let m = self.table.get(p.loc).loc();
-            match repl.iter().find(|(old, _)| *old == m) {
-                Some(&(_, new)) => self.table.update(p.loc, |e| e.set_loc(new)),
-                None => break,
+            let replaced = self.table.update_if(p.loc, |e| {
+                match repl.iter().find(|(old, _)| *old == e.loc()) {
+                    Some(&(_, new)) => {
+                        e.set_loc(new);
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if !replaced {
+                break;
             }
         }
     }
@@ -690,6 +712,8 @@ impl RawTrie {
         }
         let (ck, co) = (self.syms.at(key, j), self.syms.at(other, j));
         let (hk, ho) = (hasher.step(hj, ck), hasher.step(hj, co));
+        // The moved leaf's bucket depends on the other key's record: start fetching it now.
+        self.table.prefetch(ho);
         let pred = self.resolve(cand);
         let bitmap = (1u64 << ck) | (1u64 << co);
         // The regular node R at depth j: in place of the old leaf when j == i.
