@@ -21,7 +21,8 @@ const PEEK: u32 = 4;
 /// A regular node whose later children are still to visit.
 #[derive(Clone, Copy, Debug)]
 struct Frame {
-    h: u64,
+    /// `mul_a` of the node's hash: a child's hash is one addition away.
+    ha: u64,
     color: u8,
     /// Child symbols not visited yet.
     rem: u64,
@@ -33,9 +34,9 @@ struct Frame {
 }
 
 impl Frame {
-    fn new(h: u64, color: u8, rem: u64) -> Frame {
+    fn new(ha: u64, color: u8, rem: u64) -> Frame {
         Frame {
-            h,
+            ha,
             color,
             rem,
             peeked: [(u32::MAX, 0, Ent::EMPTY); PEEK as usize],
@@ -51,15 +52,16 @@ pub(crate) struct Cursor {
 }
 
 impl RawTrie {
-    /// Prefetches the buckets of the first `WINDOW` children in `rem` of the node `h`.
+    /// Prefetches the buckets of the first `WINDOW` children in `rem` of the node whose hash
+    /// times `a` is `ha`.
     #[inline]
-    fn prefetch_children(&self, h: u64, mut rem: u64) {
+    fn prefetch_children(&self, ha: u64, mut rem: u64) {
         for _ in 0..WINDOW {
             if rem == 0 {
                 break;
             }
             self.table
-                .prefetch(self.table.hasher.step(h, rem.trailing_zeros()));
+                .prefetch(self.table.hasher.child(ha, rem.trailing_zeros()));
             rem &= rem - 1;
         }
     }
@@ -68,10 +70,11 @@ impl RawTrie {
     #[inline]
     fn enter(&self, cur: &mut Cursor, h: u64, e: Ent, rem: u64, prefetch: bool) {
         if rem != 0 {
+            let ha = self.table.hasher.mul_a(h);
             if prefetch {
-                self.prefetch_children(h, rem);
+                self.prefetch_children(ha, rem);
             }
-            cur.stack.push(Frame::new(h, e.color(), rem));
+            cur.stack.push(Frame::new(ha, e.color(), rem));
         }
     }
 
@@ -99,7 +102,7 @@ impl RawTrie {
             }
             let c = f.rem.trailing_zeros();
             f.rem &= f.rem - 1;
-            let (ph, pcolor) = (f.h, f.color);
+            let (pha, pcolor) = (f.ha, f.color);
             // Keep the window full: prefetch the child WINDOW − 1 places ahead. Second stage:
             // the child PEEK places ahead was prefetched a while ago; read it and prefetch
             // what it leads to (its record, or its first children), so entering the next
@@ -117,15 +120,15 @@ impl RawTrie {
             }
             if ahead != 0 {
                 self.table
-                    .prefetch(self.table.hasher.step(ph, ahead.trailing_zeros()));
+                    .prefetch(self.table.hasher.child(pha, ahead.trailing_zeros()));
             }
             if peek != 0 {
                 let ps = peek.trailing_zeros();
-                let hp = self.table.hasher.step(ph, ps);
+                let hp = self.table.hasher.child(pha, ps);
                 if let Some((_, e)) = self.table.find_by_parent(hp, ps, pcolor) {
                     match e.kind() {
                         LEAF => prefetch_read(e.rec()),
-                        REGULAR => self.prefetch_children(hp, e.bitmap()),
+                        REGULAR => self.prefetch_children(self.table.hasher.mul_a(hp), e.bitmap()),
                         _ => {}
                     }
                     f.peeked[f.slot] = (ps, hp, e);
@@ -135,7 +138,7 @@ impl RawTrie {
             let (h, e) = match f.peeked.iter().find(|p| p.0 == c) {
                 Some(&(_, h, e)) => (h, e),
                 None => {
-                    let h = self.table.hasher.step(ph, c);
+                    let h = self.table.hasher.child(pha, c);
                     let Some((_, e)) = self.table.find_by_parent(h, c, pcolor) else {
                         panic!("cuckoo trie invariant broken: a child bit without its child")
                     };

@@ -296,6 +296,10 @@ pub(crate) struct Hasher {
     inv: u64,
     /// Per-symbol offsets, in `[0, n)`.
     g: [u64; 64],
+    /// `g[c]·a mod n`: `h(x·c) = (h(x)·a + ga[c]) mod n`, so the children of one node cost one
+    /// multiplication for the node and one addition each ([`mul_a`](Self::mul_a),
+    /// [`child`](Self::child)).
+    ga: [u64; 64],
     /// Secondary-bucket offsets per tag, in `[1, s)` (0 when `s == 1`).
     alt: [u64; TAGS as usize],
 }
@@ -342,14 +346,19 @@ impl Hasher {
                 0
             };
         }
-        Hasher {
+        let mut h = Hasher {
             n,
             s,
             a,
             inv: u64::MAX / n,
             g,
+            ga: [0; 64],
             alt,
+        };
+        for c in 0..64 {
+            h.ga[c] = h.reduce(h.g[c] * a);
         }
+        h
     }
 
     /// `x mod n` for any `x` (Barrett reduction: the estimated quotient is short by at most 2).
@@ -373,6 +382,20 @@ impl Hasher {
         }
         // x < n ≤ 2³², a < n: the product fits in 64 bits.
         self.reduce(x * self.a)
+    }
+
+    /// `h·a mod n`: the part of every child's hash shared by the children of the node `h`.
+    #[inline(always)]
+    pub(crate) fn mul_a(&self, h: u64) -> u64 {
+        debug_assert!(h < self.n);
+        self.reduce(h * self.a)
+    }
+
+    /// `h(x·c)` from `ha = mul_a(h(x))`: equal to `step(h(x), c)`.
+    #[inline(always)]
+    pub(crate) fn child(&self, ha: u64, c: u32) -> u64 {
+        let x = ha + self.ga[c as usize];
+        if x >= self.n { x - self.n } else { x }
     }
 
     /// Primary and secondary bucket of hash `h`.
@@ -755,4 +778,54 @@ impl Table {
 #[inline(never)]
 fn dangling(l: Loc) -> ! {
     panic!("cuckoo trie invariant broken: no entry for locator {l:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_of_mul_a_is_step_and_step_is_peelable() {
+        for buckets in [1usize, 2, 3, 64, 1000, 65_537, (1 << 27) + 5] {
+            let hs = Hasher::new(buckets, 42);
+            let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+            for _ in 0..2000 {
+                x = x.rotate_left(17).wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ 0x94D0_49BB;
+                let h = x % hs.n;
+                let c = (x >> 40) as u32 % 33;
+                let stepped = hs.step(h, c);
+                assert!(stepped < hs.n);
+                assert_eq!(hs.child(hs.mul_a(h), c), stepped, "S={buckets} h={h} c={c}");
+                // Peelable: another parent hash gives another child hash for the same symbol.
+                let other = (h + 1) % hs.n;
+                if other != h {
+                    assert_ne!(hs.step(other, c), stepped, "S={buckets} h={h} c={c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn entry_fields_round_trip() {
+        let l = Loc {
+            h: 0xDEAD_BEEF,
+            color: 5,
+        };
+        let e = Ent::leaf(17, 3, 0x7FFF_FFFF_FFF0 as *mut u8, MAX_KEY_LEN, l).with_by_color(true);
+        assert_eq!(
+            (e.kind(), e.sym(), e.pcolor(), e.loc(), e.key_len()),
+            (LEAF, 17, 3, l, MAX_KEY_LEN)
+        );
+        assert_eq!(e.rec() as usize, 0x7FFF_FFFF_FFF0);
+        assert!(e.by_color());
+        let syms = [1, 32, 0, 17, 5, 9, 31, 2, 33];
+        let j = Ent::jump(9, 7, &syms, 6, Loc::NULL);
+        assert_eq!(j.jump_syms(), (syms, 9));
+        assert_eq!(
+            (j.jump_child(), j.loc(), j.by_color()),
+            (6, Loc::NULL, false)
+        );
+        let r = Ent::regular(0, 0, (1 << 33) - 1, l);
+        assert_eq!(r.bitmap(), (1 << 33) - 1);
+    }
 }

@@ -983,10 +983,12 @@ impl RawTrie {
     /// Copies the trie into `new` (preorder, so parents' colors are known before their
     /// children's entries are written), patching leaf links and maxima as subtrees close.
     fn rebuild_into(&self, new: &mut Table) -> Result<(Loc, Loc), Full> {
+        /// A node with children left to copy; `oha`/`nha` are `mul_a` of its hash in the old
+        /// and new table (a child's hash is then one addition away).
         struct Frame {
-            oh: u64,
+            oha: u64,
             oc: u8,
-            nh: u64,
+            nha: u64,
             nc: u8,
             rem: u64,
             pstart: usize,
@@ -997,9 +999,9 @@ impl RawTrie {
         let root = new.insert(0, root_ent)?;
         let mut pending = vec![root];
         let mut stack = vec![Frame {
-            oh: 0,
+            oha: 0,
             oc: self.root.color,
-            nh: 0,
+            nha: 0,
             nc: root.color,
             rem: oroot.bitmap(),
             pstart: 0,
@@ -1007,14 +1009,14 @@ impl RawTrie {
         let mut prev = Loc::NULL;
         let mut head = Loc::NULL;
         let mut chain: Vec<(Ent, u64, u32)> = Vec::new();
-        let warm = |new: &Table, oh: u64, nh: u64, mut rem: u64| {
+        let warm = |new: &Table, oha: u64, nha: u64, mut rem: u64| {
             for _ in 0..REBUILD_WINDOW {
                 if rem == 0 {
                     break;
                 }
                 let c = rem.trailing_zeros();
-                old.prefetch(old.hasher.step(oh, c));
-                new.prefetch(new.hasher.step(nh, c));
+                old.prefetch(old.hasher.child(oha, c));
+                new.prefetch(new.hasher.child(nha, c));
                 rem &= rem - 1;
             }
         };
@@ -1039,12 +1041,12 @@ impl RawTrie {
             }
             if ahead != 0 {
                 let a = ahead.trailing_zeros();
-                old.prefetch(old.hasher.step(f.oh, a));
-                new.prefetch(new.hasher.step(f.nh, a));
+                old.prefetch(old.hasher.child(f.oha, a));
+                new.prefetch(new.hasher.child(f.nha, a));
             }
             let (oh, nh, oc, nc) = (
-                old.hasher.step(f.oh, c),
-                new.hasher.step(f.nh, c),
+                old.hasher.child(f.oha, c),
+                new.hasher.child(f.nha, c),
                 f.oc,
                 f.nc,
             );
@@ -1063,13 +1065,14 @@ impl RawTrie {
                 }
                 REGULAR => {
                     let l = new.insert(nh, Ent::regular(c, nc, ce.bitmap(), Loc::NULL))?;
-                    warm(new, oh, nh, ce.bitmap());
+                    let (oha, nha) = (old.hasher.mul_a(oh), new.hasher.mul_a(nh));
+                    warm(new, oha, nha, ce.bitmap());
                     let pstart = pending.len();
                     pending.push(l);
                     stack.push(Frame {
-                        oh,
+                        oha,
                         oc: ce.color(),
-                        nh,
+                        nha,
                         nc: l.color,
                         rem: ce.bitmap(),
                         pstart,
@@ -1099,7 +1102,8 @@ impl RawTrie {
                     };
                     let r_ent = Ent::regular(last, 0, r.bitmap(), Loc::NULL).with_by_color(true);
                     let rl = new.insert(nhh, r_ent)?;
-                    warm(new, ohh, nhh, r.bitmap());
+                    let (oha, nha) = (old.hasher.mul_a(ohh), new.hasher.mul_a(nhh));
+                    warm(new, oha, nha, r.bitmap());
                     let pstart = pending.len();
                     pending.push(rl);
                     let mut child = rl.color;
@@ -1112,9 +1116,9 @@ impl RawTrie {
                         pending.push(jl);
                     }
                     stack.push(Frame {
-                        oh: ohh,
+                        oha,
                         oc: r.color(),
-                        nh: nhh,
+                        nha,
                         nc: rl.color,
                         rem: r.bitmap(),
                         pstart,
