@@ -26,7 +26,7 @@
 //! When not: keys with long shared prefixes (the `az` shape) read one bucket pair per symbol of
 //! the shared part (§4.7); small maps that fit in cache, where a B-tree is as fast and simpler;
 //! workloads dominated by long scans, where a B-tree's sorted leaves win (below); write-heavy
-//! loads, where inserts cost about 1.5× a `BTreeMap`'s.
+//! loads, where inserts cost about 1.3× a `BTreeMap`'s.
 //!
 //! # Measured
 //!
@@ -35,19 +35,20 @@
 //!
 //! | dataset, keys | workload | mode | vs `btreemap` | vs `congee` | DRAM round trips | bytes/key |
 //! |---|---|---|---|---|---|---|
-//! | rand-8, 10M | c | independent | 1.43× | 1.25× | 1.65 | 42.8 |
-//! | rand-8, 10M | c | dependent | 1.40× | 1.32× | 1.76 | 42.8 |
-//! | rand-8, 10M | load | — | 0.74× | 0.79× | — | 42.8 |
-//! | rand-8, 10M | e | independent | 0.33× (skipmap: 1.8×) | 2.1× | — | 42.8 |
-//! | rand-8, 50M | c | independent | 1.74× | 1.26× | 2.62 | 58.9 |
-//! | rand-8, 50M | c | dependent | 1.36× | 1.31× | 2.58 | 58.9 |
+//! | rand-8, 10M | c | independent | 1.48× | 1.35× | 1.71 | 42.8 |
+//! | rand-8, 10M | c | dependent | 1.40× | 1.42× | 1.71 | 42.8 |
+//! | rand-8, 10M | load | — | 0.75× | 0.81× | — | 42.8 |
+//! | rand-8, 10M | e | independent | 0.37× (skipmap: 2.2×) | 2.7× | — | 42.8 |
+//! | rand-8, 50M | c | independent | 1.57× | 1.48× | 2.20 | 58.9 |
+//! | rand-8, 50M | c | dependent | 1.41× | 1.40× | 2.53 | 58.9 |
 //! | rand-8, 50M | load | — | 0.72× | 0.67× | — | 58.9 |
-//! | email, 10M | c | independent | 1.64× (skipmap: 4.0×) | — | 3.64 | 91.0 |
-//! | email, 10M | c | dependent | 1.70× (skipmap: 3.9×) | — | 4.23 | 91.0 |
-//! | email, 10M | e | independent | 0.35× (skipmap: 1.2×) | — | — | 91.0 |
-//! | email, 10M | load | — | 0.83× | — | — | 91.0 |
+//! | email, 10M | c | independent | 1.48× (skipmap: 3.9×) | — | 3.59 | 91.0 |
+//! | email, 10M | c | dependent | 1.86× (skipmap: 3.9×) | — | 3.73 | 91.0 |
+//! | email, 10M | e | independent | 0.26× (skipmap: 1.1×) | — | — | 91.0 |
+//! | email, 10M | load | — | 1.16× | — | — | 91.0 |
 //!
-//! (rand-8 10M: median of 3 rounds; others one round.) Memory is the table plus a 16-byte
+//! (rand-8 10M: median of 3 rounds; others one round; the 50M load row predates the adaptive
+//! prefetch horizon. `btreemap`'s own speed on email moved by up to 35% between runs.) Memory is the table plus a 16-byte
 //! record per key (value and key); the table's share depends on where the last doubling left its
 //! load factor: 75% at 10M keys, 47% at 50M.
 //!
