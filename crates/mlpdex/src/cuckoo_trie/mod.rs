@@ -300,6 +300,15 @@ impl<V> CuckooTrie<V> {
         }
     }
 
+    /// The last leaf within the end bound `bound` (`<= k`, `< k`, or the last leaf).
+    fn seek_end(&self, bound: Bound<&[u8]>) -> Option<(Loc, Ent)> {
+        match bound {
+            Bound::Included(k) => self.raw.seek(k, Seek::Le),
+            Bound::Excluded(k) => self.raw.seek(k, Seek::Lt),
+            Bound::Unbounded => self.raw.last(),
+        }
+    }
+
     /// The record of `key`, mutably.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
         let p = self.raw.get(key)?;
@@ -521,9 +530,8 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
             return empty();
         }
         let back = match end {
-            Bound::Included(k) => self.raw.seek(k, Seek::Le).map(Back::At),
-            Bound::Excluded(k) => self.raw.seek(k, Seek::Lt).map(Back::At),
             Bound::Unbounded => Some(Back::Last),
+            bounded => self.seek_end(bounded).map(Back::At),
         };
         let Some(back) = back else {
             return empty();
@@ -579,12 +587,7 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
     }
 
     fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
-        let r = match bound {
-            Bound::Included(k) => self.raw.seek(k, Seek::Le),
-            Bound::Excluded(k) => self.raw.seek(k, Seek::Lt),
-            Bound::Unbounded => self.raw.last(),
-        };
-        r.map(|(_, e)| self.item(e))
+        self.seek_end(bound).map(|(_, e)| self.item(e))
     }
 }
 

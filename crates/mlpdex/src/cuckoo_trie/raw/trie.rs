@@ -76,14 +76,14 @@ pub(crate) enum Cand {
     Leaf(Loc),
 }
 
-/// How a search ended.
+/// How a search ended; the node it ended at is the last of the path (when recorded).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum End {
-    /// At the leaf `loc` of depth `depth`.
+    /// At the leaf `loc`, whose entry is `ent`.
     Leaf { loc: Loc, ent: Ent },
-    /// At regular node `loc` of depth `depth`, which has no child `sym`.
+    /// At a regular node that has no child `sym`.
     NoChild { sym: u32 },
-    /// Inside jump node `loc` of depth `depth`: its symbol `at` differs from the key's.
+    /// Inside a jump node: its symbol `at` differs from the key's.
     JumpMismatch { at: usize },
 }
 
@@ -520,6 +520,8 @@ impl RawTrie {
             let (end, cand) = self.descend::<true>(key, Some(&mut path));
             self.prefetch_pred(cand);
             let last = *path.last().expect("the path holds the root");
+            // For a leaf split, where the two keys' strings part (computed once, here).
+            let mut split_at = 0;
             let extra = match end {
                 End::Leaf { ent, .. } => {
                     // SAFETY: a leaf of this trie; no record is freed during insert.
@@ -527,8 +529,8 @@ impl RawTrie {
                     if other == key {
                         break Ok(Inserted::Existing(ent.rec()));
                     }
-                    let j = self.first_difference(key, other, last.depth);
-                    (j - last.depth).div_ceil(JUMP_MAX) + 3
+                    split_at = self.first_difference(key, other, last.depth);
+                    (split_at - last.depth).div_ceil(JUMP_MAX) + 3
                 }
                 _ => 3,
             };
@@ -542,7 +544,7 @@ impl RawTrie {
             self.created.clear();
             let done = match end {
                 End::NoChild { sym } => self.insert_under(key, &last, sym, cand, r, &path),
-                End::Leaf { .. } => self.insert_split_leaf(key, &last, cand, r, &path),
+                End::Leaf { .. } => self.insert_split_leaf(key, &last, split_at, cand, r, &path),
                 End::JumpMismatch { at } => self.insert_split_jump(key, &last, at, cand, r, &path),
             };
             match done {
@@ -688,10 +690,13 @@ impl RawTrie {
     }
 
     /// Case 2 of §4.5: the search reached leaf `leaf` (at depth `i`) of another key `e`.
+    /// `j` is the first symbol position where `key` and the leaf's key differ.
+    #[allow(clippy::too_many_arguments)]
     fn insert_split_leaf(
         &mut self,
         key: &[u8],
         leaf: &PathNode,
+        j: usize,
         cand: Cand,
         rec: *mut u8,
         path: &[PathNode],
@@ -700,7 +705,7 @@ impl RawTrie {
         let old = leaf.ent;
         // SAFETY: a leaf of this trie; its record stays alive (it moves to the new leaf).
         let other = unsafe { self.key_of(old) };
-        let j = self.first_difference(key, other, i);
+        debug_assert_eq!(j, self.first_difference(key, other, i));
         let hasher = &self.table.hasher;
         let mut hj = u64::from(leaf.loc.h);
         let mut chain = core::mem::take(&mut self.chain);
