@@ -12,7 +12,7 @@
 //! - [`api`]: the traits every structure implements: [`OrderedMap`], [`ConcurrentOrderedMap`],
 //!   [`StaticMap`] with [`StaticMapBuilder`], and [`RangeFilter`].
 //! - [`cuckoo_trie`]: the Cuckoo Trie, an ordered map for byte-string keys whose lookups
-//!   prefetch all trie levels in parallel.
+//!   prefetch all trie levels in parallel; single-threaded and concurrent front ends.
 //! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
 //! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.

@@ -65,9 +65,14 @@
 //! # Contract
 //!
 //! - [`CuckooTrie`] implements [`OrderedMap`]: `&mut self` for writes, so any number of readers
-//!   or one writer, checked by the borrow checker. It is `Send`/`Sync` when `V` is. The
-//!   concurrent protocol of §5 (bucket seqlocks, optimistic readers) is the next step; the
-//!   bucket layout already reserves the version word for it.
+//!   or one writer, checked by the borrow checker. It is `Send`/`Sync` when `V` is.
+//! - [`ConcurrentCuckooTrie`] implements [`ConcurrentOrderedMap`](crate::ConcurrentOrderedMap):
+//!   every operation through `&self` from any number of threads, linearizable point
+//!   operations and seeks, optimistic readers over per-bucket seqlocks, epoch-based
+//!   reclamation of records (§5). Writers are serialized by a mutex (a documented deviation:
+//!   readers run in parallel with the writer and with each other, writers with no one). Its
+//!   range visits are one seek per key, so prefer [`CuckooTrie`] for scan-heavy work that
+//!   needs no concurrent writes. Contract and protocol: the docs of [`ConcurrentCuckooTrie`].
 //! - Keys: any byte string up to [`CuckooTrie::MAX_KEY_LEN`] bytes (1 MiB − 1); longer keys
 //!   are rejected with [`Error::KeyTooLong`]. Order is lexicographic, a proper prefix first.
 //! - Growth never fails an insert short of the operating system refusing memory
@@ -83,16 +88,23 @@
 //! # Layout
 //!
 //! - `raw::table`: 64-byte buckets of four 15-byte entries and a version word; the peelable
-//!   hash; cuckoo insertion by breadth-first search.
+//!   hash; cuckoo insertion by breadth-first search; read sessions and bucket locks for shared
+//!   tables.
+//! - `raw::seqlock`: the bucket seqlock protocol (with its loom model).
 //! - `raw::trie`: search with prefetching, predecessor search, insertion (three cases),
 //!   deletion, rebuild on growth, audit.
 //! - `raw::cursor`: in-order walk for forward ranges, prefetching a window of children per
 //!   node (the leaf list of §4.4 costs one dependent bucket read per key; the walk does not).
-//! - this file: records, the safe map, iteration.
+//! - `record`: records (value and key in one allocation).
+//! - `concurrent`: the concurrent map.
+//! - this file: the single-threaded map, iteration.
 
+mod concurrent;
 mod raw;
+mod record;
 
-use core::alloc::Layout;
+pub use concurrent::ConcurrentCuckooTrie;
+
 use core::fmt;
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
@@ -100,7 +112,7 @@ use core::ptr::NonNull;
 
 use raw::cursor::Cursor;
 use raw::table::{Ent, Loc};
-use raw::trie::{Inserted, Params, RawTrie, Seek};
+use raw::trie::{Inserted, NeedsGrowth, Params, RawTrie, Scratch, Seek, stable};
 
 use crate::key::{byte_bounds, is_empty_range};
 use crate::substrate::prefetch::prefetch_read;
@@ -134,6 +146,17 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The raw trie's settings for values of type `V`.
+    fn params<V>(&self) -> Params {
+        Params {
+            symbol_bits: self.symbol_bits,
+            prefetch_depth: self.prefetch_depth,
+            max_load_factor: self.max_load_factor,
+            initial_buckets: self.initial_buckets,
+            val_size: core::mem::size_of::<V>(),
+        }
+    }
+
     fn validate(&self) -> Result<(), Error> {
         let what = if !(1..=5).contains(&self.symbol_bits) {
             "symbol_bits must be 1..=5"
@@ -153,6 +176,7 @@ impl Config {
 /// The Cuckoo Trie ordered map; see the [module docs](self).
 pub struct CuckooTrie<V> {
     raw: RawTrie,
+    scratch: Scratch,
     config: Config,
     /// Bytes of live records (their layouts' sizes).
     record_bytes: usize,
@@ -182,15 +206,10 @@ impl<V> CuckooTrie<V> {
     /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
     pub fn with_config(config: Config) -> Result<Self, Error> {
         config.validate()?;
-        let raw = RawTrie::new(Params {
-            symbol_bits: config.symbol_bits,
-            prefetch_depth: config.prefetch_depth,
-            max_load_factor: config.max_load_factor,
-            initial_buckets: config.initial_buckets,
-            val_size: core::mem::size_of::<V>(),
-        })?;
+        let raw = RawTrie::new(config.params::<V>())?;
         Ok(CuckooTrie {
             raw,
+            scratch: Scratch::default(),
             config,
             record_bytes: 0,
             _values: PhantomData,
@@ -215,55 +234,15 @@ impl<V> CuckooTrie<V> {
         self.raw.audit()
     }
 
-    /// Layout of a record: the value, then the key bytes; aligned to 16 so the leaf can store
-    /// the address shifted right by 4.
-    fn layout(key_len: usize) -> Layout {
-        let align = core::mem::align_of::<V>().max(16);
-        Layout::from_size_align(core::mem::size_of::<V>() + key_len, align)
-            .expect("key length is bounded by MAX_KEY_LEN")
-    }
-
-    /// Allocates a record holding `value` and `key`, adding its size to `record_bytes`.
-    fn new_record(record_bytes: &mut usize, key: &[u8], value: V) -> *mut u8 {
-        let layout = Self::layout(key.len());
-        let p = if layout.size() == 0 {
-            // A zero-sized value with the empty key: any aligned address will do.
-            layout.align() as *mut u8
-        } else {
-            // SAFETY: the layout has a non-zero size.
-            let p = unsafe { std::alloc::alloc(layout) };
-            if p.is_null() {
-                std::alloc::handle_alloc_error(layout);
-            }
-            *record_bytes += layout.size();
-            p
-        };
-        // SAFETY: `p` is valid for `layout.size()` bytes and aligned for V: V at offset 0, the
-        // key right after it.
-        unsafe {
-            p.cast::<V>().write(value);
-            core::ptr::copy_nonoverlapping(
-                key.as_ptr(),
-                p.add(core::mem::size_of::<V>()),
-                key.len(),
-            );
-        }
-        p
-    }
-
     /// Frees a record, returning its value.
     ///
     /// # Safety
-    /// `p` came from `new_record` with a key of `key_len` bytes and is no longer in the trie.
+    /// `p` came from `record::alloc` with a key of `key_len` bytes and is no longer in the
+    /// trie.
     unsafe fn take_record(&mut self, p: *mut u8, key_len: usize) -> V {
-        // SAFETY: `new_record` wrote a V at offset 0.
-        let v = unsafe { p.cast::<V>().read() };
-        let layout = Self::layout(key_len);
-        if layout.size() != 0 {
-            self.record_bytes -= layout.size();
-            // SAFETY: allocated by `new_record` with this layout.
-            unsafe { std::alloc::dealloc(p, layout) };
-        }
+        // SAFETY: per the contract; `&mut self` means no reader holds it.
+        let (v, bytes) = unsafe { record::free::<V>(p, key_len) };
+        self.record_bytes -= bytes;
         v
     }
 
@@ -274,8 +253,8 @@ impl<V> CuckooTrie<V> {
     /// access to the map.
     #[inline(always)]
     unsafe fn value<'a>(p: *mut u8) -> &'a V {
-        // SAFETY: per the contract, a live record holding a V at offset 0.
-        unsafe { &*p.cast::<V>() }
+        // SAFETY: per the contract.
+        unsafe { record::value::<V>(p) }
     }
 
     /// The key and value of leaf `e`.
@@ -303,15 +282,15 @@ impl<V> CuckooTrie<V> {
     /// The last leaf within the end bound `bound` (`<= k`, `< k`, or the last leaf).
     fn seek_end(&self, bound: Bound<&[u8]>) -> Option<(Loc, Ent)> {
         match bound {
-            Bound::Included(k) => self.raw.seek(k, Seek::Le),
-            Bound::Excluded(k) => self.raw.seek(k, Seek::Lt),
-            Bound::Unbounded => self.raw.last(),
+            Bound::Included(k) => stable(self.raw.seek(k, Seek::Le)),
+            Bound::Excluded(k) => stable(self.raw.seek(k, Seek::Lt)),
+            Bound::Unbounded => stable(self.raw.last()),
         }
     }
 
     /// The record of `key`, mutably.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        let p = self.raw.get(key)?;
+        let p = stable(self.raw.get(key))?;
         // SAFETY: a live record; `&mut self` makes the reference unique.
         Some(unsafe { &mut *p.cast::<V>() })
     }
@@ -438,17 +417,13 @@ impl<V> DoubleEndedIterator for Range<'_, V> {
         let (fl, _) = self.front?;
         let (bl, be) = match self.back {
             Back::At(b) => b,
-            Back::Last => self
-                .map
-                .raw
-                .last()
-                .expect("a non-empty range has a last leaf"),
+            Back::Last => stable(self.map.raw.last()).expect("a non-empty range has a last leaf"),
         };
         let item = self.map.item(be);
         if fl == bl {
             self.front = None;
         } else {
-            let prev = self.map.raw.seek(item.0, Seek::Lt);
+            let prev = stable(self.map.raw.seek(item.0, Seek::Lt));
             self.back = Back::At(prev.expect("the front leaf precedes the back leaf"));
         }
         Some(item)
@@ -463,7 +438,7 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
 
     #[inline]
     fn get(&self, key: &[u8]) -> Option<&V> {
-        let p = self.raw.get(key)?;
+        let p = stable(self.raw.get(key))?;
         // SAFETY: a live record, borrowed for `&self`.
         Some(unsafe { Self::value(p) })
     }
@@ -477,34 +452,53 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         }
         let mut slot = Some(value);
         let mut made: Option<*mut u8> = None;
-        let CuckooTrie {
-            raw, record_bytes, ..
-        } = self;
-        let mut make = || {
-            let p = Self::new_record(record_bytes, key, slot.take().expect("made once"));
-            made = Some(p);
-            p
-        };
-        match raw.insert(key, &mut make) {
-            Ok(Inserted::New) => Ok(None),
-            Ok(Inserted::Existing(p)) => {
-                let v = slot.take().expect("not consumed for an existing key");
-                // SAFETY: a live record of this map; `&mut self` gives exclusive access.
-                Ok(Some(core::mem::replace(unsafe { &mut *p.cast::<V>() }, v)))
-            }
-            Err(e) => {
-                if let Some(p) = made {
-                    // SAFETY: made by `new_record` for this key and never linked (the insert
-                    // failed before linking it).
-                    drop(unsafe { self.take_record(p, key.len()) });
+        loop {
+            let CuckooTrie {
+                raw,
+                scratch,
+                record_bytes,
+                ..
+            } = self;
+            let mut make = || {
+                *made.get_or_insert_with(|| {
+                    let (p, bytes) = record::alloc(key, slot.take().expect("made once"));
+                    *record_bytes += bytes;
+                    p
+                })
+            };
+            match raw.insert(scratch, key, &mut make) {
+                Ok(Inserted::New) => return Ok(None),
+                Ok(Inserted::Existing { rec, .. }) => {
+                    let v = slot.take().expect("not consumed for an existing key");
+                    // SAFETY: a live record of this map; `&mut self` gives exclusive access.
+                    return Ok(Some(core::mem::replace(
+                        unsafe { &mut *rec.cast::<V>() },
+                        v,
+                    )));
                 }
-                Err(e)
+                Err(NeedsGrowth) => match self.raw.grown() {
+                    Ok(bigger) => self.raw = bigger,
+                    Err(e) => {
+                        if let Some(p) = made {
+                            // SAFETY: made by `record::alloc` for this key and never linked
+                            // (the insert rolled back before linking it).
+                            drop(unsafe { self.take_record(p, key.len()) });
+                        }
+                        return Err(e);
+                    }
+                },
             }
         }
     }
 
     fn remove(&mut self, key: &[u8]) -> Option<V> {
-        let p = self.raw.remove(key)?;
+        let p = self.raw.remove(&mut self.scratch, key)?;
+        if self.raw.wants_shrink() {
+            // Shrinking only returns memory; if it fails the trie stays as it is.
+            if let Ok(smaller) = self.raw.shrunk() {
+                self.raw = smaller;
+            }
+        }
         // SAFETY: the record of `key`, just unlinked from the trie.
         Some(unsafe { self.take_record(p, key.len()) })
     }
@@ -560,21 +554,25 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
     }
 
     fn memory_usage(&self) -> usize {
-        core::mem::size_of::<Self>() + self.raw.memory_usage() + self.record_bytes
+        core::mem::size_of::<Self>()
+            + self.raw.table_bytes()
+            + self.scratch.memory_usage()
+            + self.record_bytes
     }
 
     fn clear(&mut self) {
         self.free_all();
         self.record_bytes = 0;
         self.raw.reset();
+        self.scratch = Scratch::default();
     }
 
     fn first(&self) -> Option<(&[u8], &V)> {
-        self.raw.first().map(|(_, e)| self.item(e))
+        stable(self.raw.first()).map(|(_, e)| self.item(e))
     }
 
     fn last(&self) -> Option<(&[u8], &V)> {
-        self.raw.last().map(|(_, e)| self.item(e))
+        stable(self.raw.last()).map(|(_, e)| self.item(e))
     }
 
     fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
@@ -583,6 +581,7 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
             Bound::Excluded(k) => self.raw.seek(k, Seek::Gt),
             Bound::Unbounded => self.raw.first(),
         };
+        let r = stable(r);
         r.map(|(_, e)| self.item(e))
     }
 

@@ -6,11 +6,13 @@
 //! the buckets of its next [`WINDOW`] children together, keeping the window full as it
 //! advances, so a scan costs about one DRAM round trip per trie level it crosses rather than
 //! one per key. (Measured on rand-8, 10M keys, YCSB-E: see the module docs of `cuckoo_trie`.)
+//!
+//! Single-threaded maps only: it reads the table without a read session.
 
 use core::cmp::Ordering;
 
 use super::table::{Ent, JUMP, LEAF, Loc, REGULAR};
-use super::trie::{End, LeafRef, RawTrie};
+use super::trie::{End, LeafRef, RawTrie, stable};
 use crate::substrate::prefetch::prefetch_read;
 
 /// Children prefetched ahead of the cursor in each node.
@@ -162,7 +164,7 @@ impl RawTrie {
     /// A cursor after the first leaf `>= key` (`> key` when `strict`), and that leaf.
     pub(crate) fn cursor_seek(&self, key: &[u8], strict: bool) -> (Cursor, Option<LeafRef>) {
         let mut path = Vec::new();
-        let (end, _) = self.descend::<false>(key, Some(&mut path));
+        let (end, _) = stable(self.descend::<false>(key, Some(&mut path)));
         let mut cur = Cursor {
             stack: Vec::with_capacity(path.len() + 4),
         };

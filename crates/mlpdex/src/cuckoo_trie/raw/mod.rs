@@ -2,6 +2,7 @@
 //! over it ([`trie`]). Non-generic; records are opaque addresses owned by the front end.
 
 pub(crate) mod cursor;
+pub(crate) mod seqlock;
 pub(crate) mod table;
 pub(crate) mod trie;
 

@@ -4,8 +4,9 @@
 //!
 //! A table is an array of `S` 64-byte buckets in one [`Region`] (huge pages when large). A
 //! bucket holds four 15-byte entries at byte offsets 0, 15, 30, 45 and a 32-bit version/lock
-//! word at offset 60 (reserved for the concurrent protocol of §5; the single-writer map keeps it
-//! zero). An entry is a little-endian 120-bit word, decoded as [`Ent`]:
+//! word at offset 60 (the seqlock of §5, see [`seqlock`](super::seqlock); a table that is not
+//! shared between threads leaves it zero). The bucket is stored as eight atomic 64-bit words so
+//! readers may race writers; an entry is a little-endian 120-bit word, decoded as [`Ent`]:
 //!
 //! | bits    | field        | meaning                                                         |
 //! |---------|--------------|-----------------------------------------------------------------|
@@ -15,7 +16,7 @@
 //! | 7..13   | sym          | last symbol of the node's name                                  |
 //! | 13..16  | color        | unique among entries with the same full hash                    |
 //! | 16..19  | parent color | color of the parent node (meaningful under regular parents)     |
-//! | 19      | dirty        | reserved for the concurrent protocol, always 0 here             |
+//! | 19      | dirty        | unused: see the concurrency notes in the front end's docs       |
 //! | 20..55  | locator      | leaf: next leaf; regular and jump: maximal leaf of the subtree  |
 //! | 55..99  | leaf record  | record address >> 4                                             |
 //! | 99..119 | leaf key len | key length in bytes                                             |
@@ -44,9 +45,12 @@
 //! exactly the pages it maps). The primary bucket is `h / 16`, the secondary
 //! `(h/16 + alt[h mod 16]) mod S`.
 
+use core::cell::{Cell, RefCell};
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU32;
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::Ordering::Relaxed;
 
+use super::seqlock::{Bucket, WORDS, Word};
 use crate::Error;
 use crate::substrate::prefetch::prefetch_read;
 use crate::substrate::region::Region;
@@ -66,16 +70,8 @@ pub(crate) const MAX_KEY_LEN: usize = (1 << 20) - 1;
 /// Largest `N = 16·S`: hashes and locators are 32-bit.
 const MAX_HASHES: u64 = u32::MAX as u64;
 
-/// One 64-byte bucket.
-#[repr(C, align(64))]
-pub(crate) struct Bucket {
-    entries: [u8; 60],
-    version: AtomicU32,
-}
-
 const _: () = assert!(core::mem::size_of::<Bucket>() == 64);
-const _: () = assert!(core::mem::align_of::<Bucket>() == 64);
-const _: () = assert!(SLOTS * ENTRY_BYTES + 4 == 64);
+const _: () = assert!(SLOTS * ENTRY_BYTES + 4 == 64 && WORDS * 8 == 64);
 
 /// Kinds of entries.
 pub(crate) const EMPTY: u32 = 0;
@@ -133,6 +129,16 @@ const _: () = assert!(F_REC.0 + F_REC.1 + F_LEN.1 <= F_BY_COLOR.0);
 
 impl Ent {
     pub(crate) const EMPTY: Ent = Ent(0);
+
+    /// The entry's 120 bits.
+    pub(crate) fn bits(self) -> u128 {
+        self.0
+    }
+
+    /// The entry with bits `b` (as [`bits`](Self::bits) returned them).
+    pub(crate) fn from_bits(b: u128) -> Ent {
+        Ent(b & ENTRY_MASK)
+    }
 
     #[inline(always)]
     fn get(self, (off, bits): (u32, u32)) -> u64 {
@@ -444,26 +450,154 @@ pub(crate) struct Slot {
 #[derive(Debug)]
 pub(crate) struct Full;
 
+/// A reader of a shared table met a state no committed trie has (an entry its parent names is
+/// missing): its copies mix states from before and after a write. It restarts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Torn;
+
 /// Breadth-first cuckoo search limit, in buckets visited.
 const BFS_NODES: usize = 512;
 
-/// The hash table. Invariants:
+/// The buckets a writer holds locked in a shared table (see [`super::seqlock`]); it releases
+/// them all with [`Table::unlock_all`] when its operation is done.
+#[derive(Debug, Default)]
+pub(crate) struct Locks {
+    held: Vec<usize>,
+}
+
+impl Locks {
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.held.capacity() * core::mem::size_of::<usize>()
+    }
+}
+
+/// What a reader of a shared table copied: `(bucket, version)` pairs, validated at the end of
+/// its operation ([`ReadSession`]). Thread-local, so the table's read methods need no extra
+/// argument; outside a session (single-threaded maps, the writer) nothing is recorded.
+struct ReadLog {
+    active: Cell<bool>,
+    reads: RefCell<Vec<(usize, u32)>>,
+}
+
+thread_local! {
+    static LOG: ReadLog = const {
+        ReadLog {
+            active: Cell::new(false),
+            reads: RefCell::new(Vec::new()),
+        }
+    };
+}
+
+/// One optimistic read of a shared table (§5): while it lives, the table's read methods copy
+/// buckets under their seqlock and record their versions; [`validate`](Self::validate) tells
+/// whether all of them still hold.
+pub(crate) struct ReadSession(());
+
+impl ReadSession {
+    /// Starts recording on this thread.
+    pub(crate) fn begin() -> ReadSession {
+        LOG.with(|l| {
+            debug_assert!(!l.active.get(), "nested read sessions");
+            l.active.set(true);
+            l.reads.borrow_mut().clear();
+        });
+        ReadSession(())
+    }
+
+    /// True when no bucket read since [`begin`](Self::begin) (or the last `validate`) has
+    /// changed: the reads form one committed state of `t`. Clears the record.
+    pub(crate) fn validate(&self, t: &Table) -> bool {
+        <core::sync::atomic::AtomicU64 as Word>::fence_acquire();
+        LOG.with(|l| {
+            let mut reads = l.reads.borrow_mut();
+            let ok = reads.iter().all(|&(b, v)| t.bucket(b).validate(v));
+            reads.clear();
+            ok
+        })
+    }
+}
+
+impl Drop for ReadSession {
+    fn drop(&mut self) {
+        LOG.with(|l| l.active.set(false));
+    }
+}
+
+/// Whether this thread is inside a [`ReadSession`].
+#[inline(always)]
+fn reading() -> bool {
+    LOG.with(|l| l.active.get())
+}
+
+/// A consistent copy of bucket `b`, waiting out a writer that holds it; recorded in the log.
+#[inline]
+fn snapshot(t: &Table, b: usize) -> [u64; WORDS] {
+    let bucket = t.bucket(b);
+    let mut spins = 0u32;
+    loop {
+        if let Some((words, v)) = bucket.try_snapshot() {
+            LOG.with(|l| {
+                let mut reads = l.reads.borrow_mut();
+                if reads.last() != Some(&(b, v)) {
+                    reads.push((b, v));
+                }
+            });
+            return words;
+        }
+        spins += 1;
+        if spins < 64 {
+            core::hint::spin_loop();
+        } else {
+            // The writer may be descheduled (more threads than cores): let it run.
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Entry `idx` of a bucket whose words `word` reads. Slot `idx` starts at byte `15·idx`:
+/// words 0–1 for slot 0, three words for the others; the version bits fall outside the mask.
+#[inline(always)]
+fn decode(idx: usize, word: impl Fn(usize) -> u64) -> Ent {
+    let off = idx * ENTRY_BYTES;
+    let (w0, sh) = (off / 8, (off % 8) * 8);
+    let lo = u128::from(word(w0)) | (u128::from(word(w0 + 1)) << 64);
+    let v = if sh == 0 {
+        lo
+    } else {
+        (lo >> sh) | (u128::from(word(w0 + 2)) << (128 - sh))
+    };
+    Ent(v & ENTRY_MASK)
+}
+
+/// First byte (kind, side, tag) of entry `idx`.
+#[inline(always)]
+fn first_byte(idx: usize, word: impl Fn(usize) -> u64) -> u8 {
+    let off = idx * ENTRY_BYTES;
+    (word(off / 8) >> ((off % 8) * 8)) as u8
+}
+
+/// The table. Invariants:
 /// 1. `buckets` points at `nb` buckets inside `region`, `1 ≤ nb`, `16·nb ≤ u32::MAX`.
 /// 2. An entry with tag `t` and side `sec` in bucket `b` has full hash
 ///    `hasher.hash_of(b, e)`, and sits in that hash's primary (`!sec`) or secondary bucket.
 /// 3. Entries with the same full hash have distinct colors.
 /// 4. `used` counts the non-empty entries.
+/// 5. Writes (methods taking [`Locks`]) come from one thread at a time: the front end holds
+///    `&mut` (single-threaded map) or its writer mutex (concurrent map). When `shared`, a write
+///    locks each bucket it touches until [`unlock_all`](Self::unlock_all).
 pub(crate) struct Table {
     region: Region,
     buckets: NonNull<Bucket>,
     nb: usize,
     pub(crate) hasher: Hasher,
-    used: usize,
+    used: AtomicUsize,
+    /// Readers may run concurrently with the writer: use the seqlock protocol.
+    shared: bool,
 }
 
-// SAFETY: the table owns its region like a Box<[Bucket]>; shared access only reads.
+// SAFETY: the table owns its region like a Box<[Bucket]>.
 unsafe impl Send for Table {}
-// SAFETY: as above; `&Table` methods never write.
+// SAFETY: every access to bucket memory is atomic, and writes follow invariant 5.
 unsafe impl Sync for Table {}
 
 impl Table {
@@ -482,8 +616,18 @@ impl Table {
             region,
             buckets,
             nb,
-            used: 0,
+            used: AtomicUsize::new(0),
+            shared: false,
         })
+    }
+
+    /// From now on readers may race the writer (set before the table is published).
+    pub(crate) fn set_shared(&mut self, shared: bool) {
+        self.shared = shared;
+    }
+
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared
     }
 
     pub(crate) fn buckets(&self) -> usize {
@@ -493,48 +637,64 @@ impl Table {
         self.nb * SLOTS
     }
     pub(crate) fn used(&self) -> usize {
-        self.used
+        self.used.load(Relaxed)
     }
     pub(crate) fn memory_usage(&self) -> usize {
         self.region.memory_usage()
     }
 
     #[inline(always)]
-    fn bucket_ptr(&self, b: usize) -> *const u8 {
+    fn bucket(&self, b: usize) -> &Bucket {
         debug_assert!(b < self.nb);
-        // SAFETY: invariant 1, b < nb: inside the region.
-        unsafe { self.buckets.as_ptr().add(b).cast::<u8>() }
+        // SAFETY: invariant 1, b < nb: inside the region, which lives as long as `self`; the
+        // zeroed mapping is a valid array of atomic words.
+        unsafe { &*self.buckets.as_ptr().add(b) }
     }
 
-    /// The entry at `s`.
+    /// The entry at `s` (the writer's view, or any view of an unshared table).
     #[inline(always)]
     pub(crate) fn read(&self, s: Slot) -> Ent {
-        let mut raw = [0u8; 16];
-        // SAFETY: slot idx < 4, so the 16 bytes at idx·15 end at most at byte 61 of the
-        // 64-byte bucket (the extra byte is the version word's, masked off below).
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                self.bucket_ptr(s.bucket).add(s.idx * ENTRY_BYTES),
-                raw.as_mut_ptr(),
-                16,
-            );
-        }
-        Ent(u128::from_le_bytes(raw) & ENTRY_MASK)
+        let b = self.bucket(s.bucket);
+        decode(s.idx, |i| b.word(i))
     }
 
     #[inline(always)]
-    fn write(&mut self, s: Slot, e: Ent) {
-        let raw = e.0.to_le_bytes();
-        // SAFETY: the 15 entry bytes lie inside bucket s.bucket (invariant 1), and `&mut self`
-        // makes this the only access.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                raw.as_ptr(),
-                self.bucket_ptr(s.bucket)
-                    .add(s.idx * ENTRY_BYTES)
-                    .cast_mut(),
-                ENTRY_BYTES,
-            );
+    fn write(&self, w: &mut Locks, s: Slot, e: Ent) {
+        let b = self.bucket(s.bucket);
+        if self.shared && !b.is_locked() {
+            b.lock();
+            w.held.push(s.bucket);
+        }
+        let off = s.idx * ENTRY_BYTES;
+        let (w0, sh) = (off / 8, (off % 8) * 8);
+        let (v, m) = (e.0 << sh, ENTRY_MASK << sh);
+        b.store_masked(w0, v as u64, m as u64);
+        b.store_masked(w0 + 1, (v >> 64) as u64, (m >> 64) as u64);
+        if sh != 0 {
+            let (v2, m2) = (e.0 >> (128 - sh), ENTRY_MASK >> (128 - sh));
+            b.store_masked(w0 + 2, v2 as u64, m2 as u64);
+        }
+    }
+
+    /// Ends a writer's operation: releases every bucket it locked.
+    pub(crate) fn unlock_all(&self, w: &mut Locks) {
+        for b in w.held.drain(..) {
+            self.bucket(b).unlock();
+        }
+    }
+
+    /// Locks the bucket holding the entry `l` names without changing it: for state kept
+    /// outside the table (the leaf list's head) that readers validate through that bucket.
+    pub(crate) fn touch(&self, w: &mut Locks, l: Loc) {
+        if self.shared {
+            let Some((s, _)) = self.find_loc(l) else {
+                dangling(l)
+            };
+            let b = self.bucket(s.bucket);
+            if !b.is_locked() {
+                b.lock();
+                w.held.push(s.bucket);
+            }
         }
     }
 
@@ -542,8 +702,8 @@ impl Table {
     #[inline(always)]
     pub(crate) fn prefetch(&self, h: u64) {
         let (b1, b2) = self.hasher.buckets(h);
-        prefetch_read(self.bucket_ptr(b1));
-        prefetch_read(self.bucket_ptr(b2));
+        prefetch_read(self.bucket(b1) as *const Bucket as *const u8);
+        prefetch_read(self.bucket(b2) as *const Bucket as *const u8);
     }
 
     /// Calls `f` on every entry whose full hash is `h`, until it returns true; returns that
@@ -551,24 +711,30 @@ impl Table {
     ///
     /// Kind, side and tag share an entry's first byte, so each slot is screened with one byte
     /// compare before the whole entry is decoded (measured: 9% of lookup instructions went to
-    /// decoding non-matching entries).
+    /// decoding non-matching entries). Inside a [`ReadSession`] on a shared table, each bucket
+    /// is copied under its seqlock first.
     #[inline(always)]
     fn find(&self, h: u64, mut f: impl FnMut(Ent) -> bool) -> Option<(Slot, Ent)> {
         let (b1, b2) = self.hasher.buckets(h);
         let tag = (h % TAGS) as u8;
+        let concurrent = self.shared && reading();
         for (bucket, sec) in [(b1, 0u8), (b2, 1u8)] {
             let want = (tag << F_TAG.0) | (sec << F_SEC.0);
-            let base = self.bucket_ptr(bucket);
+            let b = self.bucket(bucket);
+            let copy = if concurrent {
+                snapshot(self, bucket)
+            } else {
+                [0; WORDS]
+            };
+            let word = |i: usize| -> u64 { if concurrent { copy[i] } else { b.word(i) } };
             for idx in 0..SLOTS {
-                // SAFETY: byte idx·15 < 60 lies in the bucket (invariant 1).
-                let first = unsafe { *base.add(idx * ENTRY_BYTES) };
+                let first = first_byte(idx, word);
                 if first & 0x7C != want || first & 0x03 == 0 {
                     continue;
                 }
-                let s = Slot { bucket, idx };
-                let e = self.read(s);
+                let e = decode(idx, word);
                 if f(e) {
-                    return Some((s, e));
+                    return Some((Slot { bucket, idx }, e));
                 }
             }
         }
@@ -584,6 +750,17 @@ impl Table {
         })
     }
 
+    /// The child a parent's bitmap names: present in every committed state, so a miss is a
+    /// torn read (shared tables) or a broken invariant.
+    #[inline(always)]
+    pub(crate) fn child(&self, h: u64, sym: u32, pcolor: u8) -> Result<Ent, Torn> {
+        match self.find_by_parent(h, sym, pcolor) {
+            Some((_, e)) => Ok(e),
+            None if self.shared => Err(Torn),
+            None => broken_child(),
+        }
+    }
+
     /// The entry a locator names (SearchByColor).
     #[inline(always)]
     pub(crate) fn find_loc(&self, l: Loc) -> Option<(Slot, Ent)> {
@@ -591,7 +768,19 @@ impl Table {
         self.find(l.h.into(), |e| e.color() == l.color)
     }
 
-    /// The entry a locator names; the trie's invariants guarantee it exists.
+    /// The entry a locator names, for readers: a miss is a torn read in a shared table (and a
+    /// broken invariant otherwise).
+    #[inline(always)]
+    pub(crate) fn fetch(&self, l: Loc) -> Result<Ent, Torn> {
+        match self.find_loc(l) {
+            Some((_, e)) => Ok(e),
+            None if self.shared => Err(Torn),
+            None => dangling(l),
+        }
+    }
+
+    /// The entry a locator names; the trie's invariants guarantee it exists (writers and
+    /// single-threaded readers).
     #[inline(always)]
     pub(crate) fn get(&self, l: Loc) -> Ent {
         match self.find_loc(l) {
@@ -601,46 +790,51 @@ impl Table {
     }
 
     /// Rewrites the entry `l` names with `f`, which must keep its position fields.
-    pub(crate) fn update(&mut self, l: Loc, f: impl FnOnce(&mut Ent)) {
+    pub(crate) fn update(&self, w: &mut Locks, l: Loc, f: impl FnOnce(&mut Ent)) {
         let Some((s, mut e)) = self.find_loc(l) else {
             dangling(l)
         };
         f(&mut e);
         debug_assert_eq!(e.color(), l.color);
-        self.write(s, e);
+        self.write(w, s, e);
     }
 
     /// Rewrites the entry `l` names with `f` if it returns true (same contract as `update`);
     /// returns what `f` returned.
-    pub(crate) fn update_if(&mut self, l: Loc, f: impl FnOnce(&mut Ent) -> bool) -> bool {
+    pub(crate) fn update_if(
+        &self,
+        w: &mut Locks,
+        l: Loc,
+        f: impl FnOnce(&mut Ent) -> bool,
+    ) -> bool {
         let Some((s, mut e)) = self.find_loc(l) else {
             dangling(l)
         };
         let changed = f(&mut e);
         if changed {
             debug_assert_eq!(e.color(), l.color);
-            self.write(s, e);
+            self.write(w, s, e);
         }
         changed
     }
 
     /// Replaces the entry `l` names by `content` (which keeps `l`).
-    pub(crate) fn replace(&mut self, l: Loc, content: Ent) {
-        self.update(l, |e| *e = content.in_place_of(*e));
+    pub(crate) fn replace(&self, w: &mut Locks, l: Loc, content: Ent) {
+        self.update(w, l, |e| *e = content.in_place_of(*e));
     }
 
     /// Removes the entry `l` names.
-    pub(crate) fn remove(&mut self, l: Loc) {
+    pub(crate) fn remove(&self, w: &mut Locks, l: Loc) {
         let Some((s, _)) = self.find_loc(l) else {
             dangling(l)
         };
-        self.write(s, Ent::EMPTY);
-        self.used -= 1;
+        self.write(w, s, Ent::EMPTY);
+        self.used.fetch_sub(1, Relaxed);
     }
 
     /// Inserts `e` (whose position fields are ignored) under full hash `h` with a fresh color,
     /// relocating other entries if both buckets are full. Returns the new entry's locator.
-    pub(crate) fn insert(&mut self, h: u64, mut e: Ent) -> Result<Loc, Full> {
+    pub(crate) fn insert(&self, w: &mut Locks, h: u64, mut e: Ent) -> Result<Loc, Full> {
         debug_assert!(e.kind() != EMPTY);
         let (b1, b2) = self.hasher.buckets(h);
         let tag = (h % TAGS) as u8;
@@ -649,10 +843,9 @@ impl Table {
         let mut free: Option<Slot> = None;
         for (bucket, sec) in [(b1, 0u8), (b2, 1u8)] {
             let want = (tag << F_TAG.0) | (sec << F_SEC.0);
-            let base = self.bucket_ptr(bucket);
+            let b = self.bucket(bucket);
             for idx in 0..SLOTS {
-                // SAFETY: byte idx·15 < 60 lies in the bucket (invariant 1).
-                let first = unsafe { *base.add(idx * ENTRY_BYTES) };
+                let first = first_byte(idx, |i| b.word(i));
                 if first & 0x03 == 0 {
                     if free.is_none() {
                         free = Some(Slot { bucket, idx });
@@ -670,11 +863,11 @@ impl Table {
         e.set(F_TAG, h % TAGS);
         let slot = match free {
             Some(s) => s,
-            None => self.make_room_slow(b1, b2)?,
+            None => self.make_room_slow(w, b1, b2)?,
         };
         e.set(F_SEC, u64::from(slot.bucket != b1));
-        self.write(slot, e);
-        self.used += 1;
+        self.write(w, slot, e);
+        self.used.fetch_add(1, Relaxed);
         Ok(Loc { h: h as u32, color })
     }
 
@@ -683,9 +876,11 @@ impl Table {
     }
 
     /// Frees a slot in `b1` or `b2` by a breadth-first search for a cuckoo path, moving entries
-    /// from the path's end backwards so every entry stays in one of its two buckets.
+    /// from the path's end backwards so every entry stays in one of its two buckets. (In a
+    /// shared table every bucket on the path stays locked until the operation ends, so readers
+    /// never see an entry in neither or both of its buckets.)
     #[cold]
-    fn make_room_slow(&mut self, b1: usize, b2: usize) -> Result<Slot, Full> {
+    fn make_room_slow(&self, w: &mut Locks, b1: usize, b2: usize) -> Result<Slot, Full> {
         struct Node {
             bucket: usize,
             parent: usize,
@@ -733,10 +928,10 @@ impl Table {
                     loop {
                         let mut moved = self.read(from);
                         moved.set(F_SEC, u64::from(!moved.sec()));
-                        self.write(to, moved);
+                        self.write(w, to, moved);
                         to = from;
                         if nodes[k].parent == usize::MAX {
-                            self.write(to, Ent::EMPTY);
+                            self.write(w, to, Ent::EMPTY);
                             return Ok(to);
                         }
                         from = Slot {
@@ -760,7 +955,7 @@ impl Table {
     /// Empties every bucket.
     pub(crate) fn wipe(&mut self) {
         self.region.as_mut_slice().fill(0);
-        self.used = 0;
+        self.used = AtomicUsize::new(0);
     }
 
     /// Every non-empty entry with its full hash (for audits).
@@ -774,6 +969,11 @@ impl Table {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn broken_child() -> ! {
+    panic!("cuckoo trie invariant broken: a child bit without its child")
+}
 #[cold]
 #[inline(never)]
 fn dangling(l: Loc) -> ! {

@@ -24,8 +24,10 @@
 //! 5. `len` is the number of leaves, and the table holds exactly the nodes of the trie.
 
 use core::cmp::Ordering;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicU64, AtomicUsize};
 
-use super::table::{Ent, Full, JUMP, JUMP_MAX, LEAF, Loc, REGULAR, Table};
+use super::table::{Ent, Full, JUMP, JUMP_MAX, LEAF, Loc, Locks, REGULAR, Table, Torn};
 use crate::Error;
 
 /// Reads keys as symbol strings; see the module docs.
@@ -147,8 +149,8 @@ impl Hashes {
 
 /// Result of [`RawTrie::insert`].
 pub(crate) enum Inserted {
-    /// The key was present; its record.
-    Existing(*mut u8),
+    /// The key was present: its leaf and record.
+    Existing { loc: Loc, rec: *mut u8 },
     /// A new leaf now holds the record.
     New,
 }
@@ -180,27 +182,57 @@ pub(crate) struct Params {
     pub(crate) val_size: usize,
 }
 
+/// A writer's working memory, kept between operations so writes allocate nothing. There is
+/// one per map, and `&mut Scratch` is what makes a thread the map's (only) writer.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Buckets locked by the operation in progress (shared tables).
+    pub(crate) locks: Locks,
+    /// The search path.
+    path: Vec<PathNode>,
+    /// Entries created by the operation in progress (for rollback).
+    created: Vec<Loc>,
+    /// The symbols of a new jump chain.
+    chain: Vec<u32>,
+}
+
+impl Scratch {
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.locks.capacity_bytes()
+            + self.path.capacity() * core::mem::size_of::<PathNode>()
+            + self.created.capacity() * core::mem::size_of::<Loc>()
+            + self.chain.capacity() * core::mem::size_of::<u32>()
+    }
+}
+
+/// The table must grow before the operation can complete. Nothing was changed (entries the
+/// insert had created are rolled back); the front end builds a larger trie with
+/// [`RawTrie::grown`] and retries.
+#[derive(Debug)]
+pub(crate) struct NeedsGrowth;
+
 /// The trie; see the module docs for its invariants.
+///
+/// Methods that change it take a [`Scratch`]: one writer at a time (the table's invariant 5).
+/// Everything else is read through `&self`, from any number of threads when the table is
+/// shared; fields a writer updates are therefore atomics (relaxed: readers of a shared table
+/// validate through bucket versions instead, see `first`).
 pub(crate) struct RawTrie {
-    pub(super) table: Table,
+    pub(crate) table: Table,
     pub(super) syms: Syms,
     params: Params,
     seed: u64,
     root: Loc,
-    /// A copy of the root's entry (every search starts there); refreshed after each write.
-    root_ent: Ent,
-    head: Loc,
-    len: usize,
-    /// Scratch for writers: the search path.
-    path: Vec<PathNode>,
-    /// Scratch for writers: entries created by the operation in progress (for rollback).
-    created: Vec<Loc>,
-    /// Scratch for writers: the symbols of a new jump chain.
-    chain: Vec<u32>,
+    /// A copy of the root's entry (every search starts there), refreshed after each write;
+    /// used only when the table is not shared.
+    root_ent: [AtomicU64; 2],
+    /// First leaf, packed by [`pack`]; changed only with the root's bucket locked.
+    head: AtomicU64,
+    len: AtomicUsize,
     /// Moving average of the depth of new leaves, in 1/16 symbols.
-    depth_avg: usize,
+    depth_avg: AtomicUsize,
     /// Deepest prefix a search prefetches: the average leaf depth plus [`HORIZON_MARGIN`].
-    horizon: usize,
+    horizon: AtomicUsize,
 }
 
 /// Symbols past the average leaf depth that searches still prefetch. Prefetches beyond a
@@ -208,49 +240,92 @@ pub(crate) struct RawTrie {
 /// cost 1.54× one on this machine); the margin covers leaves deeper than average.
 const HORIZON_MARGIN: usize = 3;
 
+fn pack(l: Loc) -> u64 {
+    u64::from(l.h) | (u64::from(l.color) << 32)
+}
+
+fn unpack(x: u64) -> Loc {
+    Loc {
+        h: x as u32,
+        color: (x >> 32) as u8,
+    }
+}
+
+/// The result of a read on a view no reader of a shared table can have torn: the writer's own
+/// view, or an unshared table's.
+#[inline(always)]
+pub(crate) fn stable<T>(r: Result<T, Torn>) -> T {
+    match r {
+        Ok(x) => x,
+        Err(Torn) => broken("a torn read outside a read session"),
+    }
+}
+
 impl RawTrie {
     pub(crate) fn new(params: Params) -> Result<RawTrie, Error> {
         let seed = 0x5EED_C0C0_u64;
         let (table, root) = Self::empty_table(params.initial_buckets, seed)?;
-        Ok(RawTrie {
-            root_ent: table.get(root),
+        Ok(Self::assemble(
+            table,
+            params,
+            seed,
+            root,
+            Loc::NULL,
+            0,
+            (0, HORIZON_MARGIN),
+        ))
+    }
+
+    fn assemble(
+        table: Table,
+        params: Params,
+        seed: u64,
+        root: Loc,
+        head: Loc,
+        len: usize,
+        (depth_avg, horizon): (usize, usize),
+    ) -> RawTrie {
+        let t = RawTrie {
             table,
             syms: Syms::new(params.symbol_bits),
             params,
             seed,
             root,
-            head: Loc::NULL,
-            len: 0,
-            path: Vec::new(),
-            created: Vec::new(),
-            chain: Vec::new(),
-            depth_avg: 0,
-            horizon: HORIZON_MARGIN,
-        })
+            root_ent: [AtomicU64::new(0), AtomicU64::new(0)],
+            head: AtomicU64::new(pack(head)),
+            len: AtomicUsize::new(len),
+            depth_avg: AtomicUsize::new(depth_avg),
+            horizon: AtomicUsize::new(horizon),
+        };
+        t.refresh_root();
+        t
     }
 
     fn empty_table(buckets: usize, seed: u64) -> Result<(Table, Loc), Error> {
-        let mut table = Table::with_buckets(buckets, seed)?;
+        let table = Table::with_buckets(buckets, seed)?;
         let root = table
-            .insert(0, Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true))
+            .insert(
+                &mut Locks::default(),
+                0,
+                Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true),
+            )
             .expect("an empty table has room for the root");
         Ok((table, root))
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.len
+    /// Lets readers on other threads race the writer (the concurrent front end, before it
+    /// publishes the trie).
+    pub(crate) fn set_shared(&mut self) {
+        self.table.set_shared(true);
     }
 
-    /// Bytes of the table's mapping.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Relaxed)
+    }
+
+    /// Bytes of the table's mapping (records are the front end's).
     pub(crate) fn table_bytes(&self) -> usize {
         self.table.memory_usage()
-    }
-
-    /// Bytes of the table and the scratch buffers (records are the front end's).
-    pub(crate) fn memory_usage(&self) -> usize {
-        self.table.memory_usage()
-            + self.path.capacity() * core::mem::size_of::<PathNode>()
-            + self.created.capacity() * core::mem::size_of::<Loc>()
     }
 
     /// Empties the trie (the caller has freed the records) and shrinks the table; if no new
@@ -265,27 +340,52 @@ impl RawTrie {
                 self.table.wipe();
                 self.root = self
                     .table
-                    .insert(0, Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true))
+                    .insert(
+                        &mut Locks::default(),
+                        0,
+                        Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true),
+                    )
                     .expect("an empty table has room for the root");
             }
         }
-        self.head = Loc::NULL;
-        self.len = 0;
-        self.path = Vec::new();
-        self.created = Vec::new();
-        self.root_ent = self.table.get(self.root);
+        self.head = AtomicU64::new(pack(Loc::NULL));
+        self.len = AtomicUsize::new(0);
+        self.refresh_root();
+    }
+
+    /// Re-reads the root's entry into the copy unshared searches start from.
+    fn refresh_root(&self) {
+        let e = self.table.get(self.root).bits();
+        self.root_ent[0].store(e as u64, Relaxed);
+        self.root_ent[1].store((e >> 64) as u64, Relaxed);
+    }
+
+    /// The root's entry.
+    #[inline(always)]
+    fn root_entry(&self) -> Result<Ent, Torn> {
+        if self.table.is_shared() {
+            self.table.fetch(self.root)
+        } else {
+            let lo = u128::from(self.root_ent[0].load(Relaxed));
+            let hi = u128::from(self.root_ent[1].load(Relaxed));
+            let e = Ent::from_bits(lo | (hi << 64));
+            debug_assert_eq!(e, self.table.get(self.root), "stale root copy");
+            Ok(e)
+        }
     }
 
     /// The key bytes of a leaf's record.
     ///
     /// # Safety
-    /// `e` is a leaf of this trie, and the returned slice is not used after the record is
-    /// freed (the front end frees records only through `&mut` access).
+    /// `e` is a leaf entry this trie held, and the returned slice is not used after its
+    /// record is freed (the single-threaded front end frees records only through `&mut`; the
+    /// concurrent one through epoch-based reclamation, so a pinned reader may use any leaf it
+    /// read).
     #[inline(always)]
     pub(crate) unsafe fn key_of<'a>(&self, e: Ent) -> &'a [u8] {
         debug_assert_eq!(e.kind(), LEAF);
         // SAFETY: the front end wrote `key_len` key bytes at `val_size` into the record when
-        // it created the leaf; the record lives until the leaf is removed (caller's contract).
+        // it created the leaf; the record lives as long as the caller's contract says.
         unsafe { core::slice::from_raw_parts(e.rec().add(self.params.val_size), e.key_len()) }
     }
 
@@ -297,16 +397,15 @@ impl RawTrie {
         &self,
         key: &[u8],
         mut path: Option<&mut Vec<PathNode>>,
-    ) -> (End, Cand) {
+    ) -> Result<(End, Cand), Torn> {
         let syms = self.syms;
         let t = &self.table;
         let total = syms.count(key.len());
         let d = self.params.prefetch_depth;
-        let cap = self.horizon;
+        let cap = self.horizon.load(Relaxed);
         let mut hs = Hashes::new(t, syms, key, total, d.min(cap));
         let mut loc = self.root;
-        let mut ent = self.root_ent;
-        debug_assert_eq!(ent, t.get(loc), "stale root copy");
+        let mut ent = self.root_entry()?;
         let mut i = 0usize;
         let mut cand = Cand::None;
         loop {
@@ -319,8 +418,12 @@ impl RawTrie {
                 });
             }
             match ent.kind() {
-                LEAF => return (End::Leaf { loc, ent }, cand),
+                LEAF => return Ok((End::Leaf { loc, ent }, cand)),
                 REGULAR => {
+                    if i >= total {
+                        // Past the end symbol, whose child is always a leaf: a torn view.
+                        return Err(self.torn());
+                    }
                     let c = syms.at(key, i);
                     let bm = ent.bitmap();
                     let below = bm & ((1u64 << c) - 1);
@@ -336,13 +439,11 @@ impl RawTrie {
                         };
                     }
                     if (bm >> c) & 1 == 0 {
-                        return (End::NoChild { sym: c }, cand);
+                        return Ok((End::NoChild { sym: c }, cand));
                     }
                     hs.advance(t, syms, key, (i + 1 + d).min(cap.max(i + 1)));
                     let h = hs.get(i + 1);
-                    let Some((_, e)) = t.find_by_parent(h, c, ent.color()) else {
-                        broken("a child bit without its child")
-                    };
+                    let e = t.child(h, c, ent.color())?;
                     loc = Loc {
                         h: h as u32,
                         color: e.color(),
@@ -350,8 +451,7 @@ impl RawTrie {
                     ent = e;
                     i += 1;
                 }
-                _ => {
-                    debug_assert_eq!(ent.kind(), JUMP);
+                JUMP => {
                     let n = ent.jump_len();
                     for at in 0..n {
                         let c = syms.at(key, i + at);
@@ -363,7 +463,7 @@ impl RawTrie {
                                     t.prefetch(ent.loc().h.into());
                                 }
                             }
-                            return (End::JumpMismatch { at }, cand);
+                            return Ok((End::JumpMismatch { at }, cand));
                         }
                     }
                     hs.advance(t, syms, key, (i + n + d).min(cap.max(i + n)));
@@ -372,11 +472,21 @@ impl RawTrie {
                         h: h as u32,
                         color: ent.jump_child(),
                     };
-                    ent = t.get(loc);
+                    ent = t.fetch(loc)?;
                     i += n;
                 }
+                _ => return Err(self.torn()),
             }
         }
+    }
+
+    /// A reader of a shared table met an impossible state; elsewhere an invariant is broken.
+    #[cold]
+    fn torn(&self) -> Torn {
+        if !self.table.is_shared() {
+            broken("an impossible path");
+        }
+        Torn
     }
 
     /// Starts the second read of resolving `cand` (a sibling's maximum) so it overlaps with
@@ -394,26 +504,24 @@ impl RawTrie {
     }
 
     /// The leaf a predecessor candidate stands for.
-    fn resolve(&self, cand: Cand) -> Option<LeafRef> {
+    fn resolve(&self, cand: Cand) -> Result<Option<LeafRef>, Torn> {
         match cand {
-            Cand::None => None,
-            Cand::Leaf(l) => Some((l, self.table.get(l))),
+            Cand::None => Ok(None),
+            Cand::Leaf(l) => Ok(Some((l, self.table.fetch(l)?))),
             Cand::Sibling { h, sym, pcolor } => {
                 let hc = self.table.hasher.step(h, sym);
-                let Some((_, e)) = self.table.find_by_parent(hc, sym, pcolor) else {
-                    broken("a sibling bit without its child")
-                };
+                let e = self.table.child(hc, sym, pcolor)?;
                 if e.kind() == LEAF {
-                    Some((
+                    Ok(Some((
                         Loc {
                             h: hc as u32,
                             color: e.color(),
                         },
                         e,
-                    ))
+                    )))
                 } else {
                     let m = e.loc();
-                    Some((m, self.table.get(m)))
+                    Ok(Some((m, self.table.fetch(m)?)))
                 }
             }
         }
@@ -421,9 +529,12 @@ impl RawTrie {
 
     /// The leaf after `e` in key order.
     #[inline]
-    pub(crate) fn next(&self, e: Ent) -> Option<LeafRef> {
+    pub(crate) fn next(&self, e: Ent) -> Result<Option<LeafRef>, Torn> {
         let l = e.loc();
-        (!l.is_null()).then(|| (l, self.table.get(l)))
+        if l.is_null() {
+            return Ok(None);
+        }
+        Ok(Some((l, self.table.fetch(l)?)))
     }
 
     /// Prefetches the buckets a locator names.
@@ -439,30 +550,41 @@ impl RawTrie {
         self.root
     }
 
-    /// The first leaf.
-    pub(crate) fn first(&self) -> Option<LeafRef> {
-        (!self.head.is_null()).then(|| (self.head, self.table.get(self.head)))
+    /// The first leaf. In a shared table, `head` is read after a copy of the root's bucket,
+    /// which every change of `head` locks: validating that bucket validates `head`.
+    pub(crate) fn first(&self) -> Result<Option<LeafRef>, Torn> {
+        if self.table.is_shared() {
+            self.root_entry()?;
+        }
+        let head = unpack(self.head.load(Acquire));
+        if head.is_null() {
+            return Ok(None);
+        }
+        Ok(Some((head, self.table.fetch(head)?)))
     }
 
     /// The last leaf.
-    pub(crate) fn last(&self) -> Option<LeafRef> {
-        let m = self.table.get(self.root).loc();
-        (!m.is_null()).then(|| (m, self.table.get(m)))
+    pub(crate) fn last(&self) -> Result<Option<LeafRef>, Torn> {
+        let m = self.root_entry()?.loc();
+        if m.is_null() {
+            return Ok(None);
+        }
+        Ok(Some((m, self.table.fetch(m)?)))
     }
 
     /// The record of `key`.
     #[inline]
-    pub(crate) fn get(&self, key: &[u8]) -> Option<*mut u8> {
-        match self.descend::<false>(key, None).0 {
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<*mut u8>, Torn> {
+        Ok(match self.descend::<false>(key, None)?.0 {
             // SAFETY: `ent` is a leaf of this trie, read under `&self`.
             End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
             _ => None,
-        }
+        })
     }
 
     /// The neighbour of `key` that `op` asks for.
-    pub(crate) fn seek(&self, key: &[u8], op: Seek) -> Option<LeafRef> {
-        let (end, cand) = self.descend::<true>(key, None);
+    pub(crate) fn seek(&self, key: &[u8], op: Seek) -> Result<Option<LeafRef>, Torn> {
+        let (end, cand) = self.descend::<true>(key, None)?;
         match end {
             End::Leaf { loc, ent } => {
                 if matches!(op, Seek::Ge | Seek::Gt) {
@@ -479,7 +601,7 @@ impl RawTrie {
                     Seek::Lt => ord == Ordering::Less,
                 };
                 if here {
-                    Some((loc, ent))
+                    Ok(Some((loc, ent)))
                 } else if matches!(op, Seek::Ge | Seek::Gt) {
                     // The leaf is below the probe: its successor is the answer.
                     self.next(ent)
@@ -489,9 +611,9 @@ impl RawTrie {
                 }
             }
             _ => {
-                let pred = self.resolve(cand);
+                let pred = self.resolve(cand)?;
                 match op {
-                    Seek::Le | Seek::Lt => pred,
+                    Seek::Le | Seek::Lt => Ok(pred),
                     Seek::Ge | Seek::Gt => match pred {
                         Some((_, e)) => self.next(e),
                         None => self.first(),
@@ -507,27 +629,32 @@ impl RawTrie {
             > self.table.capacity() as f64 * self.params.max_load_factor
     }
 
-    /// Inserts `key` with the record `make` returns, unless present.
+    /// Inserts `key` with the record `make` returns, unless present. `make` may be called
+    /// before a [`NeedsGrowth`]: the caller keeps that record for the retry. In a shared
+    /// table the buckets written stay locked until the caller's `unlock_all`.
     pub(crate) fn insert(
-        &mut self,
+        &self,
+        w: &mut Scratch,
         key: &[u8],
         make: &mut dyn FnMut() -> *mut u8,
-    ) -> Result<Inserted, Error> {
-        let mut rec: Option<*mut u8> = None;
-        let mut path = core::mem::take(&mut self.path);
-        let result = loop {
-            path.clear();
-            let (end, cand) = self.descend::<true>(key, Some(&mut path));
+    ) -> Result<Inserted, NeedsGrowth> {
+        let mut path = core::mem::take(&mut w.path);
+        path.clear();
+        let result = (|| {
+            let (end, cand) = stable(self.descend::<true>(key, Some(&mut path)));
             self.prefetch_pred(cand);
             let last = *path.last().expect("the path holds the root");
             // For a leaf split, where the two keys' strings part (computed once, here).
             let mut split_at = 0;
             let extra = match end {
-                End::Leaf { ent, .. } => {
+                End::Leaf { loc, ent } => {
                     // SAFETY: a leaf of this trie; no record is freed during insert.
                     let other = unsafe { self.key_of(ent) };
                     if other == key {
-                        break Ok(Inserted::Existing(ent.rec()));
+                        return Ok(Inserted::Existing {
+                            loc,
+                            rec: ent.rec(),
+                        });
                     }
                     split_at = self.first_difference(key, other, last.depth);
                     (split_at - last.depth).div_ceil(JUMP_MAX) + 3
@@ -535,44 +662,51 @@ impl RawTrie {
                 _ => 3,
             };
             if self.needs_growth(extra) {
-                if let Err(e) = self.grow() {
-                    break Err(e);
-                }
-                continue;
+                return Err(NeedsGrowth);
             }
-            let r = *rec.get_or_insert_with(&mut *make);
-            self.created.clear();
+            let r = make();
+            w.created.clear();
             let done = match end {
-                End::NoChild { sym } => self.insert_under(key, &last, sym, cand, r, &path),
-                End::Leaf { .. } => self.insert_split_leaf(key, &last, split_at, cand, r, &path),
-                End::JumpMismatch { at } => self.insert_split_jump(key, &last, at, cand, r, &path),
+                End::NoChild { sym } => self.insert_under(w, key, &last, sym, cand, r, &path),
+                End::Leaf { .. } => self.insert_split_leaf(w, key, &last, split_at, cand, r, &path),
+                End::JumpMismatch { at } => {
+                    self.insert_split_jump(w, key, &last, at, cand, r, &path)
+                }
             };
             match done {
                 Ok(depth) => {
-                    self.len += 1;
+                    self.len.fetch_add(1, Relaxed);
                     self.note_leaf_depth(depth);
-                    break Ok(Inserted::New);
+                    Ok(Inserted::New)
                 }
                 Err(Full) => {
-                    for l in core::mem::take(&mut self.created) {
-                        self.table.remove(l);
+                    for l in core::mem::take(&mut w.created) {
+                        self.table.remove(&mut w.locks, l);
                     }
-                    if let Err(e) = self.grow() {
-                        break Err(e);
-                    }
+                    Err(NeedsGrowth)
                 }
             }
-        };
-        self.path = path;
-        self.root_ent = self.table.get(self.root);
+        })();
+        w.path = path;
+        self.refresh_root();
         result
     }
 
+    /// Points leaf `l` at a new record (an update of an existing key's value).
+    pub(crate) fn set_record(&self, w: &mut Scratch, l: Loc, rec: *mut u8) {
+        self.table.update(&mut w.locks, l, |e| {
+            *e = Ent::leaf(e.sym(), e.pcolor(), rec, e.key_len(), e.loc()).in_place_of(*e);
+        });
+    }
+
     /// Folds the depth of a new leaf into the average that sets the prefetch horizon.
-    fn note_leaf_depth(&mut self, depth: usize) {
+    fn note_leaf_depth(&self, depth: usize) {
         let d16 = depth.min(1 << 20) * 16;
-        self.depth_avg = self.depth_avg - self.depth_avg / 16 + d16 / 16;
-        self.horizon = self.depth_avg.div_ceil(16) + HORIZON_MARGIN;
+        let avg = self.depth_avg.load(Relaxed);
+        let avg = avg - avg / 16 + d16 / 16;
+        self.depth_avg.store(avg, Relaxed);
+        self.horizon
+            .store(avg.div_ceil(16) + HORIZON_MARGIN, Relaxed);
     }
 
     /// The first symbol position `>= from` where the strings of `a` and `b` differ.
@@ -586,17 +720,20 @@ impl RawTrie {
     }
 
     /// Inserts a new entry, remembering it for rollback.
-    fn create(&mut self, h: u64, e: Ent) -> Result<Loc, Full> {
-        let l = self.table.insert(h, e)?;
-        self.created.push(l);
+    fn create(&self, w: &mut Scratch, h: u64, e: Ent) -> Result<Loc, Full> {
+        let l = self.table.insert(&mut w.locks, h, e)?;
+        w.created.push(l);
         Ok(l)
     }
 
     /// Links leaf `l` after `pred` (or first).
-    fn link_after(&mut self, pred: Option<LeafRef>, l: Loc) {
+    fn link_after(&self, w: &mut Scratch, pred: Option<LeafRef>, l: Loc) {
         match pred {
-            Some((p, _)) => self.table.update(p, |e| e.set_loc(l)),
-            None => self.head = l,
+            Some((p, _)) => self.table.update(&mut w.locks, p, |e| e.set_loc(l)),
+            None => {
+                self.table.touch(&mut w.locks, self.root);
+                self.head.store(pack(l), Release);
+            }
         }
     }
 
@@ -604,15 +741,14 @@ impl RawTrie {
     fn next_of(&self, pred: Option<LeafRef>) -> Loc {
         match pred {
             Some((_, e)) => e.loc(),
-            None => self.head,
+            None => unpack(self.head.load(Relaxed)),
         }
     }
-
     /// Replaces subtree maxima along `path[..=from]`, bottom-up, while they are one of the
     /// `repl` sources (a suffix of the path holds each; see invariant 4).
-    fn fix_max(&mut self, path: &[PathNode], from: usize, repl: &[(Loc, Loc)]) {
+    fn fix_max(&self, w: &mut Scratch, path: &[PathNode], from: usize, repl: &[(Loc, Loc)]) {
         for p in path[..=from].iter().rev() {
-            let replaced = self.table.update_if(p.loc, |e| {
+            let replaced = self.table.update_if(&mut w.locks, p.loc, |e| {
                 match repl.iter().find(|(old, _)| *old == e.loc()) {
                     Some(&(_, new)) => {
                         e.set_loc(new);
@@ -628,8 +764,10 @@ impl RawTrie {
     }
 
     /// Case 1 of §4.5: the search stopped at regular node `n`, which lacks child `c`.
+    #[allow(clippy::too_many_arguments)]
     fn insert_under(
-        &mut self,
+        &self,
+        w: &mut Scratch,
         key: &[u8],
         n: &PathNode,
         c: u32,
@@ -637,16 +775,17 @@ impl RawTrie {
         rec: *mut u8,
         path: &[PathNode],
     ) -> Result<usize, Full> {
-        let pred = self.resolve(cand);
+        let pred = stable(self.resolve(cand));
         let h = self.table.hasher.step(n.loc.h.into(), c);
         let leaf = Ent::leaf(c, n.ent.color(), rec, key.len(), self.next_of(pred));
-        let l = self.create(h, leaf)?;
-        self.link_after(pred, l);
+        let l = self.create(w, h, leaf)?;
+        self.link_after(w, pred, l);
         let bm = n.ent.bitmap();
-        self.table.update(n.loc, |e| e.set_bitmap(bm | 1 << c));
+        self.table
+            .update(&mut w.locks, n.loc, |e| e.set_bitmap(bm | 1 << c));
         if bm >> c == 0 {
             // The new leaf is the greatest below `n`.
-            self.fix_max(path, path.len() - 1, &[(n.ent.loc(), l)]);
+            self.fix_max(w, path, path.len() - 1, &[(n.ent.loc(), l)]);
         }
         Ok(n.depth + 1)
     }
@@ -656,7 +795,8 @@ impl RawTrie {
     /// returned as content. Returns (top content, hash after the chain).
     #[allow(clippy::too_many_arguments)]
     fn build_chain(
-        &mut self,
+        &self,
+        w: &mut Scratch,
         syms: &[u32],
         h: u64,
         top_sym: u32,
@@ -684,7 +824,7 @@ impl RawTrie {
                 return Ok(Ent::jump(top_sym, top_pcolor, chunk, child, max));
             }
             let e = Ent::jump(syms[k - 1], 0, chunk, child, max).with_by_color(true);
-            child = self.create(hk, e)?.color;
+            child = self.create(w, hk, e)?.color;
         }
         unreachable!("the chain has a first chunk")
     }
@@ -693,7 +833,8 @@ impl RawTrie {
     /// `j` is the first symbol position where `key` and the leaf's key differ.
     #[allow(clippy::too_many_arguments)]
     fn insert_split_leaf(
-        &mut self,
+        &self,
+        w: &mut Scratch,
         key: &[u8],
         leaf: &PathNode,
         j: usize,
@@ -708,7 +849,7 @@ impl RawTrie {
         debug_assert_eq!(j, self.first_difference(key, other, i));
         let hasher = &self.table.hasher;
         let mut hj = u64::from(leaf.loc.h);
-        let mut chain = core::mem::take(&mut self.chain);
+        let mut chain = core::mem::take(&mut w.chain);
         chain.clear();
         for p in i..j {
             let s = self.syms.at(key, p);
@@ -719,7 +860,7 @@ impl RawTrie {
         let (hk, ho) = (hasher.step(hj, ck), hasher.step(hj, co));
         // The moved leaf's bucket depends on the other key's record: start fetching it now.
         self.table.prefetch(ho);
-        let pred = self.resolve(cand);
+        let pred = stable(self.resolve(cand));
         let bitmap = (1u64 << ck) | (1u64 << co);
         // The regular node R at depth j: in place of the old leaf when j == i.
         let r_color = if j == i {
@@ -727,7 +868,7 @@ impl RawTrie {
         } else {
             let last = *chain.last().expect("j > i");
             let r = Ent::regular(last, 0, bitmap, Loc::NULL).with_by_color(true);
-            self.create(hj, r)?.color
+            self.create(w, hj, r)?.color
         };
         let new_leaf = Ent::leaf(ck, r_color, rec, key.len(), Loc::NULL);
         let moved = Ent::leaf(co, r_color, old.rec(), old.key_len(), Loc::NULL);
@@ -739,14 +880,15 @@ impl RawTrie {
         };
         let mut big_e = big.1;
         big_e.set_loc(old.loc());
-        let big_l = self.create(big.0, big_e)?;
+        let big_l = self.create(w, big.0, big_e)?;
         let mut small_e = small.1;
         small_e.set_loc(big_l);
-        let small_l = self.create(small.0, small_e)?;
+        let small_l = self.create(w, small.0, small_e)?;
         let top = if j == i {
             Ent::regular(old.sym(), old.pcolor(), bitmap, big_l)
         } else {
             self.table.update(
+                &mut w.locks,
                 Loc {
                     h: hj as u32,
                     color: r_color,
@@ -754,6 +896,7 @@ impl RawTrie {
                 |e| e.set_loc(big_l),
             );
             self.build_chain(
+                w,
                 &chain,
                 leaf.loc.h.into(),
                 old.sym(),
@@ -762,17 +905,19 @@ impl RawTrie {
                 big_l,
             )?
         };
-        self.chain = chain;
+        w.chain = chain;
         // Everything new is in place; now link it (these writes cannot fail).
-        self.table.replace(leaf.loc, top);
-        self.link_after(pred, small_l);
-        self.fix_max(path, path.len() - 2, &[(leaf.loc, big_l)]);
+        self.table.replace(&mut w.locks, leaf.loc, top);
+        self.link_after(w, pred, small_l);
+        self.fix_max(w, path, path.len() - 2, &[(leaf.loc, big_l)]);
         Ok(j + 1)
     }
 
     /// Case 3 of §4.5: the search left jump node `jn` at its symbol `at`.
+    #[allow(clippy::too_many_arguments)]
     fn insert_split_jump(
-        &mut self,
+        &self,
+        w: &mut Scratch,
         key: &[u8],
         jn: &PathNode,
         at: usize,
@@ -791,21 +936,21 @@ impl RawTrie {
         let sd = syms[at];
         let h_below = hasher.step(hd, sd);
         let h_leaf = hasher.step(hd, c);
-        let pred = self.resolve(cand);
+        let pred = stable(self.resolve(cand));
         let bitmap = (1u64 << c) | (1u64 << sd);
         let r_color = if at == 0 {
             jn.loc.color
         } else {
             let r = Ent::regular(syms[at - 1], 0, bitmap, Loc::NULL).with_by_color(true);
-            self.create(hd, r)?.color
+            self.create(w, hd, r)?.color
         };
         let child_color = j.jump_child();
         if at + 1 < n {
             let e = Ent::jump(sd, r_color, &syms[at + 1..n], child_color, j.loc());
-            self.create(h_below, e)?;
+            self.create(w, h_below, e)?;
         }
         let leaf = Ent::leaf(c, r_color, rec, key.len(), self.next_of(pred));
-        let l = self.create(h_leaf, leaf)?;
+        let l = self.create(w, h_leaf, leaf)?;
         // Linking.
         if at + 1 == n {
             // The jump's child now hangs under R: it must carry R's color.
@@ -813,15 +958,21 @@ impl RawTrie {
                 h: h_below as u32,
                 color: child_color,
             };
-            self.table.update(cl, |e| *e = e.with_by_color(false));
-            self.table.update(cl, |e| e.set_pcolor(r_color));
+            self.table
+                .update(&mut w.locks, cl, |e| *e = e.with_by_color(false));
+            self.table
+                .update(&mut w.locks, cl, |e| e.set_pcolor(r_color));
         }
         let r_max = if c > sd { l } else { j.loc() };
         if at == 0 {
-            self.table
-                .replace(jn.loc, Ent::regular(j.sym(), j.pcolor(), bitmap, r_max));
+            self.table.replace(
+                &mut w.locks,
+                jn.loc,
+                Ent::regular(j.sym(), j.pcolor(), bitmap, r_max),
+            );
         } else {
             self.table.update(
+                &mut w.locks,
                 Loc {
                     h: hd as u32,
                     color: r_color,
@@ -829,56 +980,58 @@ impl RawTrie {
                 |e| e.set_loc(r_max),
             );
             let top = Ent::jump(j.sym(), j.pcolor(), &syms[..at], r_color, r_max);
-            self.table.replace(jn.loc, top);
+            self.table.replace(&mut w.locks, jn.loc, top);
         }
-        self.link_after(pred, l);
+        self.link_after(w, pred, l);
         if c > sd {
-            self.fix_max(path, path.len() - 2, &[(j.loc(), l)]);
+            self.fix_max(w, path, path.len() - 2, &[(j.loc(), l)]);
         }
         Ok(jn.depth + at + 1)
     }
 
-    /// Removes `key`; returns its record.
-    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<*mut u8> {
-        let mut path = core::mem::take(&mut self.path);
+    /// Removes `key`; returns its record. In a shared table the buckets written stay locked
+    /// until the caller's `unlock_all`.
+    pub(crate) fn remove(&self, w: &mut Scratch, key: &[u8]) -> Option<*mut u8> {
+        let mut path = core::mem::take(&mut w.path);
         path.clear();
-        let (end, _) = self.descend::<true>(key, Some(&mut path));
+        let (end, _) = stable(self.descend::<true>(key, Some(&mut path)));
         let found = match end {
             // SAFETY: a leaf of this trie, record alive until we return it.
             End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
             _ => None,
         };
         if found.is_some() {
-            self.remove_leaf(&path);
-            self.len -= 1;
-            if self.table.buckets() > self.params.initial_buckets.max(64)
-                && (self.table.used() as f64)
-                    < self.table.capacity() as f64 * self.params.max_load_factor / 4.0
-            {
-                // Shrinking only returns memory; if it fails the trie stays as it is.
-                let _ = self.resize(self.table.used());
-            }
+            self.remove_leaf(w, &path);
+            self.len.fetch_sub(1, Relaxed);
         }
-        self.path = path;
-        self.root_ent = self.table.get(self.root);
+        w.path = path;
+        self.refresh_root();
         found
     }
 
+    /// Whether the table is so empty that a smaller one ([`shrunk`](Self::shrunk)) should
+    /// replace it: under a quarter of the load limit, and larger than the first table.
+    pub(crate) fn wants_shrink(&self) -> bool {
+        self.table.buckets() > self.params.initial_buckets.max(64)
+            && (self.table.used() as f64)
+                < self.table.capacity() as f64 * self.params.max_load_factor / 4.0
+    }
+
     /// Unlinks the leaf at the end of `path` (§4.5, deletion).
-    fn remove_leaf(&mut self, path: &[PathNode]) {
+    fn remove_leaf(&self, w: &mut Scratch, path: &[PathNode]) {
         let leaf = path[path.len() - 1];
         let n_idx = path.len() - 2;
         let n = path[n_idx];
-        let pred = self.resolve(leaf.cand_before);
+        let pred = stable(self.resolve(leaf.cand_before));
         let nxt = leaf.ent.loc();
-        self.link_after(pred, nxt);
-        self.table.remove(leaf.loc);
+        self.link_after(w, pred, nxt);
+        self.table.remove(&mut w.locks, leaf.loc);
         let c = leaf.ent.sym();
         let bm = n.ent.bitmap() & !(1u64 << c);
-        self.table.update(n.loc, |e| e.set_bitmap(bm));
+        self.table.update(&mut w.locks, n.loc, |e| e.set_bitmap(bm));
         let pred_loc = pred.map_or(Loc::NULL, |(l, _)| l);
         if n_idx == 0 || bm.count_ones() != 1 {
-            self.fix_max(path, n_idx, &[(leaf.loc, pred_loc)]);
+            self.fix_max(w, path, n_idx, &[(leaf.loc, pred_loc)]);
             return;
         }
         // `n` has one child left.
@@ -906,21 +1059,21 @@ impl RawTrie {
                 x.key_len(),
                 x.loc(),
             );
-            self.table.remove(x_old);
+            self.table.remove(&mut w.locks, x_old);
             for p in &path[t + 1..=n_idx] {
-                self.table.remove(p.loc);
+                self.table.remove(&mut w.locks, p.loc);
             }
-            self.table.replace(top.loc, moved);
+            self.table.replace(&mut w.locks, top.loc, moved);
             if r > c {
                 // x followed the removed key: its predecessor is `pred`.
-                self.link_after(pred, x_new);
+                self.link_after(w, pred, x_new);
             } else {
                 // x preceded it (pred == x): relink x's own predecessor.
-                let before = self.resolve(top.cand_before);
-                self.link_after(before, x_new);
+                let before = stable(self.resolve(top.cand_before));
+                self.link_after(w, before, x_new);
             }
             let pred_new = if pred_loc == x_old { x_new } else { pred_loc };
-            self.fix_max(path, t - 1, &[(leaf.loc, pred_new), (x_old, x_new)]);
+            self.fix_max(w, path, t - 1, &[(leaf.loc, pred_new), (x_old, x_new)]);
             return;
         }
         // `n` becomes a jump node over symbol r (absorbing x when x is a short jump).
@@ -930,10 +1083,11 @@ impl RawTrie {
             let (xs, xn) = x.jump_syms();
             syms.extend_from_slice(&xs[..xn]);
             child = x.jump_child();
-            self.table.remove(x_old);
+            self.table.remove(&mut w.locks, x_old);
         } else {
             // x now hangs under a jump node: found by color only.
-            self.table.update(x_old, |e| *e = e.with_by_color(true));
+            self.table
+                .update(&mut w.locks, x_old, |e| *e = e.with_by_color(true));
         }
         let cur_max = self.table.get(n.loc).loc();
         let mut walk_from = n_idx;
@@ -943,41 +1097,48 @@ impl RawTrie {
             let mut all = ps[..pn].to_vec();
             all.extend_from_slice(&syms);
             let merged = Ent::jump(parent.ent.sym(), parent.ent.pcolor(), &all, child, cur_max);
-            self.table.remove(n.loc);
-            self.table.replace(parent.loc, merged);
+            self.table.remove(&mut w.locks, n.loc);
+            self.table.replace(&mut w.locks, parent.loc, merged);
             walk_from = n_idx - 1;
         } else {
             let e = Ent::jump(n.ent.sym(), n.ent.pcolor(), &syms, child, cur_max);
-            self.table.replace(n.loc, e);
+            self.table.replace(&mut w.locks, n.loc, e);
         }
-        self.fix_max(path, walk_from, &[(leaf.loc, pred_loc)]);
+        self.fix_max(w, path, walk_from, &[(leaf.loc, pred_loc)]);
     }
 
-    /// Rebuilds into a table of twice the buckets.
+    /// A copy of this trie in a table of twice the buckets (readers may keep using `self`
+    /// meanwhile: it only reads).
     #[cold]
-    fn grow(&mut self) -> Result<(), Error> {
-        let want = self.table.buckets() * 2;
-        self.resize_to(want)
+    pub(crate) fn grown(&self) -> Result<RawTrie, Error> {
+        self.resized(self.table.buckets() * 2)
     }
 
-    /// Rebuilds into a table sized for `entries` at half the load limit.
+    /// A copy of this trie in a table sized for its entries at half the load limit.
     #[cold]
-    fn resize(&mut self, entries: usize) -> Result<(), Error> {
+    pub(crate) fn shrunk(&self) -> Result<RawTrie, Error> {
+        let entries = self.table.used();
         let want = (entries as f64 / (self.params.max_load_factor / 2.0) / 4.0).ceil() as usize;
-        self.resize_to(want.max(self.params.initial_buckets))
+        self.resized(want.max(self.params.initial_buckets))
     }
 
-    fn resize_to(&mut self, mut buckets: usize) -> Result<(), Error> {
+    fn resized(&self, mut buckets: usize) -> Result<RawTrie, Error> {
+        let mut seed = self.seed;
         for attempt in 0u64.. {
-            self.seed = self.seed.wrapping_add(0x9E37_79B9 + attempt);
-            let mut table = Table::with_buckets(buckets, self.seed)?;
-            match self.rebuild_into(&mut table) {
+            seed = seed.wrapping_add(0x9E37_79B9 + attempt);
+            let mut table = Table::with_buckets(buckets, seed)?;
+            match self.rebuild_into(&table) {
                 Ok((root, head)) => {
-                    self.table = table;
-                    self.root = root;
-                    self.root_ent = self.table.get(root);
-                    self.head = head;
-                    return Ok(());
+                    table.set_shared(self.table.is_shared());
+                    return Ok(Self::assemble(
+                        table,
+                        self.params,
+                        seed,
+                        root,
+                        head,
+                        self.len(),
+                        (self.depth_avg.load(Relaxed), self.horizon.load(Relaxed)),
+                    ));
                 }
                 Err(Full) => buckets = buckets + buckets / 2 + 1,
             }
@@ -987,7 +1148,7 @@ impl RawTrie {
 
     /// Copies the trie into `new` (preorder, so parents' colors are known before their
     /// children's entries are written), patching leaf links and maxima as subtrees close.
-    fn rebuild_into(&self, new: &mut Table) -> Result<(Loc, Loc), Full> {
+    fn rebuild_into(&self, new: &Table) -> Result<(Loc, Loc), Full> {
         /// A node with children left to copy; `oha`/`nha` are `mul_a` of its hash in the old
         /// and new table (a child's hash is then one addition away).
         struct Frame {
@@ -999,9 +1160,11 @@ impl RawTrie {
             pstart: usize,
         }
         let old = &self.table;
+        // `new` is not shared yet: nothing is ever locked.
+        let lk = &mut Locks::default();
         let oroot = old.get(self.root);
         let root_ent = Ent::regular(0, 0, oroot.bitmap(), Loc::NULL).with_by_color(true);
-        let root = new.insert(0, root_ent)?;
+        let root = new.insert(lk, 0, root_ent)?;
         let mut pending = vec![root];
         let mut stack = vec![Frame {
             oha: 0,
@@ -1031,7 +1194,7 @@ impl RawTrie {
                 let start = f.pstart;
                 stack.pop();
                 for l in pending.drain(start..) {
-                    new.update(l, |e| e.set_loc(prev));
+                    new.update(lk, l, |e| e.set_loc(prev));
                 }
                 continue;
             }
@@ -1060,16 +1223,17 @@ impl RawTrie {
             };
             match ce.kind() {
                 LEAF => {
-                    let l = new.insert(nh, Ent::leaf(c, nc, ce.rec(), ce.key_len(), Loc::NULL))?;
+                    let l =
+                        new.insert(lk, nh, Ent::leaf(c, nc, ce.rec(), ce.key_len(), Loc::NULL))?;
                     if prev.is_null() {
                         head = l;
                     } else {
-                        new.update(prev, |e| e.set_loc(l));
+                        new.update(lk, prev, |e| e.set_loc(l));
                     }
                     prev = l;
                 }
                 REGULAR => {
-                    let l = new.insert(nh, Ent::regular(c, nc, ce.bitmap(), Loc::NULL))?;
+                    let l = new.insert(lk, nh, Ent::regular(c, nc, ce.bitmap(), Loc::NULL))?;
                     let (oha, nha) = (old.hasher.mul_a(oh), new.hasher.mul_a(nh));
                     warm(new, oha, nha, ce.bitmap());
                     let pstart = pending.len();
@@ -1106,7 +1270,7 @@ impl RawTrie {
                         }
                     };
                     let r_ent = Ent::regular(last, 0, r.bitmap(), Loc::NULL).with_by_color(true);
-                    let rl = new.insert(nhh, r_ent)?;
+                    let rl = new.insert(lk, nhh, r_ent)?;
                     let (oha, nha) = (old.hasher.mul_a(ohh), new.hasher.mul_a(nhh));
                     warm(new, oha, nha, r.bitmap());
                     let pstart = pending.len();
@@ -1116,7 +1280,7 @@ impl RawTrie {
                         let (s, n) = je.jump_syms();
                         let pc = if k == 0 { nc } else { 0 };
                         let je = Ent::jump(js, pc, &s[..n], child, Loc::NULL).with_by_color(k != 0);
-                        let jl = new.insert(jh, je)?;
+                        let jl = new.insert(lk, jh, je)?;
                         child = jl.color;
                         pending.push(jl);
                     }
@@ -1136,10 +1300,10 @@ impl RawTrie {
 
     /// Every record, in key order (for the front end's drop and clear).
     pub(crate) fn for_each_leaf(&self, mut f: impl FnMut(Ent)) {
-        let mut cur = self.first();
+        let mut cur = stable(self.first());
         while let Some((_, e)) = cur {
             f(e);
-            cur = self.next(e);
+            cur = stable(self.next(e));
         }
     }
 
@@ -1283,11 +1447,11 @@ impl RawTrie {
                 k => return Err(format!("entry {loc:?} of kind {k}")),
             }
         }
-        if leaves.len() != self.len {
-            return Err(format!("{} leaves, len {}", leaves.len(), self.len));
+        if leaves.len() != self.len() {
+            return Err(format!("{} leaves, len {}", leaves.len(), self.len()));
         }
         // The leaf list.
-        let mut cur = self.head;
+        let mut cur = unpack(self.head.load(Relaxed));
         for (k, &l) in leaves.iter().enumerate() {
             if cur != l {
                 return Err(format!("leaf list position {k}: {cur:?}, expected {l:?}"));
