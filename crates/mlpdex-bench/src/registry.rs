@@ -11,7 +11,7 @@ use crate::baselines::{
     btree::BTree, congee::Art, fst::FstMap, hash::Hash, skipmap::Skip, sorted_vec::SortedVec,
 };
 use crate::exec::{self, Driver, Plan};
-use crate::ours::cuckoo_trie::Cuckoo;
+use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 
 /// One measurable index.
 #[derive(Clone, Copy, Debug)]
@@ -104,6 +104,12 @@ pub const INDEXES: &[Entry] = &[
         about: "mlpdex Cuckoo Trie (cuckoo-trie.txt), default configuration",
         variant: false,
         run: exec::serve::<Cuckoo<0>>,
+    },
+    Entry {
+        name: "cuckoo-trie-concurrent",
+        about: "mlpdex Cuckoo Trie for many threads (cuckoo-trie.txt §5), default configuration",
+        variant: true,
+        run: exec::serve::<ConcurrentCuckoo>,
     },
     cuckoo_variant!("cuckoo-trie-d1", 1),
     cuckoo_variant!("cuckoo-trie-d2", 2),
