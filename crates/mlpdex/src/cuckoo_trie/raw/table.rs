@@ -585,6 +585,9 @@ fn first_byte(idx: usize, word: impl Fn(usize) -> u64) -> u8 {
 /// 5. Writes (methods taking [`Locks`]) come from one thread at a time: the front end holds
 ///    `&mut` (single-threaded map) or its writer mutex (concurrent map). When `shared`, a write
 ///    locks each bucket it touches until [`unlock_all`](Self::unlock_all).
+/// 6. Outside a [`ReadSession`], a shared table is read only by the writer (the thread holding
+///    the writer mutex), so plain reads there never race a write; readers on other threads
+///    read only inside sessions, with atomic loads. Writes are always atomic stores.
 pub(crate) struct Table {
     region: Region,
     buckets: NonNull<Bucket>,
@@ -597,7 +600,8 @@ pub(crate) struct Table {
 
 // SAFETY: the table owns its region like a Box<[Bucket]>.
 unsafe impl Send for Table {}
-// SAFETY: every access to bucket memory is atomic, and writes follow invariant 5.
+// SAFETY: writes are atomic stores from one thread at a time (invariant 5); reads that may
+// race them are atomic loads inside read sessions (invariant 6).
 unsafe impl Sync for Table {}
 
 impl Table {
@@ -651,11 +655,27 @@ impl Table {
         unsafe { &*self.buckets.as_ptr().add(b) }
     }
 
-    /// The entry at `s` (the writer's view, or any view of an unshared table).
+    /// Start of bucket `b`'s bytes, for plain (non-atomic) reads: see invariant 6.
+    #[inline(always)]
+    fn bytes(&self, b: usize) -> *const u8 {
+        debug_assert!(b < self.nb);
+        // SAFETY: invariant 1, b < nb: inside the region.
+        unsafe { self.buckets.as_ptr().add(b).cast::<u8>() }
+    }
+
+    /// The entry at `s`, read outside a read session (invariant 6).
     #[inline(always)]
     pub(crate) fn read(&self, s: Slot) -> Ent {
-        let b = self.bucket(s.bucket);
-        decode(s.idx, |i| b.word(i))
+        // SAFETY: slot idx < 4, so the 16 bytes at idx·15 end at most at byte 61 of the
+        // 64-byte bucket (the extra byte is the version's, masked off below). No write runs
+        // concurrently with this read (invariant 6), so a plain read is no data race.
+        let raw = unsafe {
+            self.bytes(s.bucket)
+                .add(s.idx * ENTRY_BYTES)
+                .cast::<[u8; 16]>()
+                .read_unaligned()
+        };
+        Ent(u128::from_le_bytes(raw) & ENTRY_MASK)
     }
 
     #[inline(always)]
@@ -715,18 +735,42 @@ impl Table {
     /// is copied under its seqlock first.
     #[inline(always)]
     fn find(&self, h: u64, mut f: impl FnMut(Ent) -> bool) -> Option<(Slot, Ent)> {
+        if self.shared && reading() {
+            return self.find_in_session(h, f);
+        }
         let (b1, b2) = self.hasher.buckets(h);
         let tag = (h % TAGS) as u8;
-        let concurrent = self.shared && reading();
         for (bucket, sec) in [(b1, 0u8), (b2, 1u8)] {
             let want = (tag << F_TAG.0) | (sec << F_SEC.0);
-            let b = self.bucket(bucket);
-            let copy = if concurrent {
-                snapshot(self, bucket)
-            } else {
-                [0; WORDS]
-            };
-            let word = |i: usize| -> u64 { if concurrent { copy[i] } else { b.word(i) } };
+            let base = self.bytes(bucket);
+            for idx in 0..SLOTS {
+                // SAFETY: byte idx·15 < 60 lies in the bucket (invariant 1); no write runs
+                // concurrently (invariant 6).
+                let first = unsafe { *base.add(idx * ENTRY_BYTES) };
+                if first & 0x7C != want || first & 0x03 == 0 {
+                    continue;
+                }
+                let s = Slot { bucket, idx };
+                let e = self.read(s);
+                if f(e) {
+                    return Some((s, e));
+                }
+            }
+        }
+        None
+    }
+
+    /// [`find`](Self::find) for a reader of a shared table: each bucket is copied under its
+    /// seqlock and its version recorded (kept out of line so single-threaded searches keep
+    /// their tight loop).
+    #[inline(never)]
+    fn find_in_session(&self, h: u64, mut f: impl FnMut(Ent) -> bool) -> Option<(Slot, Ent)> {
+        let (b1, b2) = self.hasher.buckets(h);
+        let tag = (h % TAGS) as u8;
+        for (bucket, sec) in [(b1, 0u8), (b2, 1u8)] {
+            let want = (tag << F_TAG.0) | (sec << F_SEC.0);
+            let copy = snapshot(self, bucket);
+            let word = |i: usize| copy[i];
             for idx in 0..SLOTS {
                 let first = first_byte(idx, word);
                 if first & 0x7C != want || first & 0x03 == 0 {
