@@ -35,6 +35,9 @@ use crate::{ConcurrentOrderedMap, Error};
 ///   state, such as a child bit without its child), it starts over. Only then does it touch
 ///   the record the leaf names, which epoch-based reclamation keeps alive while it is pinned.
 /// * **Writers** take the map's writer mutex, then run the single-threaded insert or remove.
+///   A writer that finds the mutex taken first reads its key's search path as a reader would
+///   (unvalidated, to bring it into cache), so writers' DRAM misses overlap and the mutex is
+///   held for the changes rather than for round trips.
 ///   Each bucket is locked (odd version) before its first change and stays locked until the
 ///   whole operation is done, so readers see all of an operation or none of it. The leaf
 ///   list's head lives outside the table and is changed only with the root's bucket locked.
@@ -147,6 +150,21 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         self.trie(&guard).audit()
     }
 
+    /// The writer lock for a write of `key`. When another writer holds it, reads the key's
+    /// path meanwhile ([`warm`](Self::warm)).
+    fn lock_writer_for(&self, guard: &Guard, key: &[u8]) -> MutexGuard<'_, Scratch> {
+        match self.writer.try_lock() {
+            Ok(w) => w,
+            Err(std::sync::TryLockError::WouldBlock) => {
+                self.warm(guard, key);
+                self.lock_writer()
+            }
+            Err(std::sync::TryLockError::Poisoned(_)) => {
+                panic!("a writer of this map panicked; the map is unusable")
+            }
+        }
+    }
+
     fn lock_writer(&self) -> MutexGuard<'_, Scratch> {
         // A poisoned mutex means a writer panicked inside the map (a bug) and may have left
         // buckets locked: continuing could hang readers or corrupt the trie.
@@ -188,6 +206,17 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
                 std::thread::yield_now();
             }
         }
+    }
+
+    /// Reads what a write of `key` will read (its search path and the record of the leaf it
+    /// reaches) before the writer lock is taken: the writer then finds it in cache, so the
+    /// lock is held for the changes rather than for DRAM round trips, and concurrent writers'
+    /// misses overlap. The result is not validated and not used.
+    fn warm(&self, guard: &Guard, key: &[u8]) {
+        let trie = self.trie(guard);
+        let _session = ReadSession::begin();
+        // Torn or not, the reads were made; the answer does not matter.
+        let _ = trie.get(key);
     }
 
     /// Makes `new` the current trie and retires the old one.
@@ -345,8 +374,8 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for ConcurrentCuc
                 max: Self::MAX_KEY_LEN,
             });
         }
-        let mut w = self.lock_writer();
         let guard = epoch::pin();
+        let mut w = self.lock_writer_for(&guard, key);
         let mut slot = Some(value);
         let mut made: Option<*mut u8> = None;
         loop {
@@ -395,8 +424,8 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for ConcurrentCuc
     }
 
     fn remove(&self, key: &[u8]) -> Option<V> {
-        let mut w = self.lock_writer();
         let guard = epoch::pin();
+        let mut w = self.lock_writer_for(&guard, key);
         let trie = self.trie(&guard);
         let found = trie.remove(&mut w, key);
         trie.table.unlock_all(&mut w.locks);
