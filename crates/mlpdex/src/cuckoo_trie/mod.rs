@@ -26,7 +26,8 @@
 //! When not: keys with long shared prefixes (the `az` shape) read one bucket pair per symbol of
 //! the shared part (§4.7); small maps that fit in cache, where a B-tree is as fast and simpler;
 //! workloads dominated by long scans, where a B-tree's sorted leaves win (below); write-heavy
-//! loads, where inserts cost about 1.3× a `BTreeMap`'s.
+//! loads, where inserts cost about 1.3× a `BTreeMap`'s; many threads writing at once, since the
+//! concurrent map serializes its writers.
 //!
 //! # Measured
 //!
@@ -35,22 +36,38 @@
 //!
 //! | dataset, keys | workload | mode | vs `btreemap` | vs `congee` | DRAM round trips | bytes/key |
 //! |---|---|---|---|---|---|---|
-//! | rand-8, 10M | c | independent | 1.48× | 1.35× | 1.71 | 42.8 |
-//! | rand-8, 10M | c | dependent | 1.40× | 1.42× | 1.71 | 42.8 |
-//! | rand-8, 10M | load | — | 0.75× | 0.81× | — | 42.8 |
-//! | rand-8, 10M | e | independent | 0.37× (skipmap: 2.2×) | 2.7× | — | 42.8 |
-//! | rand-8, 50M | c | independent | 1.57× | 1.48× | 2.20 | 58.9 |
-//! | rand-8, 50M | c | dependent | 1.41× | 1.40× | 2.53 | 58.9 |
-//! | rand-8, 50M | load | — | 0.72× | 0.67× | — | 58.9 |
-//! | email, 10M | c | independent | 1.48× (skipmap: 3.9×) | — | 3.59 | 91.0 |
-//! | email, 10M | c | dependent | 1.86× (skipmap: 3.9×) | — | 3.73 | 91.0 |
-//! | email, 10M | e | independent | 0.26× (skipmap: 1.1×) | — | — | 91.0 |
-//! | email, 10M | load | — | 1.16× | — | — | 91.0 |
+//! | rand-8, 10M | c | independent | 1.60× | 1.26× | 1.68 | 42.8 |
+//! | rand-8, 10M | c | dependent | 1.56× | 1.54× | 1.82 | 42.8 |
+//! | rand-8, 10M | load | — | 0.77× | 0.84× | — | 42.8 |
+//! | rand-8, 10M | e | independent | 0.44× (skipmap: 2.2×) | 3.1× | — | 42.8 |
+//! | rand-8, 50M | c | independent | 1.44× | 1.30× | 2.51 | 58.9 |
+//! | rand-8, 50M | c | dependent | 1.67× | 1.42× | 2.40 | 58.9 |
+//! | rand-8, 50M | load | — | 0.69× | 0.53× | — | 58.9 |
+//! | email, 10M | c | independent | 1.97× (skipmap: 4.7×) | — | 3.83 | 91.0 |
+//! | email, 10M | c | dependent | 1.64× (skipmap: 4.1×) | — | 3.63 | 91.0 |
+//! | email, 10M | e | independent | 0.24× (skipmap: 1.0×) | — | — | 91.0 |
+//! | email, 10M | load | — | 0.96× | — | — | 91.0 |
 //!
-//! (rand-8 10M: median of 3 rounds; others one round; the 50M load row predates the adaptive
-//! prefetch horizon. `btreemap`'s own speed on email moved by up to 35% between runs.) Memory is the table plus a 16-byte
-//! record per key (value and key); the table's share depends on where the last doubling left its
-//! load factor: 75% at 10M keys, 47% at 50M.
+//! (rand-8 10M: median of 3 rounds (the headline command); others one round. Supporting the
+//! concurrent protocol costs the single-threaded map about 7% more instructions: a shared-table
+//! check per probe and atomic entry stores. `btreemap`'s own speed on email moves by up to 35%
+//! between runs (up to 11% at 50M).) Memory is the table plus a 16-byte record per key
+//! (value and key); the table's share depends on where the last doubling left its load factor:
+//! 75% at 10M keys, 47% at 50M.
+//!
+//! [`ConcurrentCuckooTrie`], rand-8, 10M keys, Mops/s (median of 3 rounds for `c`, one round
+//! for `a`/`b`; YCSB-A is 50% updates, YCSB-B 5%):
+//!
+//! | workload, mode | 1 thread | 2 threads | scaling | single-threaded map, 1 thread |
+//! |---|---|---|---|---|
+//! | c, independent | 1.95 | 3.89 | 2.00× | 2.15 |
+//! | c, dependent | 1.89 | 3.60 | 1.91× | 1.95 |
+//! | b, independent | 1.95 | 3.48 | 1.79× | — |
+//! | a, independent | 1.77 | 2.46 | 1.39× | — |
+//!
+//! Readers scale with threads; writers are serialized, so update-heavy loads scale only as far as
+//! a waiting writer's path read overlaps the running writer's changes (`congee` reaches 3.0
+//! Mops/s on `a` with two threads, its one thread 1.2).
 //!
 //! Prefetch depth `D` (YCSB-C, 10M keys, one round each, Mops/s independent / dependent):
 //!
