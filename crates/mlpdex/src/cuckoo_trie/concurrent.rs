@@ -134,6 +134,28 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         &self.config
     }
 
+    /// Removes every key. Readers running meanwhile see the map before or after the clear;
+    /// the old table and the values are dropped once no reader can reach them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfMemory`] when the first table of the new, empty map cannot be mapped; the
+    /// map is then unchanged.
+    pub fn clear(&self) -> Result<(), Error> {
+        let _w = self.lock_writer();
+        let guard = epoch::pin();
+        let old = self.trie(&guard);
+        let mut fresh = RawTrie::new(self.config.params::<V>())?;
+        fresh.set_shared();
+        let mut recs: Vec<(usize, usize)> = Vec::with_capacity(old.len());
+        old.for_each_leaf(|e| recs.push((e.rec() as usize, e.key_len())));
+        self.publish(fresh, &guard);
+        for (p, len) in recs {
+            self.retire(&guard, p as *mut u8, len);
+        }
+        Ok(())
+    }
+
     /// Bytes of the current hash table's mapping (see
     /// [`CuckooTrie::mapped_bytes`](super::CuckooTrie::mapped_bytes)).
     pub fn mapped_bytes(&self) -> usize {
