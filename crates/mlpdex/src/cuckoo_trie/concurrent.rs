@@ -98,6 +98,19 @@ fn after_start(key: &[u8], start: Bound<&[u8]>) -> bool {
     }
 }
 
+/// The first leaf within `bound` from below (`forward`) or the last from above.
+#[inline]
+fn seek_bound(t: &RawTrie, bound: Bound<&[u8]>, forward: bool) -> Result<Option<LeafRef>, Torn> {
+    match (bound, forward) {
+        (Bound::Included(k), true) => t.seek(k, Seek::Ge),
+        (Bound::Excluded(k), true) => t.seek(k, Seek::Gt),
+        (Bound::Unbounded, true) => t.first(),
+        (Bound::Included(k), false) => t.seek(k, Seek::Le),
+        (Bound::Excluded(k), false) => t.seek(k, Seek::Lt),
+        (Bound::Unbounded, false) => t.last(),
+    }
+}
+
 /// Steps a range visit takes between re-pins, so a long visit does not hold back reclamation.
 const REPIN_EVERY: usize = 64;
 
@@ -150,9 +163,17 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         let mut recs: Vec<(usize, usize)> = Vec::with_capacity(old.len());
         old.for_each_leaf(|e| recs.push((e.rec() as usize, e.key_len())));
         self.publish(fresh, &guard);
-        for (p, len) in recs {
-            self.retire(&guard, p as *mut u8, len);
-        }
+        let bytes = Arc::clone(&self.record_bytes);
+        let free_all = move || {
+            for (p, len) in recs {
+                // SAFETY: as in `retire`: unreachable since the publish, each freed once.
+                let (v, size) = unsafe { record::free::<V>(p as *mut u8, len) };
+                drop(v);
+                bytes.fetch_sub(size, Relaxed);
+            }
+        };
+        // SAFETY: as in `retire`: the closure owns what it uses.
+        unsafe { guard.defer_unchecked(free_all) };
         Ok(())
     }
 
@@ -163,8 +184,8 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         self.trie(&guard).table_bytes()
     }
 
-    /// Audits every structural invariant of the current trie (slow). For tests, with no
-    /// writer running.
+    /// Audits every structural invariant of the current trie (slow; holds the writer lock).
+    /// For tests.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
         let _w = self.lock_writer();
@@ -285,14 +306,7 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         f: impl FnOnce(&[u8], &V) -> R,
     ) -> Option<R> {
         let guard = epoch::pin();
-        let (leaf, trie) = self.read(&guard, |t| match (bound, forward) {
-            (Bound::Included(k), true) => t.seek(k, Seek::Ge),
-            (Bound::Excluded(k), true) => t.seek(k, Seek::Gt),
-            (Bound::Unbounded, true) => t.first(),
-            (Bound::Included(k), false) => t.seek(k, Seek::Le),
-            (Bound::Excluded(k), false) => t.seek(k, Seek::Lt),
-            (Bound::Unbounded, false) => t.last(),
-        });
+        let (leaf, trie) = self.read(&guard, |t| seek_bound(t, bound, forward));
         leaf.map(|l| {
             // SAFETY: validated under `guard`, still pinned.
             let (k, v) = unsafe { Self::item(trie, l, &guard) };
@@ -317,14 +331,7 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         let mut last: Vec<u8> = Vec::new();
         let mut guard = epoch::pin();
         for step in 1usize.. {
-            let (leaf, trie) = self.read(&guard, |t| match (from, forward) {
-                (Bound::Included(k), true) => t.seek(k, Seek::Ge),
-                (Bound::Excluded(k), true) => t.seek(k, Seek::Gt),
-                (Bound::Unbounded, true) => t.first(),
-                (Bound::Included(k), false) => t.seek(k, Seek::Le),
-                (Bound::Excluded(k), false) => t.seek(k, Seek::Lt),
-                (Bound::Unbounded, false) => t.last(),
-            });
+            let (leaf, trie) = self.read(&guard, |t| seek_bound(t, from, forward));
             let Some(leaf) = leaf else { return };
             // SAFETY: validated under `guard`, which is not re-pinned while `k`, `v` live.
             let (k, v) = unsafe { Self::item(trie, leaf, &guard) };
