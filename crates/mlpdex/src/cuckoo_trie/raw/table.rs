@@ -372,9 +372,14 @@ impl Hasher {
     fn reduce(&self, x: u64) -> u64 {
         let q = ((u128::from(x) * u128::from(self.inv)) >> 64) as u64;
         let mut r = x - q * self.n;
-        while r >= self.n {
+        // Two conditional subtractions rather than a loop: they compile to conditional moves.
+        if r >= self.n {
             r -= self.n;
         }
+        if r >= self.n {
+            r -= self.n;
+        }
+        debug_assert!(r < self.n);
         r
     }
 

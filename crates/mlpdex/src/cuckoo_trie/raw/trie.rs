@@ -100,9 +100,11 @@ pub(crate) struct PathNode {
 }
 
 /// Ring of prefix hashes `h(k[:i])`, computed (and their buckets prefetched) `depth` ahead of
-/// the search.
+/// the search, with the key's symbols read on the way (so the search does not read them again).
 struct Hashes {
     ring: [u64; RING],
+    /// `syms[i % RING]` is symbol `i` of the key, for `i + 1 < known`.
+    syms: [u8; RING],
     /// Hashes of prefixes `0..known` have been computed.
     known: usize,
     total: usize,
@@ -114,15 +116,16 @@ const REBUILD_WINDOW: u32 = 8;
 const _: () = assert!(RING > JUMP_MAX + super::MAX_PREFETCH + 1);
 
 impl Hashes {
+    /// Nothing computed yet but `h(ε) = 0`. Built in place by the search (returning this
+    /// 300-byte struct from a constructor cost a copy per search).
     #[inline(always)]
-    fn new(t: &Table, syms: Syms, key: &[u8], total: usize, ahead: usize) -> Hashes {
-        let mut hs = Hashes {
+    fn empty(total: usize) -> Hashes {
+        Hashes {
             ring: [0; RING],
+            syms: [0; RING],
             known: 1,
             total,
-        };
-        hs.advance(t, syms, key, ahead);
-        hs
+        }
     }
 
     /// Computes hashes up to prefix `upto` (capped at the full string), prefetching each.
@@ -131,9 +134,9 @@ impl Hashes {
         let upto = upto.min(self.total);
         while self.known <= upto {
             let i = self.known;
-            let h = t
-                .hasher
-                .step(self.ring[(i - 1) % RING], syms.at(key, i - 1));
+            let c = syms.at(key, i - 1);
+            self.syms[(i - 1) % RING] = c as u8;
+            let h = t.hasher.step(self.ring[(i - 1) % RING], c);
             self.ring[i % RING] = h;
             t.prefetch(h);
             self.known += 1;
@@ -144,6 +147,17 @@ impl Hashes {
     fn get(&self, i: usize) -> u64 {
         debug_assert!(i < self.known && i + RING > self.known);
         self.ring[i % RING]
+    }
+
+    /// Symbol `i` of `key`: from the ring when it has been read, else read now.
+    #[inline(always)]
+    fn sym(&self, syms: Syms, key: &[u8], i: usize) -> u32 {
+        if i + 1 < self.known {
+            debug_assert!(i + RING + 1 > self.known);
+            u32::from(self.syms[i % RING])
+        } else {
+            syms.at(key, i)
+        }
     }
 }
 
@@ -403,7 +417,8 @@ impl RawTrie {
         let total = syms.count(key.len());
         let d = self.params.prefetch_depth;
         let cap = self.horizon.load(Relaxed);
-        let mut hs = Hashes::new(t, syms, key, total, d.min(cap));
+        let mut hs = Hashes::empty(total);
+        hs.advance(t, syms, key, d.min(cap));
         let mut loc = self.root;
         let mut ent = self.root_entry()?;
         let mut i = 0usize;
@@ -424,7 +439,7 @@ impl RawTrie {
                         // Past the end symbol, whose child is always a leaf: a torn view.
                         return Err(self.torn());
                     }
-                    let c = syms.at(key, i);
+                    let c = hs.sym(syms, key, i);
                     let bm = ent.bitmap();
                     let below = bm & ((1u64 << c) - 1);
                     if below != 0 {
@@ -454,7 +469,7 @@ impl RawTrie {
                 JUMP => {
                     let n = ent.jump_len();
                     for at in 0..n {
-                        let c = syms.at(key, i + at);
+                        let c = hs.sym(syms, key, i + at);
                         let s = ent.jump_sym(at);
                         if c != s {
                             if c > s {
