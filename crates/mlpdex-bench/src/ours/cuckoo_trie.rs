@@ -59,9 +59,8 @@ impl<const D: usize> BenchIndex for Cuckoo<D> {
     }
 }
 
-/// The concurrent Cuckoo Trie, default configuration. Scans are visits made of one seek per
-/// key (the concurrent map's range contract), so `e` measures that, not the single-threaded
-/// map's prefetching cursor.
+/// The concurrent Cuckoo Trie, default configuration. Scans are range visits: validated
+/// batches of the prefetching cursor (the concurrent map's range contract).
 #[derive(Debug)]
 pub struct ConcurrentCuckoo(ConcurrentCuckooTrie<u64>);
 

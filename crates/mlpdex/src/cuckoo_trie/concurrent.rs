@@ -22,9 +22,12 @@ use crate::{ConcurrentOrderedMap, Error};
 /// # Contract
 ///
 /// `get_with`, `insert`, `remove`, `lower_bound_with` and `upper_bound_with` are linearizable.
-/// Range visits are a sequence of linearizable seeks, each for the key after the last one
-/// reported: they are not atomic, but never report a key removed before the visit started,
-/// never skip a key present throughout, and report keys once each, in order.
+/// Range visits are not atomic. A forward visit reads batches of up to 32 successive keys,
+/// each batch from one validated walk of the prefetching cursor (so the batch is a run of
+/// consecutive keys of one committed state); a backward visit makes one linearizable
+/// predecessor seek per key. Each batch or seek starts after the last key reported, so a visit
+/// never reports a key removed before it started, never skips a key present throughout, and
+/// reports keys once each, in order.
 ///
 /// # Protocol
 ///
@@ -111,8 +114,9 @@ fn seek_bound(t: &RawTrie, bound: Bound<&[u8]>, forward: bool) -> Result<Option<
     }
 }
 
-/// Steps a range visit takes between re-pins, so a long visit does not hold back reclamation.
-const REPIN_EVERY: usize = 64;
+/// Leaves a forward range visit reads per validated walk; it re-pins between walks, so a long
+/// visit does not hold back reclamation.
+const VISIT_BATCH: usize = 32;
 
 impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
     /// Longest key accepted, in bytes.
@@ -329,25 +333,58 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         }
         let (mut from, limit) = if forward { (start, end) } else { (end, start) };
         let mut last: Vec<u8> = Vec::new();
+        let mut batch: Vec<LeafRef> = Vec::with_capacity(VISIT_BATCH);
         let mut guard = epoch::pin();
-        for step in 1usize.. {
-            let (leaf, trie) = self.read(&guard, |t| seek_bound(t, from, forward));
-            let Some(leaf) = leaf else { return };
-            // SAFETY: validated under `guard`, which is not re-pinned while `k`, `v` live.
-            let (k, v) = unsafe { Self::item(trie, leaf, &guard) };
-            let inside = if forward {
-                before_end(k, limit)
+        loop {
+            let (complete, trie) = if forward {
+                // A batch of successive leaves from one validated walk of the prefetching
+                // cursor: they are consecutive keys of one committed state.
+                self.read(&guard, |t| {
+                    batch.clear();
+                    let (mut cur, mut leaf) = match from {
+                        Bound::Included(k) => t.cursor_seek(k, false)?,
+                        Bound::Excluded(k) => t.cursor_seek(k, true)?,
+                        Bound::Unbounded => t.cursor_first()?,
+                    };
+                    while let Some(l) = leaf {
+                        batch.push(l);
+                        if batch.len() == VISIT_BATCH {
+                            return Ok(false);
+                        }
+                        leaf = t.cursor_next(&mut cur)?;
+                    }
+                    Ok(true)
+                })
             } else {
-                after_start(k, limit)
+                // Backwards there is no cursor: one predecessor seek per key.
+                self.read(&guard, |t| {
+                    batch.clear();
+                    let leaf = seek_bound(t, from, false)?;
+                    batch.extend(leaf);
+                    Ok(leaf.is_none())
+                })
             };
-            if !inside || f(k, v).is_break() {
+            for &leaf in &batch {
+                // SAFETY: validated under `guard`, which is not re-pinned while `k`, `v` live.
+                let (k, v) = unsafe { Self::item(trie, leaf, &guard) };
+                let inside = if forward {
+                    before_end(k, limit)
+                } else {
+                    after_start(k, limit)
+                };
+                if !inside || f(k, v).is_break() {
+                    return;
+                }
+            }
+            if complete {
                 return;
             }
+            let &tail = batch.last().expect("an incomplete batch is not empty");
+            // SAFETY: as above.
+            let (k, _) = unsafe { Self::item(trie, tail, &guard) };
             last.clear();
             last.extend_from_slice(k);
-            if step % REPIN_EVERY == 0 {
-                guard.repin();
-            }
+            guard.repin();
             from = Bound::Excluded(&last);
         }
     }

@@ -88,8 +88,9 @@
 //!   operations and seeks, optimistic readers over per-bucket seqlocks, epoch-based
 //!   reclamation of records (§5). Writers are serialized by a mutex (a documented deviation:
 //!   readers run in parallel with the writer and with each other, writers with no one). Its
-//!   range visits are one seek per key, so prefer [`CuckooTrie`] for scan-heavy work that
-//!   needs no concurrent writes. Contract and protocol: the docs of [`ConcurrentCuckooTrie`].
+//!   forward range visits walk the prefetching cursor in validated batches of 32 keys; its
+//!   backward visits make one seek per key. Contract and protocol: the docs of
+//!   [`ConcurrentCuckooTrie`].
 //! - Keys: any byte string up to [`CuckooTrie::MAX_KEY_LEN`] bytes (1 MiB − 1); longer keys
 //!   are rejected with [`Error::KeyTooLong`]. Order is lexicographic, a proper prefix first.
 //! - Growth never fails an insert short of the operating system refusing memory
@@ -396,7 +397,7 @@ impl<V> Range<'_, V> {
         a.yielded += 1;
         let want = (a.yielded + 1).min(LOOKAHEAD);
         while a.len < want && !a.exhausted {
-            match self.map.raw.cursor_next(&mut self.cursor) {
+            match stable(self.map.raw.cursor_next(&mut self.cursor)) {
                 Some(leaf) => {
                     prefetch_read(leaf.1.rec());
                     a.ring[(a.head + a.len) % LOOKAHEAD] = Some(leaf);
@@ -548,9 +549,9 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
             return empty();
         };
         let (cursor, front) = match start {
-            Bound::Included(k) => self.raw.cursor_seek(k, false),
-            Bound::Excluded(k) => self.raw.cursor_seek(k, true),
-            Bound::Unbounded => self.raw.cursor_first(),
+            Bound::Included(k) => stable(self.raw.cursor_seek(k, false)),
+            Bound::Excluded(k) => stable(self.raw.cursor_seek(k, true)),
+            Bound::Unbounded => stable(self.raw.cursor_first()),
         };
         let Some(front) = front else {
             return empty();

@@ -7,12 +7,13 @@
 //! advances, so a scan costs about one DRAM round trip per trie level it crosses rather than
 //! one per key. (Measured on rand-8, 10M keys, YCSB-E: see the module docs of `cuckoo_trie`.)
 //!
-//! Single-threaded maps only: it reads the table without a read session.
+//! Every step returns `Err(Torn)` when, inside a read session of a shared table, its copies
+//! show an impossible state (see `trie`); the concurrent map walks in validated batches.
 
 use core::cmp::Ordering;
 
-use super::table::{Ent, JUMP, LEAF, Loc, REGULAR};
-use super::trie::{End, LeafRef, RawTrie, stable};
+use super::table::{Ent, JUMP, LEAF, Loc, REGULAR, Torn};
+use super::trie::{End, LeafRef, RawTrie};
 use crate::substrate::prefetch::prefetch_read;
 
 /// Children prefetched ahead of the cursor in each node.
@@ -81,23 +82,29 @@ impl RawTrie {
     }
 
     /// Follows a jump chain from `(h, e)` to the regular node below it.
-    fn below_jumps(&self, mut h: u64, mut e: Ent) -> (u64, Ent) {
+    fn below_jumps(&self, mut h: u64, mut e: Ent) -> Result<(u64, Ent), Torn> {
         while e.kind() == JUMP {
             for k in 0..e.jump_len() {
                 h = self.table.hasher.step(h, e.jump_sym(k));
             }
-            e = self.table.get(Loc {
+            e = self.table.fetch(Loc {
                 h: h as u32,
                 color: e.jump_child(),
-            });
+            })?;
         }
-        (h, e)
+        if e.kind() != REGULAR {
+            // A jump node's child is a regular or jump node in every committed state.
+            return Err(Torn);
+        }
+        Ok((h, e))
     }
 
     /// The next leaf of the walk.
-    pub(crate) fn cursor_next(&self, cur: &mut Cursor) -> Option<LeafRef> {
+    pub(crate) fn cursor_next(&self, cur: &mut Cursor) -> Result<Option<LeafRef>, Torn> {
         loop {
-            let f = cur.stack.last_mut()?;
+            let Some(f) = cur.stack.last_mut() else {
+                return Ok(None);
+            };
             if f.rem == 0 {
                 cur.stack.pop();
                 continue;
@@ -141,30 +148,31 @@ impl RawTrie {
                 Some(&(_, h, e)) => (h, e),
                 None => {
                     let h = self.table.hasher.child(pha, c);
-                    let Some((_, e)) = self.table.find_by_parent(h, c, pcolor) else {
-                        panic!("cuckoo trie invariant broken: a child bit without its child")
-                    };
-                    (h, e)
+                    (h, self.table.child(h, c, pcolor)?)
                 }
             };
             if e.kind() == LEAF {
-                return Some((
+                return Ok(Some((
                     Loc {
                         h: h as u32,
                         color: e.color(),
                     },
                     e,
-                ));
+                )));
             }
-            let (rh, r) = self.below_jumps(h, e);
+            let (rh, r) = self.below_jumps(h, e)?;
             self.enter(cur, rh, r, r.bitmap(), true);
         }
     }
 
     /// A cursor after the first leaf `>= key` (`> key` when `strict`), and that leaf.
-    pub(crate) fn cursor_seek(&self, key: &[u8], strict: bool) -> (Cursor, Option<LeafRef>) {
+    pub(crate) fn cursor_seek(
+        &self,
+        key: &[u8],
+        strict: bool,
+    ) -> Result<(Cursor, Option<LeafRef>), Torn> {
         let mut path = Vec::new();
-        let (end, _) = stable(self.descend::<false>(key, Some(&mut path)));
+        let (end, _) = self.descend::<false>(key, Some(&mut path))?;
         let mut cur = Cursor {
             stack: Vec::with_capacity(path.len() + 4),
         };
@@ -184,7 +192,7 @@ impl RawTrie {
                 // SAFETY: a leaf of this trie under `&self`.
                 let ord = unsafe { self.key_of(ent) }.cmp(key);
                 if ord == Ordering::Greater || (ord == Ordering::Equal && !strict) {
-                    return (cur, Some((loc, ent)));
+                    return Ok((cur, Some((loc, ent))));
                 }
             }
             End::NoChild { sym } => {
@@ -194,21 +202,21 @@ impl RawTrie {
             End::JumpMismatch { at } => {
                 if self.syms.at(key, p.depth + at) < p.ent.jump_sym(at) {
                     // Everything below the jump node is greater than the key.
-                    let (rh, r) = self.below_jumps(p.loc.h.into(), p.ent);
+                    let (rh, r) = self.below_jumps(p.loc.h.into(), p.ent)?;
                     self.enter(&mut cur, rh, r, r.bitmap(), true);
                 }
             }
         }
-        let first = self.cursor_next(&mut cur);
-        (cur, first)
+        let first = self.cursor_next(&mut cur)?;
+        Ok((cur, first))
     }
 
     /// A cursor at the first leaf.
-    pub(crate) fn cursor_first(&self) -> (Cursor, Option<LeafRef>) {
+    pub(crate) fn cursor_first(&self) -> Result<(Cursor, Option<LeafRef>), Torn> {
         let mut cur = Cursor::default();
-        let root = self.table.get(self.root_loc());
+        let root = self.root_entry()?;
         self.enter(&mut cur, 0, root, root.bitmap(), true);
-        let first = self.cursor_next(&mut cur);
-        (cur, first)
+        let first = self.cursor_next(&mut cur)?;
+        Ok((cur, first))
     }
 }

@@ -376,7 +376,7 @@ impl RawTrie {
 
     /// The root's entry.
     #[inline(always)]
-    fn root_entry(&self) -> Result<Ent, Torn> {
+    pub(super) fn root_entry(&self) -> Result<Ent, Torn> {
         if self.table.is_shared() {
             self.table.fetch(self.root)
         } else {
@@ -558,11 +558,6 @@ impl RawTrie {
         if !l.is_null() {
             self.table.prefetch(l.h.into());
         }
-    }
-
-    /// The root's locator.
-    pub(super) fn root_loc(&self) -> Loc {
-        self.root
     }
 
     /// The first leaf. In a shared table, `head` is read after a copy of the root's bucket,
