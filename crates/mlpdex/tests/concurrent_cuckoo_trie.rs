@@ -2284,3 +2284,30 @@ fn clear_empties_and_the_map_stays_usable() {
     assert_eq!(map.get(&42u64.to_be_bytes()), Some(43));
     map.check_invariants().unwrap();
 }
+
+/// After every key is removed, the table shrinks back near an empty map's (the records go
+/// through epoch reclamation, so only the mapped table is compared).
+#[test]
+fn table_shrinks_back_after_removing_every_key() {
+    let map = ConcurrentCuckooTrie::<u64>::new();
+    let empty = map.mapped_bytes();
+    for i in 0..50_000u64 {
+        map.insert(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes(), i)
+            .unwrap();
+    }
+    let full = map.mapped_bytes();
+    assert!(full > 16 * empty, "the table grew: {empty} -> {full} bytes");
+    for i in 0..50_000u64 {
+        assert_eq!(
+            map.remove(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes()),
+            Some(i)
+        );
+    }
+    assert!(map.is_empty());
+    let after = map.mapped_bytes();
+    assert!(
+        after <= 2 * empty,
+        "table after removing everything: {after} bytes, empty map: {empty}"
+    );
+    map.check_invariants().unwrap();
+}

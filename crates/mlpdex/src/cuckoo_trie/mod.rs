@@ -56,7 +56,7 @@
 //! 75% at 10M keys, 47% at 50M.
 //!
 //! [`ConcurrentCuckooTrie`], rand-8, 10M keys, Mops/s (median of 3 rounds for `c`, one round
-//! for `a`/`b`; YCSB-A is 50% updates, YCSB-B 5%):
+//! for the others; YCSB-A is 50% updates, YCSB-B 5%, YCSB-E short scans and 5% inserts):
 //!
 //! | workload, mode | 1 thread | 2 threads | scaling | single-threaded map, 1 thread |
 //! |---|---|---|---|---|
@@ -64,6 +64,7 @@
 //! | c, dependent | 1.89 | 3.60 | 1.91× | 1.95 |
 //! | b, independent | 1.95 | 3.48 | 1.79× | — |
 //! | a, independent | 1.77 | 2.46 | 1.39× | — |
+//! | e, independent | 0.119 | 0.194 | 1.63× | 0.148 |
 //!
 //! Readers scale with threads; writers are serialized, so update-heavy loads scale only as far as
 //! a waiting writer's path read overlaps the running writer's changes (`congee` reaches 3.0
