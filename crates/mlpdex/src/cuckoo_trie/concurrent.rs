@@ -22,12 +22,11 @@ use crate::{ConcurrentOrderedMap, Error};
 /// # Contract
 ///
 /// `get_with`, `insert`, `remove`, `lower_bound_with` and `upper_bound_with` are linearizable.
-/// Range visits are not atomic. A forward visit reads batches of up to 32 successive keys,
-/// each batch from one validated walk of the prefetching cursor (so the batch is a run of
-/// consecutive keys of one committed state); a backward visit makes one linearizable
-/// predecessor seek per key. Each batch or seek starts after the last key reported, so a visit
-/// never reports a key removed before it started, never skips a key present throughout, and
-/// reports keys once each, in order.
+/// Range visits are not atomic. A visit reads batches of up to 32 successive keys, each batch
+/// from one validated walk of the prefetching cursor (run in reverse for a descending visit),
+/// so a batch is a run of consecutive keys of one committed state. Each batch starts after the
+/// last key reported, so a visit never reports a key removed before it started, never skips a
+/// key present throughout, and reports keys once each, in order.
 ///
 /// # Protocol
 ///
@@ -114,7 +113,7 @@ fn seek_bound(t: &RawTrie, bound: Bound<&[u8]>, forward: bool) -> Result<Option<
     }
 }
 
-/// Leaves a forward range visit reads per validated walk; it re-pins between walks, so a long
+/// Leaves a range visit reads per validated walk; it re-pins between walks, so a long
 /// visit does not hold back reclamation.
 const VISIT_BATCH: usize = 32;
 
@@ -336,34 +335,26 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         let mut batch: Vec<LeafRef> = Vec::with_capacity(VISIT_BATCH);
         let mut guard = epoch::pin();
         loop {
-            let (complete, trie) = if forward {
-                // A batch of successive leaves from one validated walk of the prefetching
-                // cursor: they are consecutive keys of one committed state.
-                self.read(&guard, |t| {
-                    batch.clear();
-                    let (mut cur, mut leaf) = match from {
-                        Bound::Included(k) => t.cursor_seek(k, false)?,
-                        Bound::Excluded(k) => t.cursor_seek(k, true)?,
-                        Bound::Unbounded => t.cursor_first()?,
-                    };
-                    while let Some(l) = leaf {
-                        batch.push(l);
-                        if batch.len() == VISIT_BATCH {
-                            return Ok(false);
-                        }
-                        leaf = t.cursor_next(&mut cur)?;
+            // A batch of successive leaves from one validated walk of the prefetching cursor
+            // (run in reverse for a descending visit): consecutive keys of one committed state.
+            let (complete, trie) = self.read(&guard, |t| {
+                batch.clear();
+                let (mut cur, mut leaf) = match (from, forward) {
+                    (Bound::Included(k), true) => t.cursor_seek(k, false)?,
+                    (Bound::Excluded(k), true) => t.cursor_seek(k, true)?,
+                    (Bound::Included(k), false) => t.cursor_seek_rev(k, false)?,
+                    (Bound::Excluded(k), false) => t.cursor_seek_rev(k, true)?,
+                    (Bound::Unbounded, _) => t.cursor_first(!forward)?,
+                };
+                while let Some(l) = leaf {
+                    batch.push(l);
+                    if batch.len() == VISIT_BATCH {
+                        return Ok(false);
                     }
-                    Ok(true)
-                })
-            } else {
-                // Backwards there is no cursor: one predecessor seek per key.
-                self.read(&guard, |t| {
-                    batch.clear();
-                    let leaf = seek_bound(t, from, false)?;
-                    batch.extend(leaf);
-                    Ok(leaf.is_none())
-                })
-            };
+                    leaf = t.cursor_next(&mut cur)?;
+                }
+                Ok(true)
+            });
             for &leaf in &batch {
                 // SAFETY: validated under `guard`, which is not re-pinned while `k`, `v` live.
                 let (k, v) = unsafe { Self::item(trie, leaf, &guard) };

@@ -89,9 +89,8 @@
 //!   operations and seeks, optimistic readers over per-bucket seqlocks, epoch-based
 //!   reclamation of records (§5). Writers are serialized by a mutex (a documented deviation:
 //!   readers run in parallel with the writer and with each other, writers with no one). Its
-//!   forward range visits walk the prefetching cursor in validated batches of 32 keys; its
-//!   backward visits make one seek per key. Contract and protocol: the docs of
-//!   [`ConcurrentCuckooTrie`].
+//!   range visits walk the prefetching cursor (forwards or backwards) in validated batches of
+//!   32 keys. Contract and protocol: the docs of [`ConcurrentCuckooTrie`].
 //! - Keys: any byte string up to [`CuckooTrie::MAX_KEY_LEN`] bytes (1 MiB − 1); longer keys
 //!   are rejected with [`Error::KeyTooLong`]. Order is lexicographic, a proper prefix first.
 //! - Growth never fails an insert short of the operating system refusing memory
@@ -341,7 +340,8 @@ impl<V> fmt::Debug for CuckooTrie<V> {
 ///
 /// Going forward walks the trie in order, prefetching the buckets of the next several children
 /// of each node together (see `raw/cursor.rs`) and each record one step ahead; going backward
-/// runs a predecessor search per step.
+/// runs the same walk in reverse (started by one predecessor search), prefetching each record
+/// one step ahead.
 pub struct Range<'a, V> {
     map: &'a CuckooTrie<V>,
     /// The next leaf from the front; `None` once the range is exhausted.
@@ -350,6 +350,8 @@ pub struct Range<'a, V> {
     ahead: Ahead,
     cursor: Cursor,
     back: Back,
+    /// The reverse walk, once the range has been walked from the back.
+    back_cursor: Option<Cursor>,
 }
 
 /// Most leaves a forward walk keeps found ahead of the front, records prefetched.
@@ -434,16 +436,32 @@ impl<'a, V> Iterator for Range<'a, V> {
 impl<V> DoubleEndedIterator for Range<'_, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
         let (fl, _) = self.front?;
+        let raw = &self.map.raw;
         let (bl, be) = match self.back {
             Back::At(b) => b,
-            Back::Last => stable(self.map.raw.last()).expect("a non-empty range has a last leaf"),
+            Back::Last => {
+                let (cur, last) = stable(raw.cursor_first(true));
+                self.back_cursor = Some(cur);
+                last.expect("a non-empty range has a last leaf")
+            }
         };
         let item = self.map.item(be);
         if fl == bl {
             self.front = None;
         } else {
-            let prev = stable(self.map.raw.seek(item.0, Seek::Lt));
-            self.back = Back::At(prev.expect("the front leaf precedes the back leaf"));
+            // The walk backwards runs the cursor in reverse (prefetching a window of smaller
+            // siblings per node), started where the back end first moves.
+            let prev = match &mut self.back_cursor {
+                Some(cur) => stable(raw.cursor_next(cur)),
+                None => {
+                    let (cur, prev) = stable(raw.cursor_seek_rev(item.0, true));
+                    self.back_cursor = Some(cur);
+                    prev
+                }
+            };
+            let prev = prev.expect("the front leaf precedes the back leaf");
+            prefetch_read(prev.1.rec());
+            self.back = Back::At(prev);
         }
         Some(item)
     }
@@ -538,6 +556,7 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
             ahead: Ahead::default(),
             cursor: Cursor::default(),
             back: Back::Last,
+            back_cursor: None,
         };
         if is_empty_range(start, end) {
             return empty();
@@ -552,7 +571,7 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         let (cursor, front) = match start {
             Bound::Included(k) => stable(self.raw.cursor_seek(k, false)),
             Bound::Excluded(k) => stable(self.raw.cursor_seek(k, true)),
-            Bound::Unbounded => stable(self.raw.cursor_first()),
+            Bound::Unbounded => stable(self.raw.cursor_first(false)),
         };
         let Some(front) = front else {
             return empty();
@@ -569,6 +588,7 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
             ahead: Ahead::default(),
             cursor,
             back,
+            back_cursor: None,
         }
     }
 

@@ -48,24 +48,42 @@ impl Frame {
     }
 }
 
-/// A position in the in-order walk: the regular nodes on the path with children left.
+/// A position in the in-order walk (or, when `rev`, the walk in descending key order): the
+/// regular nodes on the path with children left.
 #[derive(Debug, Default)]
 pub(crate) struct Cursor {
     stack: Vec<Frame>,
+    rev: bool,
+}
+
+/// The first child symbol of `rem` in walk order.
+#[inline(always)]
+fn first(rem: u64, rev: bool) -> u32 {
+    if rev {
+        63 - rem.leading_zeros()
+    } else {
+        rem.trailing_zeros()
+    }
+}
+
+/// `rem` without its first child in walk order.
+#[inline(always)]
+fn rest(rem: u64, rev: bool) -> u64 {
+    rem & !(1u64 << first(rem, rev))
 }
 
 impl RawTrie {
     /// Prefetches the buckets of the first `WINDOW` children in `rem` of the node whose hash
     /// times `a` is `ha`.
     #[inline]
-    fn prefetch_children(&self, ha: u64, mut rem: u64) {
+    fn prefetch_children(&self, ha: u64, mut rem: u64, rev: bool) {
         for _ in 0..WINDOW {
             if rem == 0 {
                 break;
             }
             self.table
-                .prefetch(self.table.hasher.child(ha, rem.trailing_zeros()));
-            rem &= rem - 1;
+                .prefetch(self.table.hasher.child(ha, first(rem, rev)));
+            rem = rest(rem, rev);
         }
     }
 
@@ -75,7 +93,7 @@ impl RawTrie {
         if rem != 0 {
             let ha = self.table.hasher.mul_a(h);
             if prefetch {
-                self.prefetch_children(ha, rem);
+                self.prefetch_children(ha, rem, cur.rev);
             }
             cur.stack.push(Frame::new(ha, e.color(), rem));
         }
@@ -99,8 +117,9 @@ impl RawTrie {
         Ok((h, e))
     }
 
-    /// The next leaf of the walk.
+    /// The next leaf of the walk (the previous key, for a reverse cursor).
     pub(crate) fn cursor_next(&self, cur: &mut Cursor) -> Result<Option<LeafRef>, Torn> {
+        let rev = cur.rev;
         loop {
             let Some(f) = cur.stack.last_mut() else {
                 return Ok(None);
@@ -109,8 +128,8 @@ impl RawTrie {
                 cur.stack.pop();
                 continue;
             }
-            let c = f.rem.trailing_zeros();
-            f.rem &= f.rem - 1;
+            let c = first(f.rem, rev);
+            f.rem = rest(f.rem, rev);
             let (pha, pcolor) = (f.ha, f.color);
             // Keep the window full: prefetch the child WINDOW − 1 places ahead. Second stage:
             // the child PEEK places ahead was prefetched a while ago; read it and prefetch
@@ -125,19 +144,21 @@ impl RawTrie {
                 if k == PEEK {
                     peek = ahead;
                 }
-                ahead &= ahead - 1;
+                ahead = rest(ahead, rev);
             }
             if ahead != 0 {
                 self.table
-                    .prefetch(self.table.hasher.child(pha, ahead.trailing_zeros()));
+                    .prefetch(self.table.hasher.child(pha, first(ahead, rev)));
             }
             if peek != 0 {
-                let ps = peek.trailing_zeros();
+                let ps = first(peek, rev);
                 let hp = self.table.hasher.child(pha, ps);
                 if let Some((_, e)) = self.table.find_by_parent(hp, ps, pcolor) {
                     match e.kind() {
                         LEAF => prefetch_read(e.rec()),
-                        REGULAR => self.prefetch_children(self.table.hasher.mul_a(hp), e.bitmap()),
+                        REGULAR => {
+                            self.prefetch_children(self.table.hasher.mul_a(hp), e.bitmap(), rev)
+                        }
                         _ => {}
                     }
                     f.peeked[f.slot] = (ps, hp, e);
@@ -175,6 +196,7 @@ impl RawTrie {
         let (end, _) = self.descend::<false>(key, Some(&mut path))?;
         let mut cur = Cursor {
             stack: Vec::with_capacity(path.len() + 4),
+            rev: false,
         };
         let last = path.len() - 1;
         for (i, p) in path[..last].iter().enumerate() {
@@ -211,11 +233,61 @@ impl RawTrie {
         Ok((cur, first))
     }
 
-    /// A cursor at the first leaf.
-    pub(crate) fn cursor_first(&self) -> Result<(Cursor, Option<LeafRef>), Torn> {
-        let mut cur = Cursor::default();
+    /// A cursor at the first leaf (the last, when `rev`), and that leaf.
+    pub(crate) fn cursor_first(&self, rev: bool) -> Result<(Cursor, Option<LeafRef>), Torn> {
+        let mut cur = Cursor {
+            stack: Vec::new(),
+            rev,
+        };
         let root = self.root_entry()?;
         self.enter(&mut cur, 0, root, root.bitmap(), true);
+        let first = self.cursor_next(&mut cur)?;
+        Ok((cur, first))
+    }
+
+    /// A reverse cursor after the last leaf `<= key` (`< key` when `strict`), and that leaf.
+    pub(crate) fn cursor_seek_rev(
+        &self,
+        key: &[u8],
+        strict: bool,
+    ) -> Result<(Cursor, Option<LeafRef>), Torn> {
+        let mut path = Vec::new();
+        let (end, _) = self.descend::<false>(key, Some(&mut path))?;
+        let mut cur = Cursor {
+            stack: Vec::with_capacity(path.len() + 4),
+            rev: true,
+        };
+        let last = path.len() - 1;
+        for (i, p) in path[..last].iter().enumerate() {
+            if p.ent.kind() == JUMP {
+                continue;
+            }
+            let c = self.syms.at(key, p.depth);
+            let rem = p.ent.bitmap() & ((1u64 << c) - 1);
+            self.enter(&mut cur, p.loc.h.into(), p.ent, rem, i + 2 >= last);
+        }
+        let p = path[last];
+        match end {
+            End::Leaf { loc, ent } => {
+                // SAFETY: a leaf of this trie, read under `&self` (and, in a read session,
+                // from one consistent bucket copy whose record reclamation keeps alive).
+                let ord = unsafe { self.key_of(ent) }.cmp(key);
+                if ord == Ordering::Less || (ord == Ordering::Equal && !strict) {
+                    return Ok((cur, Some((loc, ent))));
+                }
+            }
+            End::NoChild { sym } => {
+                let rem = p.ent.bitmap() & ((1u64 << sym) - 1);
+                self.enter(&mut cur, p.loc.h.into(), p.ent, rem, true);
+            }
+            End::JumpMismatch { at } => {
+                if self.syms.at(key, p.depth + at) > p.ent.jump_sym(at) {
+                    // Everything below the jump node is smaller than the key.
+                    let (rh, r) = self.below_jumps(p.loc.h.into(), p.ent)?;
+                    self.enter(&mut cur, rh, r, r.bitmap(), true);
+                }
+            }
+        }
         let first = self.cursor_next(&mut cur)?;
         Ok((cur, first))
     }
