@@ -43,12 +43,12 @@
 //! | rand-8, 50M | c | independent | 1.44× | 1.30× | 2.51 | 58.9 |
 //! | rand-8, 50M | c | dependent | 1.67× | 1.42× | 2.40 | 58.9 |
 //! | rand-8, 50M | load | — | 0.69× | 0.53× | — | 58.9 |
-//! | email, 10M | c | independent | 1.97× (skipmap: 4.7×) | — | 3.83 | 91.0 |
-//! | email, 10M | c | dependent | 1.64× (skipmap: 4.1×) | — | 3.63 | 91.0 |
-//! | email, 10M | e | independent | 0.24× (skipmap: 1.0×) | — | — | 91.0 |
-//! | email, 10M | load | — | 0.96× | — | — | 91.0 |
+//! | email, 10M | c | independent | 1.73× (skipmap: 4.1×) | — | 4.09 | 91.0 |
+//! | email, 10M | c | dependent | 1.69× (skipmap: 4.2×) | — | 4.26 | 91.0 |
+//! | email, 10M | e | independent | 0.29× (skipmap: 1.1×) | — | — | 91.0 |
+//! | email, 10M | load | — | 0.87× | — | — | 91.0 |
 //!
-//! (rand-8 10M: median of 3 rounds (the headline command); others one round. Supporting the
+//! (rand-8 10M and email: median of 3 rounds; rand-8 50M one round. Supporting the
 //! concurrent protocol costs the single-threaded map about 7% more instructions: a shared-table
 //! check per probe and atomic entry stores. `btreemap`'s own speed on email moves by up to 35%
 //! between runs (up to 11% at 50M).) Memory is the table plus a 16-byte record per key
