@@ -100,6 +100,17 @@ fn after_start(key: &[u8], start: Bound<&[u8]>) -> bool {
     }
 }
 
+/// Drops the value in record `p` and frees it, taking its size off `bytes`.
+///
+/// # Safety
+/// As for [`record::free`]: `p` holds a `key_len`-byte key, is unreachable, and is freed once.
+unsafe fn drop_record<V>(p: *mut u8, key_len: usize, bytes: &AtomicUsize) {
+    // SAFETY: per the contract.
+    let (v, size) = unsafe { record::free::<V>(p, key_len) };
+    drop(v);
+    bytes.fetch_sub(size, Relaxed);
+}
+
 /// The first leaf within `bound` from below (`forward`) or the last from above.
 #[inline]
 fn seek_bound(t: &RawTrie, bound: Bound<&[u8]>, forward: bool) -> Result<Option<LeafRef>, Torn> {
@@ -170,9 +181,7 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         let free_all = move || {
             for (p, len) in recs {
                 // SAFETY: as in `retire`: unreachable since the publish, each freed once.
-                let (v, size) = unsafe { record::free::<V>(p as *mut u8, len) };
-                drop(v);
-                bytes.fetch_sub(size, Relaxed);
+                unsafe { drop_record::<V>(p as *mut u8, len, &bytes) };
             }
         };
         // SAFETY: as in `retire`: the closure owns what it uses.
@@ -282,9 +291,7 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         let free = move || {
             // SAFETY: the record was unlinked before it was retired, and the epoch has moved
             // past every reader that could have read its leaf; it is freed once.
-            let (v, size) = unsafe { record::free::<V>(addr as *mut u8, key_len) };
-            drop(v);
-            bytes.fetch_sub(size, Relaxed);
+            unsafe { drop_record::<V>(addr as *mut u8, key_len, &bytes) };
         };
         // SAFETY: the closure owns what it uses (`V: Send + 'static`, the record, the counter)
         // and may run on any thread at any later time.
@@ -339,12 +346,10 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
             // (run in reverse for a descending visit): consecutive keys of one committed state.
             let (complete, trie) = self.read(&guard, |t| {
                 batch.clear();
-                let (mut cur, mut leaf) = match (from, forward) {
-                    (Bound::Included(k), true) => t.cursor_seek(k, false)?,
-                    (Bound::Excluded(k), true) => t.cursor_seek(k, true)?,
-                    (Bound::Included(k), false) => t.cursor_seek_rev(k, false)?,
-                    (Bound::Excluded(k), false) => t.cursor_seek_rev(k, true)?,
-                    (Bound::Unbounded, _) => t.cursor_first(!forward)?,
+                let (mut cur, mut leaf) = match from {
+                    Bound::Included(k) => t.cursor_seek(k, false, !forward)?,
+                    Bound::Excluded(k) => t.cursor_seek(k, true, !forward)?,
+                    Bound::Unbounded => t.cursor_first(!forward)?,
                 };
                 while let Some(l) = leaf {
                     batch.push(l);
@@ -468,9 +473,7 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for ConcurrentCuc
                         Err(e) => {
                             if let Some(p) = made {
                                 // SAFETY: made for this key and never linked (rolled back).
-                                let (v, size) = unsafe { record::free::<V>(p, key.len()) };
-                                drop(v);
-                                self.record_bytes.fetch_sub(size, Relaxed);
+                                unsafe { drop_record::<V>(p, key.len(), &self.record_bytes) };
                             }
                             return Err(e);
                         }

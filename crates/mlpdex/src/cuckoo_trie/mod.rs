@@ -457,7 +457,7 @@ impl<V> DoubleEndedIterator for Range<'_, V> {
             let prev = match &mut self.back_cursor {
                 Some(cur) => stable(raw.cursor_next(cur)),
                 None => {
-                    let (cur, prev) = stable(raw.cursor_seek_rev(item.0, true));
+                    let (cur, prev) = stable(raw.cursor_seek(item.0, true, true));
                     self.back_cursor = Some(cur);
                     prev
                 }
@@ -572,8 +572,8 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
             return empty();
         };
         let (cursor, front) = match start {
-            Bound::Included(k) => stable(self.raw.cursor_seek(k, false)),
-            Bound::Excluded(k) => stable(self.raw.cursor_seek(k, true)),
+            Bound::Included(k) => stable(self.raw.cursor_seek(k, false, false)),
+            Bound::Excluded(k) => stable(self.raw.cursor_seek(k, true, false)),
             Bound::Unbounded => stable(self.raw.cursor_first(false)),
         };
         let Some(front) = front else {

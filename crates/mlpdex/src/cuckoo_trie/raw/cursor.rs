@@ -186,44 +186,57 @@ impl RawTrie {
         }
     }
 
-    /// A cursor after the first leaf `>= key` (`> key` when `strict`), and that leaf.
+    /// A cursor after the first leaf `>= key` (`> key` when `strict`), and that leaf; when
+    /// `rev`, a reverse cursor after the last leaf `<= key` (`< key`).
     pub(crate) fn cursor_seek(
         &self,
         key: &[u8],
         strict: bool,
+        rev: bool,
     ) -> Result<(Cursor, Option<LeafRef>), Torn> {
+        // The children that come after symbol `c` in walk order.
+        let after = |bitmap: u64, c: u32| {
+            if rev {
+                bitmap & ((1u64 << c) - 1)
+            } else {
+                bitmap & !((2u64 << c) - 1)
+            }
+        };
         let mut path = Vec::new();
         let (end, _) = self.descend::<false>(key, Some(&mut path))?;
         let mut cur = Cursor {
             stack: Vec::with_capacity(path.len() + 4),
-            rev: false,
+            rev,
         };
         let last = path.len() - 1;
         for (i, p) in path[..last].iter().enumerate() {
             if p.ent.kind() == JUMP {
                 continue;
             }
-            let c = self.syms.at(key, p.depth);
-            let rem = p.ent.bitmap() & !((2u64 << c) - 1);
+            let rem = after(p.ent.bitmap(), self.syms.at(key, p.depth));
             // Only the deepest frames are needed soon; prefetch for the last two levels.
             self.enter(&mut cur, p.loc.h.into(), p.ent, rem, i + 2 >= last);
         }
         let p = path[last];
         match end {
             End::Leaf { loc, ent } => {
-                // SAFETY: a leaf of this trie under `&self`.
+                // SAFETY: a leaf of this trie, read under `&self` (and, in a read session,
+                // from one consistent bucket copy whose record reclamation keeps alive).
                 let ord = unsafe { self.key_of(ent) }.cmp(key);
+                // Where the leaf lies relative to the key, in walk order.
+                let ord = if rev { ord.reverse() } else { ord };
                 if ord == Ordering::Greater || (ord == Ordering::Equal && !strict) {
                     return Ok((cur, Some((loc, ent))));
                 }
             }
             End::NoChild { sym } => {
-                let rem = p.ent.bitmap() & !((2u64 << sym) - 1);
+                let rem = after(p.ent.bitmap(), sym);
                 self.enter(&mut cur, p.loc.h.into(), p.ent, rem, true);
             }
             End::JumpMismatch { at } => {
-                if self.syms.at(key, p.depth + at) < p.ent.jump_sym(at) {
-                    // Everything below the jump node is greater than the key.
+                // The symbols differ here; if the jump's comes later in walk order, so does
+                // everything below the jump node.
+                if (self.syms.at(key, p.depth + at) < p.ent.jump_sym(at)) != rev {
                     let (rh, r) = self.below_jumps(p.loc.h.into(), p.ent)?;
                     self.enter(&mut cur, rh, r, r.bitmap(), true);
                 }
@@ -241,53 +254,6 @@ impl RawTrie {
         };
         let root = self.root_entry()?;
         self.enter(&mut cur, 0, root, root.bitmap(), true);
-        let first = self.cursor_next(&mut cur)?;
-        Ok((cur, first))
-    }
-
-    /// A reverse cursor after the last leaf `<= key` (`< key` when `strict`), and that leaf.
-    pub(crate) fn cursor_seek_rev(
-        &self,
-        key: &[u8],
-        strict: bool,
-    ) -> Result<(Cursor, Option<LeafRef>), Torn> {
-        let mut path = Vec::new();
-        let (end, _) = self.descend::<false>(key, Some(&mut path))?;
-        let mut cur = Cursor {
-            stack: Vec::with_capacity(path.len() + 4),
-            rev: true,
-        };
-        let last = path.len() - 1;
-        for (i, p) in path[..last].iter().enumerate() {
-            if p.ent.kind() == JUMP {
-                continue;
-            }
-            let c = self.syms.at(key, p.depth);
-            let rem = p.ent.bitmap() & ((1u64 << c) - 1);
-            self.enter(&mut cur, p.loc.h.into(), p.ent, rem, i + 2 >= last);
-        }
-        let p = path[last];
-        match end {
-            End::Leaf { loc, ent } => {
-                // SAFETY: a leaf of this trie, read under `&self` (and, in a read session,
-                // from one consistent bucket copy whose record reclamation keeps alive).
-                let ord = unsafe { self.key_of(ent) }.cmp(key);
-                if ord == Ordering::Less || (ord == Ordering::Equal && !strict) {
-                    return Ok((cur, Some((loc, ent))));
-                }
-            }
-            End::NoChild { sym } => {
-                let rem = p.ent.bitmap() & ((1u64 << sym) - 1);
-                self.enter(&mut cur, p.loc.h.into(), p.ent, rem, true);
-            }
-            End::JumpMismatch { at } => {
-                if self.syms.at(key, p.depth + at) > p.ent.jump_sym(at) {
-                    // Everything below the jump node is smaller than the key.
-                    let (rh, r) = self.below_jumps(p.loc.h.into(), p.ent)?;
-                    self.enter(&mut cur, rh, r, r.bitmap(), true);
-                }
-            }
-        }
         let first = self.cursor_next(&mut cur)?;
         Ok((cur, first))
     }
