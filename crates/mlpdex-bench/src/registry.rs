@@ -12,6 +12,7 @@ use crate::baselines::{
 };
 use crate::exec::{self, Driver, Plan};
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
+use crate::ours::mlp_index::Mlp;
 
 /// One measurable index.
 #[derive(Clone, Copy, Debug)]
@@ -110,6 +111,18 @@ pub const INDEXES: &[Entry] = &[
         about: "mlpdex Cuckoo Trie for many threads (cuckoo-trie.txt §5), default configuration",
         variant: true,
         run: exec::serve::<ConcurrentCuckoo>,
+    },
+    Entry {
+        name: "mlp-index",
+        about: "mlpdex MlpIndex (mlp-data-structures.txt §4), 8-byte keys, default layout",
+        variant: false,
+        run: exec::serve::<Mlp>,
+    },
+    Entry {
+        name: "mlp-index-bucketized",
+        about: "mlpdex MlpIndex, bucketized layout (16-byte entries, 4-entry buckets)",
+        variant: true,
+        run: exec::serve::<Mlp>,
     },
     cuckoo_variant!("cuckoo-trie-d1", 1),
     cuckoo_variant!("cuckoo-trie-d2", 2),

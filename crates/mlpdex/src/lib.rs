@@ -13,6 +13,8 @@
 //!   [`StaticMap`] with [`StaticMapBuilder`], and [`RangeFilter`].
 //! - [`cuckoo_trie`]: the Cuckoo Trie, an ordered map for byte-string keys whose lookups
 //!   prefetch all trie levels in parallel; single-threaded and concurrent front ends.
+//! - [`mlp_index`]: MlpIndex, the ordered map of `u64` keys that probes every trie level of a
+//!   key at once.
 //! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
 //! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.
@@ -34,6 +36,7 @@ pub mod api;
 pub mod cuckoo_trie;
 mod error;
 pub mod key;
+pub mod mlp_index;
 pub mod substrate;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -1,3 +1,4 @@
 //! Adapters for mlpdex's own structures.
 
 pub mod cuckoo_trie;
+pub mod mlp_index;

@@ -1,0 +1,59 @@
+//! `mlp-index` and `mlp-index-bucketized`: [`mlpdex::mlp_index::MlpIndex`] over big-endian
+//! 8-byte keys (8-byte datasets only).
+
+use std::ops::Bound;
+
+use mlpdex::mlp_index::MlpIndex;
+
+use crate::adapter::{BenchIndex, Caps, fold};
+use crate::baselines::{check_width, u64_key};
+use crate::keys::Keys;
+
+/// MlpIndex, default configuration (bucketized layout).
+#[derive(Debug)]
+pub struct Mlp(MlpIndex);
+
+impl BenchIndex for Mlp {
+    const CAPS: Caps = Caps {
+        writes: true,
+        ordered: true,
+        concurrent: false,
+    };
+
+    fn create(load_set: &Keys) -> anyhow::Result<Self> {
+        check_width::<u64>(load_set, "mlp-index")?;
+        Ok(Mlp(MlpIndex::new()))
+    }
+
+    #[inline]
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        self.0.get(u64_key(key))
+    }
+
+    #[inline]
+    fn insert(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.0
+            .insert(u64_key(key), value)
+            .expect("the system has memory for the benchmark's table")
+    }
+
+    #[inline]
+    fn lower_bound(&self, key: &[u8]) -> Option<u64> {
+        self.0
+            .lower_bound(Bound::Included(u64_key(key)))
+            .map(|(_, v)| v)
+    }
+
+    #[inline]
+    fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
+        self.0
+            .range(u64_key(start)..)
+            .take(n)
+            .map(|(_, v)| v)
+            .reduce(fold)
+    }
+
+    fn mapped_bytes(&self) -> usize {
+        self.0.mapped_bytes()
+    }
+}

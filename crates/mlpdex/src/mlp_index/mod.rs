@@ -1,0 +1,334 @@
+//! MlpIndex: an ordered map of `u64` keys whose searches probe every trie level at once
+//! (Xu, "Building Data Structures to Exploit Memory-Level Parallelism", §4;
+//! `mlp-data-structures.txt`).
+//!
+//! # What it is
+//!
+//! A path-compressed 256-ary trie over the eight bytes of a key, whose nodes live in a cuckoo
+//! hash table indexed by their *index* (the key prefix that leads to them, §4.2). A search
+//! knows every prefix of its key up front, so it hashes all of them and issues all their
+//! bucket reads at once: one round of parallel DRAM reads finds the longest prefix of the key
+//! that is in the trie (the x-fast trie's `QueryLCP`, done as one `D = 8`-ary step). Node
+//! payloads sit in the hash slots — the subtree's minimum key, the index and path-compressed
+//! lengths, and the children as a short list or a 256-bit bitmap — so a search never follows
+//! a pointer (§4.3). The top two trie levels are a flat 2 MiB bitmap instead of hash nodes
+//! (§4.3, "Flat Bitmap For Top Layers").
+//!
+//! Beyond the paper: a map (values live in the leaves, so a lookup is one round of parallel
+//! reads), deletion that keeps path compression complete and the minima right, predecessor
+//! search and reverse iteration (descending through the largest child, since nodes keep only
+//! their minimum), automatic growth and shrinking, and the bucketized layout the paper
+//! describes but did not build.
+//!
+//! # When to use it
+//!
+//! Large maps of integer keys (ids, timestamps, integer-encoded composite keys) that need
+//! point lookups at near hash-table speed together with ordered operations. Not for byte-
+//! string keys (use [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)), nor for small maps that
+//! fit in cache (a `BTreeMap` is as fast there and the top bitmap alone takes 2 MiB), nor for
+//! many writer threads (single-threaded; see below).
+//!
+//! # Contract
+//!
+//! - [`MlpIndex`] maps `u64` to `u64`. Writes take `&mut self`; reads `&self`.
+//! - Growth never fails an insert short of the operating system refusing memory
+//!   ([`Error::OutOfMemory`], after which the map is empty). `remove` may move one node into a
+//!   grown table; if that allocation is refused it aborts, as `std`'s collections do.
+//! - `memory_usage` counts the table, the top bitmap and scratch space: every byte the map
+//!   owns.
+//!
+//! # Why single-threaded
+//!
+//! The paper's structure is single-threaded and so is this one. A concurrent version would
+//! need what [`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie) has: per-bucket
+//! version locks read optimistically by searches (a search reads up to 13 lines, so it
+//! validates 13 versions), writers locking every bucket they change including the cuckoo
+//! relocation path, minima updates along the path made atomic with the leaf insertion, and
+//! growth copying into a new table published with epoch reclamation.
+//!
+//! # Layout
+//!
+//! - `raw::hash`: the invertible prefix hash, bucket and quotient (key elimination for
+//!   leaves).
+//! - `raw::table`: 64-byte buckets of four 16-byte entries; nodes of one to three entries;
+//!   cuckoo placement with eviction.
+//! - `raw::top`: the flat bitmap of 3-byte prefixes with two summary levels.
+//! - `raw::trie`: search, insertion, deletion, bounds, the cursor, the audit.
+//! - this file: the map and its range iterator.
+
+mod raw;
+
+use core::fmt;
+use core::ops::{Bound, RangeBounds};
+
+use raw::trie::{Cursor, RawIndex};
+
+use crate::Error;
+
+/// Table layouts (§4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Four 16-byte entries per 64-byte bucket; nodes of 1–3 entries in one bucket; about
+    /// 90% load (the paper's proposal, at most ~36 bytes per key).
+    #[default]
+    Bucketized,
+}
+
+/// Construction settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The table layout.
+    pub layout: Layout,
+    /// Largest fraction of table slots in use before the table doubles, 0.5..=0.95.
+    pub max_load_factor: f64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            layout: Layout::Bucketized,
+            max_load_factor: 0.9,
+        }
+    }
+}
+
+/// log₂ of the smallest table's bucket count (4 KiB).
+const MIN_LOG_BUCKETS: u32 = raw::hash::MIN_LOG_BUCKETS;
+
+/// The MlpIndex ordered map; see the [module docs](self).
+pub struct MlpIndex {
+    raw: RawIndex,
+    config: Config,
+}
+
+impl MlpIndex {
+    /// An empty map with the default [`Config`].
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the first table and the top bitmap (about 2 MiB); use
+    /// [`with_config`](Self::with_config) to handle that as an error.
+    pub fn new() -> MlpIndex {
+        Self::with_config(Config::default()).expect("mapping the first table")
+    }
+
+    /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
+    pub fn with_config(config: Config) -> Result<MlpIndex, Error> {
+        if !(0.5..=0.95).contains(&config.max_load_factor) {
+            return Err(Error::InvalidConfig {
+                what: "max_load_factor must be 0.5..=0.95",
+            });
+        }
+        Ok(MlpIndex {
+            raw: RawIndex::new(MIN_LOG_BUCKETS, config.max_load_factor)?,
+            config,
+        })
+    }
+
+    /// The settings this map was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The value of `key`.
+    #[inline]
+    pub fn get(&self, key: u64) -> Option<u64> {
+        self.raw.get(key)
+    }
+
+    /// Whether `key` is present.
+    #[inline]
+    pub fn contains_key(&self, key: u64) -> bool {
+        self.raw.get(key).is_some()
+    }
+
+    /// Stores `value` under `key`; returns the previous value.
+    pub fn insert(&mut self, key: u64, value: u64) -> Result<Option<u64>, Error> {
+        self.raw.insert(key, value)
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove(&mut self, key: u64) -> Option<u64> {
+        self.raw.remove(key)
+    }
+
+    /// Number of keys.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether the map is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.raw.len() == 0
+    }
+
+    /// Removes every key, returning the table to its smallest size.
+    pub fn clear(&mut self) {
+        self.raw.reset();
+    }
+
+    /// Bytes the map owns: table, top bitmap, scratch.
+    pub fn memory_usage(&self) -> usize {
+        self.raw.bytes() + size_of::<Self>()
+    }
+
+    /// Bytes mapped directly from the operating system (the table and the top bitmap), a
+    /// part of [`memory_usage`](Self::memory_usage).
+    pub fn mapped_bytes(&self) -> usize {
+        self.raw.mapped_bytes()
+    }
+
+    /// The first entry at or after `bound` (`Included(k)`: key `≥ k`; `Excluded(k)`: `> k`;
+    /// `Unbounded`: the first entry).
+    pub fn lower_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
+        match bound {
+            Bound::Included(k) => self.raw.lower_bound(k),
+            Bound::Excluded(k) => self.raw.lower_bound(k.checked_add(1)?),
+            Bound::Unbounded => self.raw.lower_bound(0),
+        }
+    }
+
+    /// The last entry at or before `bound` (`Included(k)`: key `≤ k`; `Excluded(k)`: `< k`;
+    /// `Unbounded`: the last entry).
+    pub fn upper_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
+        match bound {
+            Bound::Included(k) => self.raw.upper_bound(k),
+            Bound::Excluded(k) => self.raw.upper_bound(k.checked_sub(1)?),
+            Bound::Unbounded => self.raw.upper_bound(u64::MAX),
+        }
+    }
+
+    /// The smallest entry.
+    pub fn first(&self) -> Option<(u64, u64)> {
+        self.raw.lower_bound(0)
+    }
+
+    /// The largest entry.
+    pub fn last(&self) -> Option<(u64, u64)> {
+        self.raw.upper_bound(u64::MAX)
+    }
+
+    /// The entries with keys in `range`, in order; double-ended.
+    pub fn range<R: RangeBounds<u64>>(&self, range: R) -> Range<'_> {
+        let lo = match range.start_bound() {
+            Bound::Included(&k) => Some(k),
+            Bound::Excluded(&k) => k.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let hi = match range.end_bound() {
+            Bound::Included(&k) => Some(k),
+            Bound::Excluded(&k) => k.checked_sub(1),
+            Bound::Unbounded => Some(u64::MAX),
+        };
+        let (lo, hi, done) = match (lo, hi) {
+            (Some(lo), Some(hi)) if lo <= hi => (lo, hi, false),
+            _ => (0, 0, true),
+        };
+        Range {
+            map: self,
+            front: None,
+            back: None,
+            lo,
+            hi,
+            done,
+        }
+    }
+
+    /// Every entry, in order.
+    pub fn iter(&self) -> Range<'_> {
+        self.range(..)
+    }
+
+    /// Audits every structural invariant (slow: reads the whole table). For tests.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.raw.audit()
+    }
+}
+
+impl Default for MlpIndex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for MlpIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MlpIndex")
+            .field("len", &self.len())
+            .field("config", &self.config)
+            .field("memory_usage", &self.memory_usage())
+            .finish()
+    }
+}
+
+/// Iterator over a key range of an [`MlpIndex`], from both ends.
+pub struct Range<'a> {
+    map: &'a MlpIndex,
+    front: Option<Cursor>,
+    back: Option<Cursor>,
+    /// Keys not yet yielded from either end lie in `lo..=hi` (when `!done`).
+    lo: u64,
+    hi: u64,
+    done: bool,
+}
+
+impl Iterator for Range<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if self.done {
+            return None;
+        }
+        let raw = &self.map.raw;
+        let lo = self.lo;
+        let c = self
+            .front
+            .get_or_insert_with(|| Cursor::seek(raw, lo, false));
+        let (k, v) = c.step(raw).filter(|&(k, _)| k <= self.hi).or_else(|| {
+            self.done = true;
+            None
+        })?;
+        if k == self.hi {
+            self.done = true;
+        } else {
+            self.lo = k + 1;
+        }
+        Some((k, v))
+    }
+}
+
+impl DoubleEndedIterator for Range<'_> {
+    fn next_back(&mut self) -> Option<(u64, u64)> {
+        if self.done {
+            return None;
+        }
+        let raw = &self.map.raw;
+        let hi = self.hi;
+        let c = self.back.get_or_insert_with(|| Cursor::seek(raw, hi, true));
+        let (k, v) = c.step(raw).filter(|&(k, _)| k >= self.lo).or_else(|| {
+            self.done = true;
+            None
+        })?;
+        if k == self.lo {
+            self.done = true;
+        } else {
+            self.hi = k - 1;
+        }
+        Some((k, v))
+    }
+}
+
+impl core::iter::FusedIterator for Range<'_> {}
+
+impl fmt::Debug for Range<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Range")
+            .field("lo", &self.lo)
+            .field("hi", &self.hi)
+            .field("done", &self.done)
+            .finish()
+    }
+}

@@ -1,0 +1,782 @@
+//! The bucketized cuckoo table: 64-byte buckets of four 16-byte entries; nodes of one, two or
+//! three entries kept whole inside one bucket (paper §4.3, "Bucketized Cuckoo Hashing").
+//!
+//! Entry encodings (`w1` low bits first):
+//!
+//! | field | leaf | node header |
+//! |---|---|---|
+//! | bits 0–1 | type 1 | type 2 |
+//! | bit 2 | in its secondary bucket | same |
+//! | bits 3–5 | index length − 1 | same |
+//! | rest of `w1` | bits 6–63: `q` then the key bytes after the index | bits 6–8 path-compressed length `pc`; 9–10 size in entries; 11–19 child count; 24–63 up to 5 child bytes |
+//! | `w0` | the value | the subtree's minimum key (its first `len` bytes are the index, its first `pc` the node's string) |
+//!
+//! A node of 6–21 children adds one continuation entry of 16 more child bytes (sorted); a node
+//! of 22 or more adds two continuation entries holding a 256-bit child bitmap. Continuation
+//! entries carry no type bits: a bucket is parsed from slot 0, each item's header telling its
+//! size, so items in a bucket are contiguous.
+//!
+//! Invariants:
+//! 1. Every item lies in one of its two buckets (`b1`, `b1 ^ alt`), its sec bit saying which.
+//! 2. An item's entries are contiguous; slots not covered by an item are all-zero.
+//! 3. `used` is the number of slots covered by items.
+//! 4. No two items have the same index (length and prefix).
+
+use crate::Error;
+use crate::substrate::prefetch::prefetch_write;
+use crate::substrate::region::Region;
+
+use super::hash::{Geo, MIN_LEN, mask, mix, prefix, unmix};
+
+/// Entries per bucket.
+pub(crate) const SLOTS: usize = 4;
+
+/// One 16-byte entry.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[repr(C, align(16))]
+pub(crate) struct Entry {
+    pub(crate) w0: u64,
+    pub(crate) w1: u64,
+}
+
+/// One cache line of entries.
+#[repr(C, align(64))]
+pub(crate) struct Bucket {
+    pub(crate) e: [Entry; SLOTS],
+}
+
+const _: () = assert!(size_of::<Entry>() == 16 && size_of::<Bucket>() == 64);
+const _: () = assert!(align_of::<Bucket>() == 64);
+
+pub(crate) const T_LEAF: u64 = 1;
+pub(crate) const T_NODE: u64 = 2;
+const SEC: u64 = 1 << 2;
+const HEAD_MASK: u64 = 0x3F;
+const STORED_SHIFT: u32 = 6;
+const PC_SHIFT: u32 = 6;
+const SIZE_SHIFT: u32 = 9;
+const COUNT_SHIFT: u32 = 11;
+const INLINE_SHIFT: u32 = 24;
+/// Child bytes held in a header.
+const INLINE: usize = 5;
+/// Child bytes held by a medium node (header and one continuation).
+const MEDIUM: usize = INLINE + 16;
+
+/// Type, sec bit and length, the low six bits of `w1`.
+#[inline(always)]
+pub(crate) fn head(ty: u64, sec: bool, len: u32) -> u64 {
+    ty | if sec { SEC } else { 0 } | (u64::from(len - 1) << 3)
+}
+
+#[inline(always)]
+pub(crate) fn ty(w1: u64) -> u64 {
+    w1 & 3
+}
+
+#[inline(always)]
+pub(crate) fn len_of(w1: u64) -> u32 {
+    ((w1 >> 3) & 7) as u32 + 1
+}
+
+#[inline(always)]
+fn is_sec(w1: u64) -> bool {
+    w1 & SEC != 0
+}
+
+/// Slots taken by the item whose first entry has `w1` (1 for empty slots).
+#[inline(always)]
+pub(crate) fn span(w1: u64) -> usize {
+    if ty(w1) == T_NODE {
+        ((w1 >> SIZE_SHIFT) & 3) as usize
+    } else {
+        1
+    }
+}
+
+/// Where an entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Loc {
+    pub(crate) b: usize,
+    pub(crate) slot: usize,
+}
+
+/// An internal node, decoded; children as a 256-bit map whatever the stored form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Node {
+    /// Index length in bytes.
+    pub(crate) len: u32,
+    /// Length of the node's string (index plus path-compressed bytes); children branch on
+    /// byte `pc` of the key.
+    pub(crate) pc: u32,
+    /// Smallest key in the subtree.
+    pub(crate) min: u64,
+    pub(crate) count: u32,
+    pub(crate) kids: [u64; 4],
+}
+
+impl Node {
+    /// Entries a node of `count` children takes.
+    #[inline]
+    pub(crate) fn size_for(count: u32) -> usize {
+        if count as usize <= INLINE {
+            1
+        } else if count as usize <= MEDIUM {
+            2
+        } else {
+            3
+        }
+    }
+
+    #[inline]
+    pub(crate) fn size(&self) -> usize {
+        Self::size_for(self.count)
+    }
+
+    #[inline]
+    pub(crate) fn has(&self, c: u32) -> bool {
+        self.kids[(c >> 6) as usize] >> (c & 63) & 1 != 0
+    }
+
+    #[inline]
+    pub(crate) fn set(&mut self, c: u32) {
+        debug_assert!(!self.has(c));
+        self.kids[(c >> 6) as usize] |= 1 << (c & 63);
+        self.count += 1;
+    }
+
+    #[inline]
+    pub(crate) fn unset(&mut self, c: u32) {
+        debug_assert!(self.has(c));
+        self.kids[(c >> 6) as usize] &= !(1 << (c & 63));
+        self.count -= 1;
+    }
+
+    /// Smallest child byte greater than `c` (`c` may be −1).
+    #[inline]
+    pub(crate) fn next_after(&self, c: i32) -> Option<u32> {
+        let from = (c + 1) as u32;
+        let mut w = (from >> 6) as usize;
+        if w >= 4 {
+            return None;
+        }
+        let mut bits = self.kids[w] & (!0u64 << (from & 63));
+        loop {
+            if bits != 0 {
+                return Some((w as u32) << 6 | bits.trailing_zeros());
+            }
+            w += 1;
+            if w == 4 {
+                return None;
+            }
+            bits = self.kids[w];
+        }
+    }
+
+    /// Largest child byte smaller than `c` (`c` may be 256).
+    #[inline]
+    pub(crate) fn prev_before(&self, c: i32) -> Option<u32> {
+        if c <= 0 {
+            return None;
+        }
+        let to = (c - 1) as u32;
+        let mut w = (to >> 6) as i32;
+        let mut bits = self.kids[w as usize] & (!0u64 >> (63 - (to & 63)));
+        loop {
+            if bits != 0 {
+                return Some((w as u32) << 6 | (63 - bits.leading_zeros()));
+            }
+            w -= 1;
+            if w < 0 {
+                return None;
+            }
+            bits = self.kids[w as usize];
+        }
+    }
+
+    /// The index (first `len` bytes) of child `c`'s node.
+    #[inline]
+    pub(crate) fn child_prefix(&self, c: u32) -> u64 {
+        (prefix(self.min, self.pc) << 8) | u64::from(c)
+    }
+
+    fn encode(&self, sec: bool) -> ([Entry; 3], usize) {
+        let size = self.size();
+        let mut out = [Entry::default(); 3];
+        let mut w1 = head(T_NODE, sec, self.len)
+            | u64::from(self.pc) << PC_SHIFT
+            | (size as u64) << SIZE_SHIFT
+            | u64::from(self.count) << COUNT_SHIFT;
+        if size == 3 {
+            out[1] = Entry {
+                w0: self.kids[0],
+                w1: self.kids[1],
+            };
+            out[2] = Entry {
+                w0: self.kids[2],
+                w1: self.kids[3],
+            };
+        } else {
+            let mut i = 0;
+            let mut c = self.next_after(-1);
+            while let Some(b) = c {
+                let b = u64::from(b);
+                if i < INLINE {
+                    w1 |= b << (INLINE_SHIFT + 8 * i as u32);
+                } else if i < INLINE + 8 {
+                    out[1].w0 |= b << (8 * (i - INLINE));
+                } else {
+                    out[1].w1 |= b << (8 * (i - INLINE - 8));
+                }
+                i += 1;
+                c = self.next_after(b as i32);
+            }
+            debug_assert_eq!(i, self.count as usize);
+        }
+        out[0] = Entry { w0: self.min, w1 };
+        (out, size)
+    }
+
+    /// Decodes the node whose header is `ents[0]`.
+    pub(crate) fn decode(ents: &[Entry]) -> Node {
+        let h = ents[0];
+        debug_assert_eq!(ty(h.w1), T_NODE);
+        let count = ((h.w1 >> COUNT_SHIFT) & 0x1FF) as u32;
+        let size = span(h.w1);
+        let mut n = Node {
+            len: len_of(h.w1),
+            pc: ((h.w1 >> PC_SHIFT) & 7) as u32,
+            min: h.w0,
+            count,
+            kids: [0; 4],
+        };
+        if size == 3 {
+            n.kids = [ents[1].w0, ents[1].w1, ents[2].w0, ents[2].w1];
+        } else {
+            for i in 0..count as usize {
+                let b = if i < INLINE {
+                    h.w1 >> (INLINE_SHIFT + 8 * i as u32)
+                } else if i < INLINE + 8 {
+                    ents[1].w0 >> (8 * (i - INLINE))
+                } else {
+                    ents[1].w1 >> (8 * (i - INLINE - 8))
+                } & 0xFF;
+                n.kids[(b >> 6) as usize] |= 1 << (b & 63);
+            }
+        }
+        debug_assert_eq!(size, Node::size_for(count));
+        n
+    }
+}
+
+/// A leaf or node out of the table: what placement moves around.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Item {
+    Leaf { key: u64, len: u32, value: u64 },
+    Node(Node),
+}
+
+impl Item {
+    #[inline]
+    fn len(&self) -> u32 {
+        match self {
+            Item::Leaf { len, .. } => *len,
+            Item::Node(n) => n.len,
+        }
+    }
+
+    #[inline]
+    fn size(&self) -> usize {
+        match self {
+            Item::Leaf { .. } => 1,
+            Item::Node(n) => n.size(),
+        }
+    }
+
+    /// The hash of the item's index.
+    #[inline]
+    fn hash(&self) -> u64 {
+        match self {
+            Item::Leaf { key, len, .. } => mix(prefix(*key, *len), *len),
+            Item::Node(n) => mix(prefix(n.min, n.len), n.len),
+        }
+    }
+}
+
+/// The two buckets and the quotient of an index: what a search needs to find it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Probe {
+    pub(crate) b1: usize,
+    pub(crate) b2: usize,
+    pub(crate) q: u64,
+    pub(crate) p: u64,
+    pub(crate) len: u32,
+}
+
+/// Kicks a placement may make before the table is declared full.
+const MAX_KICKS: usize = 500;
+
+/// The hash table.
+pub(crate) struct Table {
+    region: Region,
+    pub(crate) geo: Geo,
+    /// Slots covered by items (invariant 3).
+    used: usize,
+    rng: u64,
+}
+
+impl Table {
+    /// An empty table of `2^e` buckets.
+    pub(crate) fn new(e: u32) -> Result<Table, Error> {
+        let geo = Geo { e };
+        let region = Region::new_zeroed(geo.buckets() * size_of::<Bucket>())?;
+        Ok(Table {
+            region,
+            geo,
+            used: 0,
+            rng: 0x2545_F491_4F6C_DD1D ^ u64::from(e),
+        })
+    }
+
+    #[inline(always)]
+    pub(crate) fn bucket(&self, b: usize) -> &Bucket {
+        debug_assert!(b < self.geo.buckets());
+        // SAFETY: the region holds `buckets()` buckets (it was sized so), is 64-byte aligned
+        // (page aligned) and zero-initialised, a valid `Bucket` bit pattern; `b` is in range.
+        unsafe { &*self.region.as_ptr().cast::<Bucket>().add(b) }
+    }
+
+    #[inline(always)]
+    fn bucket_mut(&mut self, b: usize) -> &mut Bucket {
+        debug_assert!(b < self.geo.buckets());
+        // SAFETY: as in `bucket`; `&mut self` makes the reference unique.
+        unsafe { &mut *self.region.as_ptr().cast::<Bucket>().add(b) }
+    }
+
+    #[inline(always)]
+    pub(crate) fn bucket_ptr(&self, b: usize) -> *const Bucket {
+        // Address arithmetic only; `b` is reduced modulo the bucket count by construction.
+        self.region
+            .as_ptr()
+            .cast::<Bucket>()
+            .wrapping_add(b)
+            .cast_const()
+    }
+
+    #[inline(always)]
+    pub(crate) fn entry(&self, l: Loc) -> Entry {
+        self.bucket(l.b).e[l.slot]
+    }
+
+    #[inline(always)]
+    pub(crate) fn entry_mut(&mut self, l: Loc) -> &mut Entry {
+        &mut self.bucket_mut(l.b).e[l.slot]
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.region.memory_usage()
+    }
+
+    pub(crate) fn used(&self) -> usize {
+        self.used
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.geo.buckets() * SLOTS
+    }
+
+    /// The buckets and quotient of index `p` of `len` bytes.
+    #[inline(always)]
+    pub(crate) fn probe(&self, p: u64, len: u32) -> Probe {
+        let (b1, q) = self.geo.place(mix(p, len), len);
+        Probe {
+            b1,
+            b2: b1 ^ self.geo.alt(q, len),
+            q,
+            p,
+            len,
+        }
+    }
+
+    /// Where the item with index `pr` is, if anywhere.
+    #[inline(always)]
+    pub(crate) fn find(&self, pr: &Probe) -> Option<Loc> {
+        let k = 8 * pr.len;
+        for (b, sec) in [(pr.b1, false), (pr.b2, true)] {
+            let leaf = head(T_LEAF, sec, pr.len);
+            let node = head(T_NODE, sec, pr.len);
+            let e = &self.bucket(b).e;
+            let mut i = 0;
+            while i < SLOTS {
+                let w1 = e[i].w1;
+                let h = w1 & HEAD_MASK;
+                if h == leaf && (w1 >> STORED_SHIFT) >> (64 - k) == pr.q {
+                    return Some(Loc { b, slot: i });
+                }
+                if h == node && prefix(e[i].w0, pr.len) == pr.p {
+                    return Some(Loc { b, slot: i });
+                }
+                i += span(w1);
+            }
+        }
+        None
+    }
+
+    /// The key of the leaf at `l`.
+    #[inline]
+    pub(crate) fn leaf_key(&self, l: Loc) -> u64 {
+        let w1 = self.entry(l).w1;
+        debug_assert_eq!(ty(w1), T_LEAF);
+        let len = len_of(w1);
+        let k = 8 * len;
+        let stored = w1 >> STORED_SHIFT;
+        let q = stored >> (64 - k);
+        let b1 = if is_sec(w1) {
+            l.b ^ self.geo.alt(q, len)
+        } else {
+            l.b
+        };
+        let p = unmix(self.geo.unplace(b1, q, len), len);
+        if k == 64 {
+            p
+        } else {
+            (p << (64 - k)) | (stored & mask(64 - k))
+        }
+    }
+
+    /// Whether the leaf at `l` holds `key` (cheaper than [`leaf_key`](Self::leaf_key): its
+    /// index was already matched by [`find`](Self::find)).
+    #[inline(always)]
+    pub(crate) fn leaf_suffix_is(&self, l: Loc, key: u64) -> bool {
+        let w1 = self.entry(l).w1;
+        let k = 8 * len_of(w1);
+        k == 64 || (w1 >> STORED_SHIFT) & mask(64 - k) == key & mask(64 - k)
+    }
+
+    /// The node whose header is at `l`.
+    #[inline]
+    pub(crate) fn node(&self, l: Loc) -> Node {
+        let e = &self.bucket(l.b).e;
+        Node::decode(&e[l.slot..(l.slot + span(e[l.slot].w1)).min(SLOTS)])
+    }
+
+    /// The item at `l`, decoded.
+    pub(crate) fn item(&self, l: Loc) -> Item {
+        let e = self.entry(l);
+        match ty(e.w1) {
+            T_LEAF => Item::Leaf {
+                key: self.leaf_key(l),
+                len: len_of(e.w1),
+                value: e.w0,
+            },
+            _ => Item::Node(self.node(l)),
+        }
+    }
+
+    fn encode(&self, it: &Item, sec: bool) -> ([Entry; 3], usize) {
+        match *it {
+            Item::Leaf { key, len, value } => {
+                let k = 8 * len;
+                let (_, q) = self.geo.place(mix(prefix(key, len), len), len);
+                let suffix = if k == 64 { 0 } else { key & mask(64 - k) };
+                let stored = if k == 64 { q } else { (q << (64 - k)) | suffix };
+                debug_assert!(stored >> (64 - STORED_SHIFT) == 0);
+                let w1 = head(T_LEAF, sec, len) | stored << STORED_SHIFT;
+                (
+                    [Entry { w0: value, w1 }, Entry::default(), Entry::default()],
+                    1,
+                )
+            }
+            Item::Node(n) => n.encode(sec),
+        }
+    }
+
+    /// Rewrites the node at `l` in place; `n` must take as many entries as the node there.
+    pub(crate) fn write_node(&mut self, l: Loc, n: &Node) {
+        let old = self.entry(l).w1;
+        debug_assert_eq!(ty(old), T_NODE);
+        debug_assert_eq!(span(old), n.size());
+        let (ents, size) = n.encode(is_sec(old));
+        self.bucket_mut(l.b).e[l.slot..l.slot + size].copy_from_slice(&ents[..size]);
+    }
+
+    /// Rewrites the node at `l` as `n`, which takes no more entries; freed slots are zeroed.
+    pub(crate) fn write_node_smaller(&mut self, l: Loc, n: &Node) {
+        let old = self.entry(l).w1;
+        debug_assert_eq!(ty(old), T_NODE);
+        let was = span(old);
+        let (ents, size) = n.encode(is_sec(old));
+        debug_assert!(size <= was);
+        let e = &mut self.bucket_mut(l.b).e;
+        e[l.slot..l.slot + size].copy_from_slice(&ents[..size]);
+        e[l.slot + size..l.slot + was].fill(Entry::default());
+        self.used -= was - size;
+    }
+
+    /// Replaces the leaf at `l` by node `n` of the same index, in place (`n` is small).
+    pub(crate) fn leaf_to_node(&mut self, l: Loc, n: &Node) {
+        let old = self.entry(l).w1;
+        debug_assert_eq!(ty(old), T_LEAF);
+        debug_assert_eq!(n.size(), 1);
+        let (ents, _) = n.encode(is_sec(old));
+        *self.entry_mut(l) = ents[0];
+    }
+
+    /// Removes the item at `l`; other items do not move.
+    pub(crate) fn remove(&mut self, l: Loc) {
+        let n = span(self.entry(l).w1);
+        self.bucket_mut(l.b).e[l.slot..l.slot + n].fill(Entry::default());
+        self.used -= n;
+    }
+
+    fn free_in(&self, b: usize) -> usize {
+        let e = &self.bucket(b).e;
+        let mut i = 0;
+        let mut taken = 0;
+        while i < SLOTS {
+            let w1 = e[i].w1;
+            if ty(w1) != 0 {
+                taken += span(w1);
+            }
+            i += span(w1);
+        }
+        SLOTS - taken
+    }
+
+    /// Moves the items of bucket `b` to its first slots; returns the first free slot.
+    fn compact(&mut self, b: usize) -> usize {
+        let e = &mut self.bucket_mut(b).e;
+        let mut out = [Entry::default(); SLOTS];
+        let (mut i, mut o) = (0, 0);
+        while i < SLOTS {
+            let n = span(e[i].w1);
+            if ty(e[i].w1) != 0 {
+                out[o..o + n].copy_from_slice(&e[i..i + n]);
+                o += n;
+            }
+            i += n;
+        }
+        *e = out;
+        o
+    }
+
+    /// Puts `it` into bucket `b` if it has room.
+    fn try_put(&mut self, b: usize, it: &Item, sec: bool) -> bool {
+        let (ents, n) = self.encode(it, sec);
+        if self.free_in(b) < n {
+            return false;
+        }
+        let at = self.compact(b);
+        self.bucket_mut(b).e[at..at + n].copy_from_slice(&ents[..n]);
+        self.used += n;
+        true
+    }
+
+    fn random(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// Places `it`, moving other items between their buckets as cuckoo hashing does. When the
+    /// kicks run out, returns the items left without a place (to be re-placed after growth);
+    /// everything else is in the table.
+    pub(crate) fn place(&mut self, it: Item, homeless: &mut Vec<Item>) -> Result<(), ()> {
+        debug_assert!(homeless.is_empty());
+        homeless.push(it);
+        let mut kicks = 0;
+        while let Some(it) = homeless.pop() {
+            let len = it.len();
+            debug_assert!(len >= MIN_LEN);
+            let (b1, q) = self.geo.place(it.hash(), len);
+            let b2 = b1 ^ self.geo.alt(q, len);
+            // Both lines in flight at once: the second is needed whenever the first is full.
+            prefetch_write(self.bucket_ptr(b1));
+            prefetch_write(self.bucket_ptr(b2));
+            if self.try_put(b1, &it, false) || self.try_put(b2, &it, true) {
+                continue;
+            }
+            kicks += 1;
+            if kicks > MAX_KICKS {
+                homeless.push(it);
+                return Err(());
+            }
+            let r = self.random();
+            let (b, sec) = if r & 1 == 0 { (b1, false) } else { (b2, true) };
+            // Evict random items from `b` until `it` fits.
+            while self.free_in(b) < it.size() {
+                let want = (self.random() >> 7) as usize % SLOTS;
+                let e = &self.bucket(b).e;
+                let mut i = 0;
+                while i + span(e[i].w1) <= want {
+                    i += span(e[i].w1);
+                }
+                if ty(e[i].w1) == 0 {
+                    continue;
+                }
+                let victim = self.item(Loc { b, slot: i });
+                self.remove(Loc { b, slot: i });
+                homeless.push(victim);
+            }
+            let placed = self.try_put(b, &it, sec);
+            debug_assert!(placed);
+        }
+        Ok(())
+    }
+
+    /// Prefetches the two buckets `it` may go to.
+    #[inline]
+    pub(crate) fn prefetch_home(&self, it: &Item) {
+        let len = it.len();
+        let (b1, q) = self.geo.place(it.hash(), len);
+        prefetch_write(self.bucket_ptr(b1));
+        prefetch_write(self.bucket_ptr(b1 ^ self.geo.alt(q, len)));
+    }
+
+    /// Every item's location, in bucket order.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(Loc)) {
+        for b in 0..self.geo.buckets() {
+            let e = &self.bucket(b).e;
+            let mut i = 0;
+            while i < SLOTS {
+                if ty(e[i].w1) != 0 {
+                    f(Loc { b, slot: i });
+                }
+                i += span(e[i].w1);
+            }
+        }
+    }
+
+    /// Checks invariants 1–3 of every bucket; returns the item count.
+    pub(crate) fn audit(&self) -> Result<usize, String> {
+        let mut used = 0;
+        let mut items = 0;
+        for b in 0..self.geo.buckets() {
+            let e = &self.bucket(b).e;
+            let mut i = 0;
+            while i < SLOTS {
+                let w1 = e[i].w1;
+                let n = span(w1);
+                if ty(w1) == 0 {
+                    if e[i] != Entry::default() {
+                        return Err(format!("bucket {b} slot {i}: stray bits in a free slot"));
+                    }
+                } else {
+                    if n == 0 || i + n > SLOTS {
+                        return Err(format!("bucket {b} slot {i}: node of size {n} overflows"));
+                    }
+                    let it = self.item(Loc { b, slot: i });
+                    let len = it.len();
+                    let (b1, q) = self.geo.place(it.hash(), len);
+                    let home = if is_sec(w1) {
+                        b1 ^ self.geo.alt(q, len)
+                    } else {
+                        b1
+                    };
+                    if home != b {
+                        return Err(format!(
+                            "bucket {b} slot {i}: item {it:?} belongs in {home}"
+                        ));
+                    }
+                    used += n;
+                    items += 1;
+                }
+                i += n.max(1);
+            }
+        }
+        if used != self.used {
+            return Err(format!("{used} slots in use, counted {}", self.used));
+        }
+        Ok(items)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(count: u32) -> Node {
+        let mut n = Node {
+            len: 4,
+            pc: 5,
+            min: 0x0102_0304_0506_0000,
+            count: 0,
+            kids: [0; 4],
+        };
+        for i in 0..count {
+            n.set((i * 7 + 3) % 256);
+        }
+        n
+    }
+
+    #[test]
+    fn nodes_round_trip_at_every_size() {
+        for count in [1, 2, 5, 6, 13, 21, 22, 100, 256] {
+            let n = node(count);
+            let (ents, size) = n.encode(true);
+            assert_eq!(size, Node::size_for(count));
+            assert_eq!(Node::decode(&ents[..size]), n);
+            assert_eq!(span(ents[0].w1), size);
+        }
+    }
+
+    #[test]
+    fn child_search_both_ways() {
+        let mut n = node(0);
+        for c in [0, 63, 64, 200, 255] {
+            n.set(c);
+        }
+        assert_eq!(n.next_after(-1), Some(0));
+        assert_eq!(n.next_after(0), Some(63));
+        assert_eq!(n.next_after(63), Some(64));
+        assert_eq!(n.next_after(64), Some(200));
+        assert_eq!(n.next_after(255), None);
+        assert_eq!(n.prev_before(256), Some(255));
+        assert_eq!(n.prev_before(255), Some(200));
+        assert_eq!(n.prev_before(64), Some(63));
+        assert_eq!(n.prev_before(0), None);
+        assert_eq!(n.prev_before(1), Some(0));
+    }
+
+    #[test]
+    fn leaves_and_nodes_survive_cuckoo_placement() {
+        let mut t = Table::new(6).unwrap();
+        let mut homeless = Vec::new();
+        let mut placed = Vec::new();
+        let mut x = 1u64;
+        for i in 0..400u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let it = if i % 5 == 0 {
+                let mut n = node(((x >> 40) % 40 + 1) as u32);
+                n.min = x & !0xFFFF;
+                n.len = 3 + (i % 3) as u32;
+                Item::Node(n)
+            } else {
+                Item::Leaf {
+                    key: x,
+                    len: 3 + (i % 6) as u32,
+                    value: i,
+                }
+            };
+            placed.push(it);
+            if t.place(it, &mut homeless).is_err() {
+                // The items left without a place are out of the table; all others are in.
+                placed.retain(|p| !homeless.contains(p));
+                break;
+            }
+        }
+        let load = t.used() as f64 / t.capacity() as f64;
+        assert!(load > 0.85, "cuckoo placement stopped at load {load}");
+        assert_eq!(t.audit().unwrap(), placed.len());
+        for it in &placed {
+            let (p, len) = match it {
+                Item::Leaf { key, len, .. } => (prefix(*key, *len), *len),
+                Item::Node(n) => (prefix(n.min, n.len), n.len),
+            };
+            let l = t.find(&t.probe(p, len)).expect("placed item is found");
+            assert_eq!(t.item(l), *it);
+        }
+    }
+}

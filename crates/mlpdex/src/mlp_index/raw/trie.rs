@@ -1,0 +1,751 @@
+//! The trie over the table: search of all index lengths at once, insertion, deletion, seeks
+//! and the in-order cursor.
+//!
+//! Structure (invariants, checked by [`RawIndex::audit`]):
+//! 1. Every key `x` has exactly one leaf, whose index is `x`'s first `len` bytes for some
+//!    3 ≤ `len` ≤ 8; its parent is the node whose string `x` continues, or the top bitmap when
+//!    `len` = 3.
+//! 2. A node with index length `len` has string length `pc` (`len ≤ pc ≤ 7`), at least two
+//!    children, and `min` = the smallest key below it; child `c` is the item with index
+//!    `min[0..pc] ++ c`, of length `pc + 1`. Path compression is complete: no node has one
+//!    child.
+//! 3. The top bit of a 3-byte prefix is set iff an item has that prefix as its index.
+//! 4. `cnt[len]` counts the items of index length `len`; lengths with none are not probed.
+//!
+//! Because a search probes every index length 3..=8 at once (`D = 8` for 8-byte keys, one
+//! phase), the "incomplete path compression" that multi-phase D-ary searches need adds no
+//! intermediate nodes here: the deepest index found is the longest common prefix.
+
+use crate::Error;
+use crate::substrate::prefetch::prefetch_read;
+
+use super::hash::{MIN_LEN, byte, diff_byte, prefix};
+use super::table::{Item, Loc, Node, Probe, T_LEAF, T_NODE, Table, ty};
+use super::top::{TOP, Top};
+
+/// The top bitmap's prefix of `x`.
+#[inline(always)]
+fn p3(x: u64) -> u32 {
+    (x >> 40) as u32
+}
+
+/// What a search found at each index length of a key.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Path {
+    pub(crate) loc: [Option<Loc>; 9],
+    /// The longest index length found (0: none, the key's 3-byte prefix is absent).
+    pub(crate) deepest: u32,
+}
+
+/// The map core.
+pub(crate) struct RawIndex {
+    pub(crate) table: Table,
+    pub(crate) top: Top,
+    len: usize,
+    cnt: [usize; 9],
+    homeless: Vec<Item>,
+    max_load: f64,
+    min_e: u32,
+}
+
+impl RawIndex {
+    pub(crate) fn new(min_e: u32, max_load: f64) -> Result<RawIndex, Error> {
+        Ok(RawIndex {
+            table: Table::new(min_e)?,
+            top: Top::new()?,
+            len: 0,
+            cnt: [0; 9],
+            homeless: Vec::new(),
+            max_load,
+            min_e,
+        })
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes mapped from the operating system: the table and the top bitmap.
+    pub(crate) fn mapped_bytes(&self) -> usize {
+        self.table.bytes() + self.top.mapped_bytes()
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.table.bytes() + self.top.bytes() + self.homeless.capacity() * size_of::<Item>()
+    }
+
+    /// Probes for every index length of `x` that has items, prefetching all their buckets.
+    #[inline(always)]
+    fn probes(&self, x: u64) -> [Probe; 9] {
+        let mut pr = [Probe::default(); 9];
+        for len in MIN_LEN..=8 {
+            if self.cnt[len as usize] != 0 {
+                let p = self.table.probe(prefix(x, len), len);
+                prefetch_read(self.table.bucket_ptr(p.b1));
+                prefetch_read(self.table.bucket_ptr(p.b2));
+                pr[len as usize] = p;
+            }
+        }
+        pr
+    }
+
+    /// The items on `x`'s path.
+    pub(crate) fn path(&self, x: u64) -> Path {
+        let pr = self.probes(x);
+        let mut path = Path::default();
+        for len in MIN_LEN..=8 {
+            if self.cnt[len as usize] != 0 {
+                let l = self.table.find(&pr[len as usize]);
+                if l.is_some() {
+                    path.loc[len as usize] = l;
+                    path.deepest = len;
+                }
+            }
+        }
+        path
+    }
+
+    /// The value of `x`.
+    #[inline]
+    pub(crate) fn get(&self, x: u64) -> Option<u64> {
+        let pr = self.probes(x);
+        for len in (MIN_LEN..=8).rev() {
+            if self.cnt[len as usize] == 0 {
+                continue;
+            }
+            if let Some(l) = self.table.find(&pr[len as usize]) {
+                let e = self.table.entry(l);
+                return (ty(e.w1) == T_LEAF && self.table.leaf_suffix_is(l, x)).then_some(e.w0);
+            }
+        }
+        None
+    }
+
+    #[inline]
+    fn find(&self, p: u64, len: u32) -> Option<Loc> {
+        self.table.find(&self.table.probe(p, len))
+    }
+
+    /// Child `c` of node `n`.
+    #[inline]
+    fn child(&self, n: &Node, c: u32) -> Loc {
+        self.find(n.child_prefix(c), n.pc + 1)
+            .expect("invariant 2: every child bit names an item")
+    }
+
+    /// Places a new item, growing the table when it is full.
+    fn put(&mut self, it: Item) -> Result<(), Error> {
+        let need = self.table.used() + 3;
+        if need as f64 > self.max_load * self.table.capacity() as f64 {
+            let mut none = Vec::new();
+            self.rebuild(self.table.geo.e + 1, &mut none)?;
+        }
+        let mut homeless = core::mem::take(&mut self.homeless);
+        if self.table.place(it, &mut homeless).is_err() {
+            if let Err(err) = self.rebuild(self.table.geo.e + 1, &mut homeless) {
+                // The displaced items have nowhere to go: leave a consistent, empty map.
+                self.reset();
+                return Err(err);
+            }
+        }
+        homeless.clear();
+        self.homeless = homeless;
+        Ok(())
+    }
+
+    /// Moves every item (and `extra`) into a new table of at least `2^e` buckets.
+    fn rebuild(&mut self, mut e: u32, extra: &mut Vec<Item>) -> Result<(), Error> {
+        /// Items whose new buckets are being fetched while earlier ones are placed.
+        const AHEAD: usize = 16;
+        let mut scratch = Vec::new();
+        loop {
+            let mut t = Table::new(e)?;
+            let mut ok = true;
+            let mut ring: [Option<Item>; AHEAD] = [None; AHEAD];
+            let mut at = 0;
+            let mut feed = |it: Item, t: &mut Table, ok: &mut bool| {
+                t.prefetch_home(&it);
+                if let Some(old) = ring[at].replace(it) {
+                    if *ok {
+                        scratch.clear();
+                        *ok = t.place(old, &mut scratch).is_ok();
+                    }
+                }
+                at = (at + 1) % AHEAD;
+            };
+            self.table
+                .for_each(|l| feed(self.table.item(l), &mut t, &mut ok));
+            for it in extra.iter() {
+                feed(*it, &mut t, &mut ok);
+            }
+            for it in ring.iter_mut().filter_map(Option::take) {
+                if ok {
+                    scratch.clear();
+                    ok = t.place(it, &mut scratch).is_ok();
+                }
+            }
+            if ok {
+                self.table = t;
+                extra.clear();
+                return Ok(());
+            }
+            e += 1;
+        }
+    }
+
+    /// Back to an empty map with the smallest table (keeps the current one if the system
+    /// refuses even that).
+    pub(crate) fn reset(&mut self) {
+        if self.table.geo.e != self.min_e {
+            if let Ok(t) = Table::new(self.min_e) {
+                self.table = t;
+            }
+        }
+        if self.table.used() != 0 {
+            let mut locs = Vec::new();
+            self.table.for_each(|l| locs.push(l));
+            for l in locs {
+                self.table.remove(l);
+            }
+        }
+        self.top.clear_all();
+        self.homeless = Vec::new();
+        self.cnt = [0; 9];
+        self.len = 0;
+    }
+
+    fn add(&mut self, it: Item) -> Result<(), Error> {
+        let len = match &it {
+            Item::Leaf { len, .. } => *len,
+            Item::Node(n) => n.len,
+        };
+        self.cnt[len as usize] += 1;
+        self.put(it)
+    }
+
+    /// Lowers the `min` of the nodes on `path` above length `below` to `x` where larger.
+    fn lower_mins(&mut self, path: &Path, below: u32, x: u64) {
+        for len in MIN_LEN..below {
+            if let Some(l) = path.loc[len as usize] {
+                let e = self.table.entry_mut(l);
+                debug_assert_eq!(ty(e.w1), T_NODE);
+                if x < e.w0 {
+                    e.w0 = x;
+                }
+            }
+        }
+    }
+
+    /// Replaces the `min` `old` of the nodes on `path` above length `below` by `new`.
+    fn raise_mins(&mut self, path: &Path, below: u32, old: u64, new: u64) {
+        for len in MIN_LEN..below {
+            if let Some(l) = path.loc[len as usize] {
+                let e = self.table.entry_mut(l);
+                debug_assert_eq!(ty(e.w1), T_NODE);
+                if e.w0 == old {
+                    e.w0 = new;
+                }
+            }
+        }
+    }
+
+    /// Rewrites node `n` at `l` as `m`: in place when the size is unchanged, else moved.
+    fn rewrite(&mut self, l: Loc, n: &Node, m: &Node) -> Result<(), Error> {
+        if n.size() == m.size() {
+            self.table.write_node(l, m);
+            Ok(())
+        } else {
+            self.table.remove(l);
+            self.put(Item::Node(*m))
+        }
+    }
+
+    /// Inserts or updates; returns the previous value.
+    pub(crate) fn insert(&mut self, x: u64, v: u64) -> Result<Option<u64>, Error> {
+        let path = self.path(x);
+        let dl = path.deepest;
+        // Every in-place change comes first; placements (which may move items) last.
+        let leaf_len = if dl == 0 {
+            debug_assert!(!self.top.get(p3(x)));
+            self.top.set(p3(x));
+            MIN_LEN
+        } else {
+            let l = path.loc[dl as usize].expect("deepest is found");
+            let e = self.table.entry(l);
+            if ty(e.w1) == T_LEAF {
+                let k = self.table.leaf_key(l);
+                if k == x {
+                    self.table.entry_mut(l).w0 = v;
+                    return Ok(Some(e.w0));
+                }
+                // Split the leaf: a node at its index, both keys below it.
+                let p = diff_byte(k, x);
+                debug_assert!(p >= dl && p < 8);
+                let mut n = Node {
+                    len: dl,
+                    pc: p,
+                    min: k.min(x),
+                    count: 0,
+                    kids: [0; 4],
+                };
+                n.set(byte(k, p));
+                n.set(byte(x, p));
+                self.lower_mins(&path, dl, x);
+                self.table.leaf_to_node(l, &n);
+                self.add(Item::Leaf {
+                    key: k,
+                    len: p + 1,
+                    value: e.w0,
+                })?;
+                p + 1
+            } else {
+                let n = self.table.node(l);
+                let p = diff_byte(n.min, x);
+                self.lower_mins(&path, dl, x);
+                if p < n.pc {
+                    // `x` leaves the node's path-compressed string at byte `p`: a new node at
+                    // the old one's index, the old one moved below it.
+                    debug_assert!(p >= dl);
+                    let mut m = Node {
+                        len: dl,
+                        pc: p,
+                        min: n.min.min(x),
+                        count: 0,
+                        kids: [0; 4],
+                    };
+                    m.set(byte(n.min, p));
+                    m.set(byte(x, p));
+                    if n.size() == 1 {
+                        self.table.write_node(l, &m);
+                    } else {
+                        self.table.remove(l);
+                        self.put(Item::Node(m))?;
+                    }
+                    self.add(Item::Node(Node { len: p + 1, ..n }))?;
+                    p + 1
+                } else {
+                    let c = byte(x, n.pc);
+                    debug_assert!(!n.has(c), "a child on x's path would have been found");
+                    let mut m = n;
+                    m.set(c);
+                    m.min = m.min.min(x);
+                    self.rewrite(l, &n, &m)?;
+                    n.pc + 1
+                }
+            }
+        };
+        self.add(Item::Leaf {
+            key: x,
+            len: leaf_len,
+            value: v,
+        })?;
+        self.len += 1;
+        Ok(None)
+    }
+}
+
+impl RawIndex {
+    /// Removes `x`; returns its value.
+    pub(crate) fn remove(&mut self, x: u64) -> Option<u64> {
+        let path = self.path(x);
+        let dl = path.deepest;
+        if dl == 0 {
+            return None;
+        }
+        let l = path.loc[dl as usize].expect("deepest is found");
+        let e = self.table.entry(l);
+        if ty(e.w1) != T_LEAF || !self.table.leaf_suffix_is(l, x) {
+            return None;
+        }
+        let parent = (MIN_LEN..dl)
+            .rev()
+            .find(|&len| path.loc[len as usize].is_some());
+        match parent {
+            None => {
+                debug_assert_eq!(dl, MIN_LEN);
+                self.table.remove(l);
+                self.cnt[dl as usize] -= 1;
+                self.top.clear(p3(x));
+            }
+            Some(pl) => {
+                let ploc = path.loc[pl as usize].expect("found");
+                let n = self.table.node(ploc);
+                debug_assert_eq!(n.pc + 1, dl);
+                let mut m = n;
+                m.unset(byte(x, n.pc));
+                if m.count == 1 {
+                    // Complete path compression: the only child takes the node's place.
+                    let r = m.next_after(-1).expect("one child left");
+                    let cl = self.child(&m, r);
+                    let moved = match self.table.item(cl) {
+                        Item::Leaf { key, value, .. } => Item::Leaf {
+                            key,
+                            len: pl,
+                            value,
+                        },
+                        Item::Node(c) => Item::Node(Node { len: pl, ..c }),
+                    };
+                    if n.min == x {
+                        let new = match moved {
+                            Item::Leaf { key, .. } => key,
+                            Item::Node(c) => c.min,
+                        };
+                        self.raise_mins(&path, pl, x, new);
+                    }
+                    self.table.remove(l);
+                    self.table.remove(cl);
+                    self.table.remove(ploc);
+                    self.cnt[dl as usize] -= 2;
+                    if let Err(err) = self.put(moved) {
+                        // Like std's collections: a refused allocation in an infallible
+                        // operation aborts (the moved child has no place to go).
+                        let _ = err;
+                        std::alloc::handle_alloc_error(
+                            std::alloc::Layout::from_size_align(self.table.bytes() * 2, 64)
+                                .expect("a table size is a valid layout"),
+                        );
+                    }
+                } else {
+                    if n.min == x {
+                        let s = m.next_after(-1).expect("children left");
+                        let new = match self.table.item(self.child(&m, s)) {
+                            Item::Leaf { key, .. } => key,
+                            Item::Node(c) => c.min,
+                        };
+                        m.min = new;
+                        self.raise_mins(&path, pl, x, new);
+                    }
+                    self.table.remove(l);
+                    self.cnt[dl as usize] -= 1;
+                    self.table.write_node_smaller(ploc, &m);
+                }
+            }
+        }
+        self.len -= 1;
+        if self.len == 0 {
+            self.reset();
+        } else if self.table.used() * 8 < self.table.capacity() && self.table.geo.e > self.min_e {
+            // Shrinking only returns memory; if it fails the table stays as it is.
+            let mut none = Vec::new();
+            let _ = self.rebuild(self.table.geo.e - 1, &mut none);
+        }
+        Some(e.w0)
+    }
+
+    /// Key and value of the smallest key below the item at `l`.
+    fn min_of(&self, l: Loc) -> (u64, u64) {
+        let e = self.table.entry(l);
+        if ty(e.w1) == T_LEAF {
+            (self.table.leaf_key(l), e.w0)
+        } else {
+            let k = e.w0;
+            (k, self.get(k).expect("invariant 2: a node's min is a key"))
+        }
+    }
+
+    /// Key and value of the largest key below the item at `l` (one probe per level down).
+    fn max_of(&self, mut l: Loc) -> (u64, u64) {
+        loop {
+            let e = self.table.entry(l);
+            if ty(e.w1) == T_LEAF {
+                return (self.table.leaf_key(l), e.w0);
+            }
+            let n = self.table.node(l);
+            l = self.child(&n, n.prev_before(256).expect("nodes have children"));
+        }
+    }
+
+    /// The first key after every key below the path items of `x` down to length `dl`
+    /// (exclusive), i.e. the successor of the subtree `x` fell out of.
+    fn succ_above(&self, path: &Path, dl: u32, x: u64) -> Option<(u64, u64)> {
+        for len in (MIN_LEN..dl).rev() {
+            if let Some(l) = path.loc[len as usize] {
+                let n = self.table.node(l);
+                if let Some(c) = n.next_after(byte(x, n.pc) as i32) {
+                    return Some(self.min_of(self.child(&n, c)));
+                }
+            }
+        }
+        let t = self.top.next(p3(x) + 1)?;
+        Some(self.min_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")))
+    }
+
+    /// Mirror of [`succ_above`](Self::succ_above).
+    fn pred_above(&self, path: &Path, dl: u32, x: u64) -> Option<(u64, u64)> {
+        for len in (MIN_LEN..dl).rev() {
+            if let Some(l) = path.loc[len as usize] {
+                let n = self.table.node(l);
+                if let Some(c) = n.prev_before(byte(x, n.pc) as i32) {
+                    return Some(self.max_of(self.child(&n, c)));
+                }
+            }
+        }
+        let t = self.top.prev(p3(x).checked_sub(1)?)?;
+        Some(self.max_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")))
+    }
+
+    /// The first key `≥ x`.
+    pub(crate) fn lower_bound(&self, x: u64) -> Option<(u64, u64)> {
+        let path = self.path(x);
+        let dl = path.deepest;
+        if dl == 0 {
+            let t = self.top.next(p3(x))?;
+            return Some(self.min_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")));
+        }
+        let l = path.loc[dl as usize].expect("found");
+        let e = self.table.entry(l);
+        if ty(e.w1) == T_LEAF {
+            let k = self.table.leaf_key(l);
+            return if k >= x {
+                Some((k, e.w0))
+            } else {
+                self.succ_above(&path, dl, x)
+            };
+        }
+        let n = self.table.node(l);
+        let p = diff_byte(n.min, x);
+        if p < n.pc {
+            if byte(x, p) < byte(n.min, p) {
+                Some(self.min_of(l))
+            } else {
+                self.succ_above(&path, dl, x)
+            }
+        } else {
+            match n.next_after(byte(x, n.pc) as i32) {
+                Some(c) => Some(self.min_of(self.child(&n, c))),
+                None => self.succ_above(&path, dl, x),
+            }
+        }
+    }
+
+    /// The last key `≤ x`.
+    pub(crate) fn upper_bound(&self, x: u64) -> Option<(u64, u64)> {
+        let path = self.path(x);
+        let dl = path.deepest;
+        if dl == 0 {
+            let t = self.top.prev(p3(x))?;
+            return Some(self.max_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")));
+        }
+        let l = path.loc[dl as usize].expect("found");
+        let e = self.table.entry(l);
+        if ty(e.w1) == T_LEAF {
+            let k = self.table.leaf_key(l);
+            return if k <= x {
+                Some((k, e.w0))
+            } else {
+                self.pred_above(&path, dl, x)
+            };
+        }
+        let n = self.table.node(l);
+        let p = diff_byte(n.min, x);
+        if p < n.pc {
+            if byte(x, p) > byte(n.min, p) {
+                Some(self.max_of(l))
+            } else {
+                self.pred_above(&path, dl, x)
+            }
+        } else {
+            match n.prev_before(byte(x, n.pc) as i32) {
+                Some(c) => Some(self.max_of(self.child(&n, c))),
+                None => self.pred_above(&path, dl, x),
+            }
+        }
+    }
+
+    /// Checks invariants 1–4 and the table's; for tests.
+    pub(crate) fn audit(&self) -> Result<(), String> {
+        let items = self.table.audit()?;
+        let mut cnt = [0usize; 9];
+        let mut keys = 0usize;
+        let mut last: Option<u64> = None;
+        let mut t = self.top.next(0);
+        while let Some(p) = t {
+            let l = self
+                .find(u64::from(p), MIN_LEN)
+                .ok_or(format!("top bit {p:#x} without an item"))?;
+            self.audit_item(l, MIN_LEN, &mut cnt, &mut keys, &mut last)?;
+            t = self.top.next(p + 1);
+        }
+        if cnt != self.cnt {
+            return Err(format!("items per length {cnt:?}, counted {:?}", self.cnt));
+        }
+        if cnt.iter().sum::<usize>() != items {
+            return Err(format!("{items} items in the table, {cnt:?} reachable"));
+        }
+        if keys != self.len {
+            return Err(format!("{keys} leaves, len {}", self.len));
+        }
+        Ok(())
+    }
+
+    /// Audits the subtree at `l` (index length `len`); returns its smallest key.
+    fn audit_item(
+        &self,
+        l: Loc,
+        len: u32,
+        cnt: &mut [usize; 9],
+        keys: &mut usize,
+        last: &mut Option<u64>,
+    ) -> Result<u64, String> {
+        cnt[len as usize] += 1;
+        let e = self.table.entry(l);
+        if ty(e.w1) == T_LEAF {
+            let k = self.table.leaf_key(l);
+            if last.is_some_and(|p| p >= k) {
+                return Err(format!("leaf {k:#x} after {last:?}"));
+            }
+            *last = Some(k);
+            *keys += 1;
+            if self.get(k) != Some(e.w0) {
+                return Err(format!("leaf {k:#x} is not found by get"));
+            }
+            return Ok(k);
+        }
+        let n = self.table.node(l);
+        if n.len != len || n.pc < len || n.pc > 7 || n.count < 2 {
+            return Err(format!("node {n:?} at length {len}"));
+        }
+        if n.kids.iter().map(|w| w.count_ones()).sum::<u32>() != n.count {
+            return Err(format!("node {n:?}: count disagrees with its children"));
+        }
+        let mut min = None;
+        let mut c = n.next_after(-1);
+        while let Some(b) = c {
+            let cl = self
+                .find(n.child_prefix(b), n.pc + 1)
+                .ok_or(format!("node {n:?}: child {b} missing"))?;
+            let m = self.audit_item(cl, n.pc + 1, cnt, keys, last)?;
+            if prefix(m, n.pc + 1) != n.child_prefix(b) {
+                return Err(format!("node {n:?}: child {b} holds key {m:#x}"));
+            }
+            min.get_or_insert(m);
+            c = n.next_after(b as i32);
+        }
+        if min != Some(n.min) {
+            return Err(format!("node {n:?}: subtree minimum is {min:?}"));
+        }
+        Ok(n.min)
+    }
+}
+
+/// One node on a cursor's stack.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    node: Node,
+    /// Last child visited (−1 before the first going forward, 256 going backward).
+    pos: i32,
+}
+
+/// Most nodes on one root-to-leaf path (index lengths 3..=7).
+const MAX_DEPTH: usize = 5;
+
+/// An in-order walk over the leaves, forwards or backwards, from a seek position.
+#[derive(Clone, Debug)]
+pub(crate) struct Cursor {
+    stack: [Option<Frame>; MAX_DEPTH],
+    depth: usize,
+    /// Last top prefix visited (−1 / 2²⁴ before the first).
+    top: i64,
+    rev: bool,
+    /// A leaf found by the seek itself, yielded first.
+    pending: Option<(u64, u64)>,
+}
+
+impl Cursor {
+    fn push(&mut self, node: Node, pos: i32) {
+        debug_assert!(self.depth < MAX_DEPTH);
+        self.stack[self.depth] = Some(Frame { node, pos });
+        self.depth += 1;
+    }
+
+    /// A cursor before every key (forward) or after every key (`rev`).
+    pub(crate) fn ends(rev: bool) -> Cursor {
+        Cursor {
+            stack: [None; MAX_DEPTH],
+            depth: 0,
+            top: if rev { i64::from(TOP) } else { -1 },
+            rev,
+            pending: None,
+        }
+    }
+
+    /// A cursor whose first step yields the first key `≥ x` (forward) or the last `≤ x`.
+    pub(crate) fn seek(idx: &RawIndex, x: u64, rev: bool) -> Cursor {
+        let mut c = Cursor::ends(rev);
+        c.top = i64::from(p3(x));
+        let path = idx.path(x);
+        let dl = path.deepest;
+        if dl == 0 {
+            return c;
+        }
+        for len in MIN_LEN..dl {
+            if let Some(l) = path.loc[len as usize] {
+                let n = idx.table.node(l);
+                c.push(n, byte(x, n.pc) as i32);
+            }
+        }
+        let l = path.loc[dl as usize].expect("found");
+        let e = idx.table.entry(l);
+        if ty(e.w1) == T_LEAF {
+            let k = idx.table.leaf_key(l);
+            if (!rev && k >= x) || (rev && k <= x) {
+                c.pending = Some((k, e.w0));
+            }
+            return c;
+        }
+        let n = idx.table.node(l);
+        let p = diff_byte(n.min, x);
+        if p < n.pc {
+            let below = byte(x, p) < byte(n.min, p);
+            if below != rev {
+                // The whole subtree is on the walk's side of `x`.
+                c.push(n, if rev { 256 } else { -1 });
+            }
+        } else {
+            c.push(n, byte(x, n.pc) as i32);
+        }
+        c
+    }
+
+    /// The next leaf in the walk's direction.
+    pub(crate) fn step(&mut self, idx: &RawIndex) -> Option<(u64, u64)> {
+        if let Some(p) = self.pending.take() {
+            return Some(p);
+        }
+        loop {
+            let l = if self.depth > 0 {
+                let f = self.stack[self.depth - 1]
+                    .as_mut()
+                    .expect("frames below depth");
+                let next = if self.rev {
+                    f.node.prev_before(f.pos)
+                } else {
+                    f.node.next_after(f.pos)
+                };
+                let Some(c) = next else {
+                    self.depth -= 1;
+                    continue;
+                };
+                f.pos = c as i32;
+                let n = f.node;
+                idx.child(&n, c)
+            } else {
+                let t = if self.rev {
+                    idx.top.prev(u32::try_from(self.top.checked_sub(1)?).ok()?)
+                } else {
+                    idx.top.next(u32::try_from(self.top + 1).ok()?)
+                };
+                let t = t?;
+                self.top = i64::from(t);
+                idx.find(u64::from(t), MIN_LEN).expect("invariant 3")
+            };
+            let e = idx.table.entry(l);
+            if ty(e.w1) == T_LEAF {
+                return Some((idx.table.leaf_key(l), e.w0));
+            }
+            let n = idx.table.node(l);
+            self.push(n, if self.rev { 256 } else { -1 });
+        }
+    }
+}
