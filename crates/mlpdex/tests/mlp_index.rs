@@ -4,8 +4,14 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use mlpdex::mlp_index::{Config, MlpIndex};
+use mlpdex::mlp_index::{Config, Layout, MlpIndex};
 use proptest::prelude::*;
+
+const LAYOUTS: [Layout; 2] = [Layout::Bucketized, Layout::Paper];
+
+fn map(layout: Layout) -> MlpIndex {
+    MlpIndex::with_config(Config::with_layout(layout)).unwrap()
+}
 
 /// A small deterministic generator (tests must not depend on the run).
 struct Rng(u64);
@@ -156,9 +162,9 @@ fn check_range(m: &MlpIndex, b: &BTreeMap<u64, u64>, r: &mut Rng, shape: Shape, 
     assert_eq!(got, want, "range({lo:?}, {hi:?}) from both ends");
 }
 
-fn run(seed: u64, shape: Shape, ops: usize, universe: u64) {
+fn run(layout: Layout, seed: u64, shape: Shape, ops: usize, universe: u64) {
     let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let mut m = MlpIndex::new();
+    let mut m = map(layout);
     let mut b = BTreeMap::new();
     let audit_every = if ops > 10_000 { 9_973 } else { 997 };
     for i in 0..ops {
@@ -189,10 +195,12 @@ fn run(seed: u64, shape: Shape, ops: usize, universe: u64) {
 
 #[test]
 fn differential_every_shape_many_seeds() {
-    for shape in SHAPES {
-        for seed in 1..=6 {
-            for universe in [300, 5_000, 1 << 40] {
-                run(seed, shape, 6_000, universe);
+    for layout in LAYOUTS {
+        for shape in SHAPES {
+            for seed in 1..=6 {
+                for universe in [300, 5_000, 1 << 40] {
+                    run(layout, seed, shape, 6_000, universe);
+                }
             }
         }
     }
@@ -200,14 +208,22 @@ fn differential_every_shape_many_seeds() {
 
 #[test]
 fn differential_long_run_with_growth() {
-    for shape in [Shape::Uniform, Shape::DecA, Shape::DecB, Shape::Mixed] {
-        run(99, shape, 120_000, 200_000);
+    for layout in LAYOUTS {
+        for shape in [Shape::Uniform, Shape::DecA, Shape::DecB, Shape::Mixed] {
+            run(layout, 99, shape, 120_000, 200_000);
+        }
     }
 }
 
 #[test]
 fn growth_then_remove_everything_then_reinsert() {
-    let mut m = MlpIndex::new();
+    for layout in LAYOUTS {
+        growth_then_remove_everything(layout);
+    }
+}
+
+fn growth_then_remove_everything(layout: Layout) {
+    let mut m = map(layout);
     let empty = m.memory_usage();
     let mut r = Rng(5);
     let keys: Vec<u64> = (0..150_000).map(|_| r.next()).collect();
@@ -242,7 +258,13 @@ fn growth_then_remove_everything_then_reinsert() {
 
 #[test]
 fn dense_range_every_key() {
-    let mut m = MlpIndex::new();
+    for layout in LAYOUTS {
+        dense_range(layout);
+    }
+}
+
+fn dense_range(layout: Layout) {
+    let mut m = map(layout);
     for k in 0..70_000u64 {
         assert_eq!(m.insert(k, !k).unwrap(), None);
     }
@@ -262,7 +284,13 @@ fn dense_range_every_key() {
 
 #[test]
 fn extremes_and_empty_ranges() {
-    let mut m = MlpIndex::new();
+    for layout in LAYOUTS {
+        extremes(layout);
+    }
+}
+
+fn extremes(layout: Layout) {
+    let mut m = map(layout);
     assert_eq!(m.get(0), None);
     assert_eq!(m.lower_bound(Bound::Unbounded), None);
     m.insert(0, 1).unwrap();
@@ -295,6 +323,12 @@ fn bad_config_is_an_error() {
         ..Config::default()
     };
     assert!(MlpIndex::with_config(c).is_err());
+    let c = Config {
+        max_load_factor: 0.6,
+        ..Config::with_layout(Layout::Paper)
+    };
+    assert!(MlpIndex::with_config(c).is_err());
+    assert_eq!(Config::with_layout(Layout::Paper).max_load_factor, 0.5);
 }
 
 proptest! {
@@ -302,8 +336,9 @@ proptest! {
 
     #[test]
     fn bounds_match_btreemap(keys in proptest::collection::vec(any::<u64>(), 0..400),
-                             probes in proptest::collection::vec(any::<u64>(), 1..50)) {
-        let mut m = MlpIndex::new();
+                             probes in proptest::collection::vec(any::<u64>(), 1..50),
+                             paper in any::<bool>()) {
+        let mut m = map(if paper { Layout::Paper } else { Layout::Bucketized });
         let mut b = BTreeMap::new();
         for (i, &k) in keys.iter().enumerate() {
             // Cluster half the keys to build deep paths.
@@ -321,8 +356,8 @@ proptest! {
 
     #[test]
     fn ranges_match_btreemap(keys in proptest::collection::vec(any::<u16>(), 0..300),
-                             lo in any::<u16>(), len in 0u16..2000) {
-        let mut m = MlpIndex::new();
+                             lo in any::<u16>(), len in 0u16..2000, paper in any::<bool>()) {
+        let mut m = map(if paper { Layout::Paper } else { Layout::Bucketized });
         let mut b = BTreeMap::new();
         for &k in &keys {
             let k = u64::from(k) << 20;

@@ -1,19 +1,20 @@
-//! `mlp-index` and `mlp-index-bucketized`: [`mlpdex::mlp_index::MlpIndex`] over big-endian
-//! 8-byte keys (8-byte datasets only).
+//! `mlp-index` (default layout), `mlp-index-bucketized` and `mlp-index-paper`:
+//! [`mlpdex::mlp_index::MlpIndex`] over big-endian 8-byte keys (8-byte datasets only).
 
 use std::ops::Bound;
 
-use mlpdex::mlp_index::MlpIndex;
+use mlpdex::mlp_index::{Config, Layout, MlpIndex};
 
 use crate::adapter::{BenchIndex, Caps, fold};
 use crate::baselines::{check_width, u64_key};
 use crate::keys::Keys;
 
-/// MlpIndex, default configuration (bucketized layout).
+/// MlpIndex: the default configuration (`L = 0`), the bucketized layout (`L = 1`) or the
+/// paper's layout (`L = 2`).
 #[derive(Debug)]
-pub struct Mlp(MlpIndex);
+pub struct Mlp<const L: u8>(MlpIndex);
 
-impl BenchIndex for Mlp {
+impl<const L: u8> BenchIndex for Mlp<L> {
     const CAPS: Caps = Caps {
         writes: true,
         ordered: true,
@@ -22,7 +23,12 @@ impl BenchIndex for Mlp {
 
     fn create(load_set: &Keys) -> anyhow::Result<Self> {
         check_width::<u64>(load_set, "mlp-index")?;
-        Ok(Mlp(MlpIndex::new()))
+        let config = match L {
+            0 => Config::default(),
+            1 => Config::with_layout(Layout::Bucketized),
+            _ => Config::with_layout(Layout::Paper),
+        };
+        Ok(Mlp(MlpIndex::with_config(config)?))
     }
 
     #[inline]

@@ -61,6 +61,8 @@ mod raw;
 use core::fmt;
 use core::ops::{Bound, RangeBounds};
 
+use raw::paper::PaperTable;
+use raw::table::Table;
 use raw::trie::{Cursor, RawIndex};
 
 use crate::Error;
@@ -68,10 +70,23 @@ use crate::Error;
 /// Table layouts (§4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Layout {
-    /// Four 16-byte entries per 64-byte bucket; nodes of 1–3 entries in one bucket; about
-    /// 90% load (the paper's proposal, at most ~36 bytes per key).
+    /// Four 16-byte entries per 64-byte bucket; nodes of 1–3 entries in one bucket; up to
+    /// 90% load (the paper's proposal, which it did not build: at most ~36 bytes per key).
     #[default]
     Bucketized,
+    /// The layout the paper measured: 24-byte slots, two-choice cuckoo hashing at up to 50%
+    /// load; large nodes borrow a slot of the same 128-byte line or use an external block.
+    Paper,
+}
+
+impl Layout {
+    /// The load-factor range the layout's cuckoo table supports, and its default.
+    fn load_factors(self) -> (core::ops::RangeInclusive<f64>, f64) {
+        match self {
+            Layout::Bucketized => (0.5..=0.95, 0.9),
+            Layout::Paper => (0.2..=0.5, 0.5),
+        }
+    }
 }
 
 /// Construction settings.
@@ -79,25 +94,47 @@ pub enum Layout {
 pub struct Config {
     /// The table layout.
     pub layout: Layout,
-    /// Largest fraction of table slots in use before the table doubles, 0.5..=0.95.
+    /// Largest fraction of table slots in use before the table grows (by about 1.5×):
+    /// 0.5..=0.95 for [`Layout::Bucketized`] (default 0.9), 0.2..=0.5 for [`Layout::Paper`]
+    /// (default 0.5).
     pub max_load_factor: f64,
 }
 
-impl Default for Config {
-    fn default() -> Config {
+impl Config {
+    /// The defaults for `layout`.
+    pub fn with_layout(layout: Layout) -> Config {
         Config {
-            layout: Layout::Bucketized,
-            max_load_factor: 0.9,
+            layout,
+            max_load_factor: layout.load_factors().1,
         }
     }
 }
 
-/// log₂ of the smallest table's bucket count (4 KiB).
-const MIN_LOG_BUCKETS: u32 = raw::hash::MIN_LOG_BUCKETS;
+impl Default for Config {
+    fn default() -> Config {
+        Config::with_layout(Layout::Bucketized)
+    }
+}
+
+/// The map core of either layout.
+enum Inner {
+    Bucketized(RawIndex<Table>),
+    Paper(RawIndex<PaperTable>),
+}
+
+/// Runs `$e` with `$r` bound to the layout's core.
+macro_rules! with_raw {
+    ($inner:expr, $r:ident => $e:expr) => {
+        match $inner {
+            Inner::Bucketized($r) => $e,
+            Inner::Paper($r) => $e,
+        }
+    };
+}
 
 /// The MlpIndex ordered map; see the [module docs](self).
 pub struct MlpIndex {
-    raw: RawIndex,
+    raw: Inner,
     config: Config,
 }
 
@@ -114,15 +151,24 @@ impl MlpIndex {
 
     /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
     pub fn with_config(config: Config) -> Result<MlpIndex, Error> {
-        if !(0.5..=0.95).contains(&config.max_load_factor) {
+        if !config
+            .layout
+            .load_factors()
+            .0
+            .contains(&config.max_load_factor)
+        {
             return Err(Error::InvalidConfig {
-                what: "max_load_factor must be 0.5..=0.95",
+                what: match config.layout {
+                    Layout::Bucketized => "max_load_factor must be 0.5..=0.95 (bucketized)",
+                    Layout::Paper => "max_load_factor must be 0.2..=0.5 (paper layout)",
+                },
             });
         }
-        Ok(MlpIndex {
-            raw: RawIndex::new(MIN_LOG_BUCKETS, config.max_load_factor)?,
-            config,
-        })
+        let raw = match config.layout {
+            Layout::Bucketized => Inner::Bucketized(RawIndex::new(config.max_load_factor)?),
+            Layout::Paper => Inner::Paper(RawIndex::new(config.max_load_factor)?),
+        };
+        Ok(MlpIndex { raw, config })
     }
 
     /// The settings this map was built with.
@@ -133,60 +179,60 @@ impl MlpIndex {
     /// The value of `key`.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
-        self.raw.get(key)
+        with_raw!(&self.raw, r => r.get(key))
     }
 
     /// Whether `key` is present.
     #[inline]
     pub fn contains_key(&self, key: u64) -> bool {
-        self.raw.get(key).is_some()
+        with_raw!(&self.raw, r => r.get(key)).is_some()
     }
 
     /// Stores `value` under `key`; returns the previous value.
     pub fn insert(&mut self, key: u64, value: u64) -> Result<Option<u64>, Error> {
-        self.raw.insert(key, value)
+        with_raw!(&mut self.raw, r => r.insert(key, value))
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: u64) -> Option<u64> {
-        self.raw.remove(key)
+        with_raw!(&mut self.raw, r => r.remove(key))
     }
 
     /// Number of keys.
     #[inline]
     pub fn len(&self) -> usize {
-        self.raw.len()
+        with_raw!(&self.raw, r => r.len())
     }
 
     /// Whether the map is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.raw.len() == 0
+        with_raw!(&self.raw, r => r.len()) == 0
     }
 
     /// Removes every key, returning the table to its smallest size.
     pub fn clear(&mut self) {
-        self.raw.reset();
+        with_raw!(&mut self.raw, r => r.reset());
     }
 
     /// Bytes the map owns: table, top bitmap, scratch.
     pub fn memory_usage(&self) -> usize {
-        self.raw.bytes() + size_of::<Self>()
+        with_raw!(&self.raw, r => r.bytes()) + size_of::<Self>()
     }
 
     /// Bytes mapped directly from the operating system (the table and the top bitmap), a
     /// part of [`memory_usage`](Self::memory_usage).
     pub fn mapped_bytes(&self) -> usize {
-        self.raw.mapped_bytes()
+        with_raw!(&self.raw, r => r.mapped_bytes())
     }
 
     /// The first entry at or after `bound` (`Included(k)`: key `≥ k`; `Excluded(k)`: `> k`;
     /// `Unbounded`: the first entry).
     pub fn lower_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
         match bound {
-            Bound::Included(k) => self.raw.lower_bound(k),
-            Bound::Excluded(k) => self.raw.lower_bound(k.checked_add(1)?),
-            Bound::Unbounded => self.raw.lower_bound(0),
+            Bound::Included(k) => with_raw!(&self.raw, r => r.lower_bound(k)),
+            Bound::Excluded(k) => with_raw!(&self.raw, r => r.lower_bound(k.checked_add(1)?)),
+            Bound::Unbounded => with_raw!(&self.raw, r => r.lower_bound(0)),
         }
     }
 
@@ -194,20 +240,20 @@ impl MlpIndex {
     /// `Unbounded`: the last entry).
     pub fn upper_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
         match bound {
-            Bound::Included(k) => self.raw.upper_bound(k),
-            Bound::Excluded(k) => self.raw.upper_bound(k.checked_sub(1)?),
-            Bound::Unbounded => self.raw.upper_bound(u64::MAX),
+            Bound::Included(k) => with_raw!(&self.raw, r => r.upper_bound(k)),
+            Bound::Excluded(k) => with_raw!(&self.raw, r => r.upper_bound(k.checked_sub(1)?)),
+            Bound::Unbounded => with_raw!(&self.raw, r => r.upper_bound(u64::MAX)),
         }
     }
 
     /// The smallest entry.
     pub fn first(&self) -> Option<(u64, u64)> {
-        self.raw.lower_bound(0)
+        with_raw!(&self.raw, r => r.lower_bound(0))
     }
 
     /// The largest entry.
     pub fn last(&self) -> Option<(u64, u64)> {
-        self.raw.upper_bound(u64::MAX)
+        with_raw!(&self.raw, r => r.upper_bound(u64::MAX))
     }
 
     /// The entries with keys in `range`, in order; double-ended.
@@ -244,7 +290,7 @@ impl MlpIndex {
     /// Audits every structural invariant (slow: reads the whole table). For tests.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
-        self.raw.audit()
+        with_raw!(&self.raw, r => r.audit())
     }
 }
 
@@ -282,15 +328,16 @@ impl Iterator for Range<'_> {
         if self.done {
             return None;
         }
-        let raw = &self.map.raw;
+        let map = self.map;
         let lo = self.lo;
         let c = self
             .front
-            .get_or_insert_with(|| Cursor::seek(raw, lo, false));
-        let (k, v) = c.step(raw).filter(|&(k, _)| k <= self.hi).or_else(|| {
+            .get_or_insert_with(|| with_raw!(&map.raw, r => Cursor::seek(r, lo, false)));
+        let next = with_raw!(&map.raw, r => c.step(r));
+        let Some((k, v)) = next.filter(|&(k, _)| k <= self.hi) else {
             self.done = true;
-            None
-        })?;
+            return None;
+        };
         if k == self.hi {
             self.done = true;
         } else {
@@ -305,13 +352,16 @@ impl DoubleEndedIterator for Range<'_> {
         if self.done {
             return None;
         }
-        let raw = &self.map.raw;
+        let map = self.map;
         let hi = self.hi;
-        let c = self.back.get_or_insert_with(|| Cursor::seek(raw, hi, true));
-        let (k, v) = c.step(raw).filter(|&(k, _)| k >= self.lo).or_else(|| {
+        let c = self
+            .back
+            .get_or_insert_with(|| with_raw!(&map.raw, r => Cursor::seek(r, hi, true)));
+        let next = with_raw!(&map.raw, r => c.step(r));
+        let Some((k, v)) = next.filter(|&(k, _)| k >= self.lo) else {
             self.done = true;
-            None
-        })?;
+            return None;
+        };
         if k == self.lo {
             self.done = true;
         } else {

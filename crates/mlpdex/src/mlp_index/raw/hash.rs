@@ -107,38 +107,72 @@ fn fmix(mut z: u64) -> u64 {
     z ^ (z >> 33)
 }
 
-/// A table's geometry: `2^e` buckets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Geo {
-    /// log₂ of the bucket count, ≥ [`MIN_LOG_BUCKETS`].
-    pub e: u32,
+/// `⌊a·b / 2⁶⁴⌋`.
+#[inline(always)]
+fn mulhi(a: u64, b: u64) -> u64 {
+    ((u128::from(a) * u128::from(b)) >> 64) as u64
 }
 
-/// Smallest table: 64 buckets (4 KiB). Leaves rely on `e ≥ 6` to fit their 58 stored bits.
-pub(crate) const MIN_LOG_BUCKETS: u32 = 6;
+/// A table's geometry: `s` buckets, any count from [`MIN_BUCKETS`] up (tables grow by about
+/// 1.5×, not 2×, so their load stays high).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geo {
+    s: u64,
+    /// `⌊(2⁶⁴−1)/s⌋`, for division by `s` with a multiplication (Barrett).
+    inv: u64,
+}
+
+/// Smallest table: 64 buckets (4 KiB). Leaves rely on at least 64 buckets to fit their 58
+/// stored bits (a quotient of a `k`-bit hash has at most `k − 6` bits).
+pub(crate) const MIN_BUCKETS: usize = 64;
 
 impl Geo {
+    pub(crate) fn new(buckets: usize) -> Geo {
+        let s = buckets.max(MIN_BUCKETS) as u64;
+        Geo {
+            s,
+            inv: u64::MAX / s,
+        }
+    }
+
     #[inline(always)]
     pub(crate) fn buckets(self) -> usize {
-        1 << self.e
+        self.s as usize
+    }
+
+    /// `(h / s, h mod s)`.
+    #[inline(always)]
+    fn divmod(self, h: u64) -> (u64, u64) {
+        let mut q = mulhi(h, self.inv);
+        let mut r = h - q * self.s;
+        // The estimate is short by at most two.
+        if r >= self.s {
+            r -= self.s;
+            q += 1;
+        }
+        if r >= self.s {
+            r -= self.s;
+            q += 1;
+        }
+        debug_assert!(r < self.s);
+        (q, r)
     }
 
     /// Primary bucket and quotient of hash `h` of a `len`-byte index.
     ///
-    /// When the hash has at least `e` bits, the bucket is its low `e` bits and `q` the rest.
-    /// Shorter hashes (3-byte indexes in tables of more than 2²⁴ buckets) are spread with a
-    /// per-length constant in the low bits, and `q` is empty.
+    /// When there are at least as many hash values as buckets, the bucket is `h mod s` and `q`
+    /// is `h / s`. Fewer values (3-byte indexes in tables of more than 2²⁴ buckets) are spread
+    /// over the table by a factor `f = ⌊s / 2^k⌋` plus a per-length constant below `f`, and
+    /// `q` is 0.
     #[inline(always)]
     pub(crate) fn place(self, h: u64, len: u32) -> (usize, u64) {
         let k = 8 * len;
-        if k >= self.e {
-            ((h & mask(self.e)) as usize, h >> self.e)
+        if k >= 64 || (1u64 << k) >= self.s {
+            let (q, r) = self.divmod(h);
+            (r as usize, q)
         } else {
-            let spread = self.e - k;
-            (
-                ((h << spread) | (SALT[len as usize] & mask(spread))) as usize,
-                0,
-            )
+            let f = self.s >> k;
+            ((h * f + SALT[len as usize] % f) as usize, 0)
         }
     }
 
@@ -146,23 +180,32 @@ impl Geo {
     #[inline]
     pub(crate) fn unplace(self, b1: usize, q: u64, len: u32) -> u64 {
         let k = 8 * len;
-        if k >= self.e {
-            (q << self.e) | b1 as u64
+        if k >= 64 || (1u64 << k) >= self.s {
+            q * self.s + b1 as u64
         } else {
-            (b1 as u64) >> (self.e - k)
+            b1 as u64 / (self.s >> k)
         }
     }
 
-    /// Offset between an item's two buckets: odd, so the buckets always differ.
+    /// Distance from an item's primary bucket to its secondary one, in `1..s`.
     #[inline(always)]
-    pub(crate) fn alt(self, q: u64, len: u32) -> usize {
-        ((fmix(q ^ (u64::from(len) << 58)) & mask(self.e)) | 1) as usize
+    fn offset(self, q: u64, len: u32) -> u64 {
+        1 + mulhi(fmix(q ^ (u64::from(len) << 58)), self.s - 1)
     }
 
-    /// Bits of `q` for a `len`-byte index.
-    #[cfg(test)]
-    pub(crate) fn q_bits(self, len: u32) -> u32 {
-        (8 * len).saturating_sub(self.e)
+    /// The secondary bucket of an item with primary bucket `b1`.
+    #[inline(always)]
+    pub(crate) fn secondary(self, b1: usize, q: u64, len: u32) -> usize {
+        let b = b1 as u64 + self.offset(q, len);
+        (if b >= self.s { b - self.s } else { b }) as usize
+    }
+
+    /// The primary bucket of an item in its secondary bucket `b2`.
+    #[inline(always)]
+    pub(crate) fn primary(self, b2: usize, q: u64, len: u32) -> usize {
+        let o = self.offset(q, len);
+        let b = b2 as u64;
+        (if b >= o { b - o } else { b + self.s - o }) as usize
     }
 }
 
@@ -194,20 +237,31 @@ mod tests {
 
     #[test]
     fn place_and_unplace_agree_at_every_size() {
-        for e in MIN_LOG_BUCKETS..=30 {
-            let g = Geo { e };
+        for s in [
+            64,
+            65,
+            100,
+            1000,
+            4096,
+            12345,
+            1 << 20,
+            (1 << 24) + 3,
+            3 << 24,
+            1 << 30,
+        ] {
+            let g = Geo::new(s);
             for len in MIN_LEN..=8 {
-                for p in [0u64, 1, 77, 0xFF_FFFF, 0x1234_5678] {
+                for p in [0u64, 1, 77, 0xFF_FFFF, 0x1234_5678, !0] {
                     let p = p & mask(8 * len);
                     let h = mix(p, len);
                     let (b1, q) = g.place(h, len);
                     assert!(b1 < g.buckets());
-                    assert!(q <= mask(g.q_bits(len)));
+                    assert!(q < 1 << (8 * len - 6), "q fits the leaf's stored bits");
                     assert_eq!(g.unplace(b1, q, len), h);
-                    let b2 = b1 ^ g.alt(q, len);
+                    let b2 = g.secondary(b1, q, len);
                     assert_ne!(b1, b2);
                     assert!(b2 < g.buckets());
-                    assert_eq!(b2 ^ g.alt(q, len), b1);
+                    assert_eq!(g.primary(b2, q, len), b1);
                 }
             }
         }

@@ -1,6 +1,71 @@
-//! MlpIndex's core: hashing, the bucketized table, the top bitmap, the trie and its cursor.
+//! MlpIndex's core: hashing, the two table layouts, the top bitmap, the trie and its cursor.
+//!
+//! The trie (`trie`) is written once over [`Store`], which each layout implements:
+//! `table` (bucketized, the default) and `paper` (24-byte slots, as the paper measured).
+
+use crate::Error;
 
 pub(crate) mod hash;
+pub(crate) mod paper;
 pub(crate) mod table;
 pub(crate) mod top;
 pub(crate) mod trie;
+
+use table::{Item, Loc, Node, Probe};
+
+/// A hash table of trie items (leaves and nodes) keyed by index.
+///
+/// Locations ([`Loc`]) stay valid until the next call that places or removes an item; the
+/// trie makes every in-place change of an operation before its first placement.
+pub(crate) trait Store: Sized {
+    /// Slots per unit of [`new`](Self::new)'s size (a bucket's entries, or 1).
+    const SLOTS: usize;
+
+    /// An empty table of at least `units` units.
+    fn new(units: usize) -> Result<Self, Error>;
+    /// Its size in units.
+    fn units(&self) -> usize;
+    /// Slots covered by items.
+    fn used(&self) -> usize;
+    /// Slots in all.
+    fn capacity(&self) -> usize;
+    /// Bytes owned.
+    fn bytes(&self) -> usize;
+
+    /// Where an item with index `p` of `len` bytes may be.
+    fn probe(&self, p: u64, len: u32) -> Probe;
+    /// Starts fetching the lines [`find`](Self::find) will read.
+    fn prefetch(&self, pr: &Probe);
+    /// The item with the probed index.
+    fn find(&self, pr: &Probe) -> Option<Loc>;
+
+    /// Whether the item at `l` is a leaf, and its value (leaf) or minimum key (node).
+    fn word(&self, l: Loc) -> (bool, u64);
+    /// Sets the value (leaf) or minimum key (node) of the item at `l`.
+    fn set_word(&mut self, l: Loc, w: u64);
+    /// The key of the leaf at `l`.
+    fn leaf_key(&self, l: Loc) -> u64;
+    /// Whether the leaf at `l`, found by its index, holds `key`.
+    fn leaf_suffix_is(&self, l: Loc, key: u64) -> bool;
+    /// The node at `l`.
+    fn node(&self, l: Loc) -> Node;
+    /// The item at `l`.
+    fn item(&self, l: Loc) -> Item;
+
+    /// Rewrites the node at `l` as `n` (same index) in place; false when it needs more room
+    /// than the node has (the caller then removes and places it).
+    fn write_node(&mut self, l: Loc, n: &Node) -> bool;
+    /// Replaces the leaf at `l` by a node of the same index with two children.
+    fn leaf_to_node(&mut self, l: Loc, n: &Node);
+    /// Removes the item at `l`; no other item moves.
+    fn remove(&mut self, l: Loc);
+    /// Places `it`, moving other items as cuckoo hashing does; on failure the items left
+    /// without a place are in `homeless` (which must come in empty).
+    fn place(&mut self, it: Item, homeless: &mut Vec<Item>) -> Result<(), ()>;
+    /// Starts fetching the lines `it` may be placed in.
+    fn prefetch_home(&self, it: &Item);
+    /// Calls `f` with every item's location.
+    fn for_each(&self, f: impl FnMut(Loc));
+    /// Checks the table's own invariants; returns the number of items.
+    fn audit(&self) -> Result<usize, String>;
+}

@@ -23,7 +23,7 @@
 //! 4. No two items have the same index (length and prefix).
 
 use crate::Error;
-use crate::substrate::prefetch::prefetch_write;
+use crate::substrate::prefetch::{prefetch_read, prefetch_write};
 use crate::substrate::region::Region;
 
 use super::hash::{Geo, MIN_LEN, mask, mix, prefix, unmix};
@@ -325,15 +325,16 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// An empty table of `2^e` buckets.
-    pub(crate) fn new(e: u32) -> Result<Table, Error> {
-        let geo = Geo { e };
-        let region = Region::new_zeroed(geo.buckets() * size_of::<Bucket>())?;
+    /// An empty table of `buckets` buckets (at least [`MIN_BUCKETS`](super::hash::MIN_BUCKETS)).
+    pub(crate) fn new(buckets: usize) -> Result<Table, Error> {
+        let region = Region::new_zeroed(Geo::new(buckets).buckets() * size_of::<Bucket>())?;
+        // The mapping is rounded up to whole pages: use all of it.
+        let geo = Geo::new(region.len() / size_of::<Bucket>());
         Ok(Table {
             region,
             geo,
             used: 0,
-            rng: 0x2545_F491_4F6C_DD1D ^ u64::from(e),
+            rng: 0x2545_F491_4F6C_DD1D ^ buckets as u64,
         })
     }
 
@@ -376,10 +377,6 @@ impl Table {
         self.region.memory_usage()
     }
 
-    pub(crate) fn used(&self) -> usize {
-        self.used
-    }
-
     pub(crate) fn capacity(&self) -> usize {
         self.geo.buckets() * SLOTS
     }
@@ -390,7 +387,7 @@ impl Table {
         let (b1, q) = self.geo.place(mix(p, len), len);
         Probe {
             b1,
-            b2: b1 ^ self.geo.alt(q, len),
+            b2: self.geo.secondary(b1, q, len),
             q,
             p,
             len,
@@ -431,7 +428,7 @@ impl Table {
         let stored = w1 >> STORED_SHIFT;
         let q = stored >> (64 - k);
         let b1 = if is_sec(w1) {
-            l.b ^ self.geo.alt(q, len)
+            self.geo.primary(l.b, q, len)
         } else {
             l.b
         };
@@ -472,11 +469,13 @@ impl Table {
         }
     }
 
-    fn encode(&self, it: &Item, sec: bool) -> ([Entry; 3], usize) {
+    /// The entries of `it` (in its primary bucket; set [`SEC`] in the first `w1` for the
+    /// secondary), given its quotient `q`.
+    fn encode(it: &Item, q: u64) -> ([Entry; 3], usize) {
+        let sec = false;
         match *it {
             Item::Leaf { key, len, value } => {
                 let k = 8 * len;
-                let (_, q) = self.geo.place(mix(prefix(key, len), len), len);
                 let suffix = if k == 64 { 0 } else { key & mask(64 - k) };
                 let stored = if k == 64 { q } else { (q << (64 - k)) | suffix };
                 debug_assert!(stored >> (64 - STORED_SHIFT) == 0);
@@ -488,15 +487,6 @@ impl Table {
             }
             Item::Node(n) => n.encode(sec),
         }
-    }
-
-    /// Rewrites the node at `l` in place; `n` must take as many entries as the node there.
-    pub(crate) fn write_node(&mut self, l: Loc, n: &Node) {
-        let old = self.entry(l).w1;
-        debug_assert_eq!(ty(old), T_NODE);
-        debug_assert_eq!(span(old), n.size());
-        let (ents, size) = n.encode(is_sec(old));
-        self.bucket_mut(l.b).e[l.slot..l.slot + size].copy_from_slice(&ents[..size]);
     }
 
     /// Rewrites the node at `l` as `n`, which takes no more entries; freed slots are zeroed.
@@ -559,14 +549,38 @@ impl Table {
         o
     }
 
-    /// Puts `it` into bucket `b` if it has room.
-    fn try_put(&mut self, b: usize, it: &Item, sec: bool) -> bool {
-        let (ents, n) = self.encode(it, sec);
-        if self.free_in(b) < n {
-            return false;
+    /// Puts the `n` entries `ents` into bucket `b` if it has room (`sec`: `b` is the item's
+    /// secondary bucket).
+    fn try_put(&mut self, b: usize, ents: &[Entry; 3], n: usize, sec: bool) -> bool {
+        let e = &mut self.bucket_mut(b).e;
+        // The first run of `n` free slots; failing that, compact if there is room.
+        let (mut i, mut run, mut free) = (0, 0, 0);
+        let mut at = None;
+        while i < SLOTS {
+            let w1 = e[i].w1;
+            if ty(w1) == 0 {
+                run += 1;
+                free += 1;
+                if run == n {
+                    at = Some(i + 1 - n);
+                    break;
+                }
+                i += 1;
+            } else {
+                run = 0;
+                i += span(w1);
+            }
         }
-        let at = self.compact(b);
-        self.bucket_mut(b).e[at..at + n].copy_from_slice(&ents[..n]);
+        let at = match at {
+            Some(at) => at,
+            None if free >= n => self.compact(b),
+            None => return false,
+        };
+        let e = &mut self.bucket_mut(b).e;
+        e[at..at + n].copy_from_slice(&ents[..n]);
+        if sec {
+            e[at].w1 |= SEC;
+        }
         self.used += n;
         true
     }
@@ -589,11 +603,12 @@ impl Table {
             let len = it.len();
             debug_assert!(len >= MIN_LEN);
             let (b1, q) = self.geo.place(it.hash(), len);
-            let b2 = b1 ^ self.geo.alt(q, len);
+            let b2 = self.geo.secondary(b1, q, len);
             // Both lines in flight at once: the second is needed whenever the first is full.
             prefetch_write(self.bucket_ptr(b1));
             prefetch_write(self.bucket_ptr(b2));
-            if self.try_put(b1, &it, false) || self.try_put(b2, &it, true) {
+            let (ents, n) = Self::encode(&it, q);
+            if self.try_put(b1, &ents, n, false) || self.try_put(b2, &ents, n, true) {
                 continue;
             }
             kicks += 1;
@@ -618,7 +633,7 @@ impl Table {
                 self.remove(Loc { b, slot: i });
                 homeless.push(victim);
             }
-            let placed = self.try_put(b, &it, sec);
+            let placed = self.try_put(b, &ents, n, sec);
             debug_assert!(placed);
         }
         Ok(())
@@ -630,7 +645,7 @@ impl Table {
         let len = it.len();
         let (b1, q) = self.geo.place(it.hash(), len);
         prefetch_write(self.bucket_ptr(b1));
-        prefetch_write(self.bucket_ptr(b1 ^ self.geo.alt(q, len)));
+        prefetch_write(self.bucket_ptr(self.geo.secondary(b1, q, len)));
     }
 
     /// Every item's location, in bucket order.
@@ -669,7 +684,7 @@ impl Table {
                     let len = it.len();
                     let (b1, q) = self.geo.place(it.hash(), len);
                     let home = if is_sec(w1) {
-                        b1 ^ self.geo.alt(q, len)
+                        self.geo.secondary(b1, q, len)
                     } else {
                         b1
                     };
@@ -688,6 +703,88 @@ impl Table {
             return Err(format!("{used} slots in use, counted {}", self.used));
         }
         Ok(items)
+    }
+}
+
+impl super::Store for Table {
+    const SLOTS: usize = SLOTS;
+
+    fn new(units: usize) -> Result<Self, Error> {
+        Table::new(units)
+    }
+    fn units(&self) -> usize {
+        self.geo.buckets()
+    }
+    fn used(&self) -> usize {
+        self.used
+    }
+    fn capacity(&self) -> usize {
+        Table::capacity(self)
+    }
+    fn bytes(&self) -> usize {
+        Table::bytes(self)
+    }
+    #[inline(always)]
+    fn probe(&self, p: u64, len: u32) -> Probe {
+        Table::probe(self, p, len)
+    }
+    #[inline(always)]
+    fn prefetch(&self, pr: &Probe) {
+        prefetch_read(self.bucket_ptr(pr.b1));
+        prefetch_read(self.bucket_ptr(pr.b2));
+    }
+    #[inline(always)]
+    fn find(&self, pr: &Probe) -> Option<Loc> {
+        Table::find(self, pr)
+    }
+    #[inline(always)]
+    fn word(&self, l: Loc) -> (bool, u64) {
+        let e = self.entry(l);
+        (ty(e.w1) == T_LEAF, e.w0)
+    }
+    #[inline]
+    fn set_word(&mut self, l: Loc, w: u64) {
+        self.entry_mut(l).w0 = w;
+    }
+    #[inline]
+    fn leaf_key(&self, l: Loc) -> u64 {
+        Table::leaf_key(self, l)
+    }
+    #[inline(always)]
+    fn leaf_suffix_is(&self, l: Loc, key: u64) -> bool {
+        Table::leaf_suffix_is(self, l, key)
+    }
+    #[inline]
+    fn node(&self, l: Loc) -> Node {
+        Table::node(self, l)
+    }
+    fn item(&self, l: Loc) -> Item {
+        Table::item(self, l)
+    }
+    fn write_node(&mut self, l: Loc, n: &Node) -> bool {
+        if n.size() > span(self.entry(l).w1) {
+            return false;
+        }
+        self.write_node_smaller(l, n);
+        true
+    }
+    fn leaf_to_node(&mut self, l: Loc, n: &Node) {
+        Table::leaf_to_node(self, l, n)
+    }
+    fn remove(&mut self, l: Loc) {
+        Table::remove(self, l)
+    }
+    fn place(&mut self, it: Item, homeless: &mut Vec<Item>) -> Result<(), ()> {
+        Table::place(self, it, homeless)
+    }
+    fn prefetch_home(&self, it: &Item) {
+        Table::prefetch_home(self, it)
+    }
+    fn for_each(&self, f: impl FnMut(Loc)) {
+        Table::for_each(self, f)
+    }
+    fn audit(&self) -> Result<usize, String> {
+        Table::audit(self)
     }
 }
 
@@ -740,7 +837,7 @@ mod tests {
 
     #[test]
     fn leaves_and_nodes_survive_cuckoo_placement() {
-        let mut t = Table::new(6).unwrap();
+        let mut t = Table::new(64).unwrap();
         let mut homeless = Vec::new();
         let mut placed = Vec::new();
         let mut x = 1u64;
@@ -767,7 +864,7 @@ mod tests {
                 break;
             }
         }
-        let load = t.used() as f64 / t.capacity() as f64;
+        let load = t.used as f64 / t.capacity() as f64;
         assert!(load > 0.85, "cuckoo placement stopped at load {load}");
         assert_eq!(t.audit().unwrap(), placed.len());
         for it in &placed {

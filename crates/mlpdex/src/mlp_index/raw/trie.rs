@@ -17,10 +17,10 @@
 //! intermediate nodes here: the deepest index found is the longest common prefix.
 
 use crate::Error;
-use crate::substrate::prefetch::prefetch_read;
 
+use super::Store;
 use super::hash::{MIN_LEN, byte, diff_byte, prefix};
-use super::table::{Item, Loc, Node, Probe, T_LEAF, T_NODE, Table, ty};
+use super::table::{Item, Loc, Node, Probe};
 use super::top::{TOP, Top};
 
 /// The top bitmap's prefix of `x`.
@@ -38,26 +38,30 @@ pub(crate) struct Path {
 }
 
 /// The map core.
-pub(crate) struct RawIndex {
-    pub(crate) table: Table,
+pub(crate) struct RawIndex<T> {
+    pub(crate) table: T,
     pub(crate) top: Top,
     len: usize,
     cnt: [usize; 9],
     homeless: Vec<Item>,
     max_load: f64,
-    min_e: u32,
 }
 
-impl RawIndex {
-    pub(crate) fn new(min_e: u32, max_load: f64) -> Result<RawIndex, Error> {
+/// Smallest table, in buckets.
+const MIN_BUCKETS: usize = super::hash::MIN_BUCKETS;
+/// Fraction of the maximum load a grown (or shrunk) table starts at: tables grow by about
+/// 1.5×, so the load stays between 2/3 of the maximum and the maximum.
+const REFILL: f64 = 2.0 / 3.0;
+
+impl<T: Store> RawIndex<T> {
+    pub(crate) fn new(max_load: f64) -> Result<RawIndex<T>, Error> {
         Ok(RawIndex {
-            table: Table::new(min_e)?,
+            table: T::new(MIN_BUCKETS)?,
             top: Top::new()?,
             len: 0,
             cnt: [0; 9],
             homeless: Vec::new(),
             max_load,
-            min_e,
         })
     }
 
@@ -82,8 +86,7 @@ impl RawIndex {
         for len in MIN_LEN..=8 {
             if self.cnt[len as usize] != 0 {
                 let p = self.table.probe(prefix(x, len), len);
-                prefetch_read(self.table.bucket_ptr(p.b1));
-                prefetch_read(self.table.bucket_ptr(p.b2));
+                self.table.prefetch(&p);
                 pr[len as usize] = p;
             }
         }
@@ -115,8 +118,8 @@ impl RawIndex {
                 continue;
             }
             if let Some(l) = self.table.find(&pr[len as usize]) {
-                let e = self.table.entry(l);
-                return (ty(e.w1) == T_LEAF && self.table.leaf_suffix_is(l, x)).then_some(e.w0);
+                let (leaf, w0) = self.table.word(l);
+                return (leaf && self.table.leaf_suffix_is(l, x)).then_some(w0);
             }
         }
         None
@@ -139,11 +142,12 @@ impl RawIndex {
         let need = self.table.used() + 3;
         if need as f64 > self.max_load * self.table.capacity() as f64 {
             let mut none = Vec::new();
-            self.rebuild(self.table.geo.e + 1, &mut none)?;
+            self.rebuild(self.grown_size(need), &mut none)?;
         }
         let mut homeless = core::mem::take(&mut self.homeless);
         if self.table.place(it, &mut homeless).is_err() {
-            if let Err(err) = self.rebuild(self.table.geo.e + 1, &mut homeless) {
+            let size = self.grown_size(self.table.used() + 3 * homeless.len());
+            if let Err(err) = self.rebuild(size, &mut homeless) {
                 // The displaced items have nowhere to go: leave a consistent, empty map.
                 self.reset();
                 return Err(err);
@@ -154,17 +158,29 @@ impl RawIndex {
         Ok(())
     }
 
-    /// Moves every item (and `extra`) into a new table of at least `2^e` buckets.
-    fn rebuild(&mut self, mut e: u32, extra: &mut Vec<Item>) -> Result<(), Error> {
+    /// Buckets for a table holding `slots` slots at the refill load.
+    fn size_for(&self, slots: usize) -> usize {
+        let per_bucket = T::SLOTS as f64 * self.max_load * REFILL;
+        ((slots as f64 / per_bucket).ceil() as usize).max(MIN_BUCKETS)
+    }
+
+    /// Buckets for the next table when `slots` must fit: at least 1.25× the current table.
+    fn grown_size(&self, slots: usize) -> usize {
+        let b = self.table.units();
+        self.size_for(slots).max(b + b / 4)
+    }
+
+    /// Moves every item (and `extra`) into a new table of at least `buckets` buckets.
+    fn rebuild(&mut self, mut buckets: usize, extra: &mut Vec<Item>) -> Result<(), Error> {
         /// Items whose new buckets are being fetched while earlier ones are placed.
         const AHEAD: usize = 16;
         let mut scratch = Vec::new();
         loop {
-            let mut t = Table::new(e)?;
+            let mut t = T::new(buckets)?;
             let mut ok = true;
             let mut ring: [Option<Item>; AHEAD] = [None; AHEAD];
             let mut at = 0;
-            let mut feed = |it: Item, t: &mut Table, ok: &mut bool| {
+            let mut feed = |it: Item, t: &mut T, ok: &mut bool| {
                 t.prefetch_home(&it);
                 if let Some(old) = ring[at].replace(it) {
                     if *ok {
@@ -190,15 +206,15 @@ impl RawIndex {
                 extra.clear();
                 return Ok(());
             }
-            e += 1;
+            buckets += buckets / 8 + 1;
         }
     }
 
     /// Back to an empty map with the smallest table (keeps the current one if the system
     /// refuses even that).
     pub(crate) fn reset(&mut self) {
-        if self.table.geo.e != self.min_e {
-            if let Ok(t) = Table::new(self.min_e) {
+        if self.table.units() != MIN_BUCKETS {
+            if let Ok(t) = T::new(MIN_BUCKETS) {
                 self.table = t;
             }
         }
@@ -228,10 +244,10 @@ impl RawIndex {
     fn lower_mins(&mut self, path: &Path, below: u32, x: u64) {
         for len in MIN_LEN..below {
             if let Some(l) = path.loc[len as usize] {
-                let e = self.table.entry_mut(l);
-                debug_assert_eq!(ty(e.w1), T_NODE);
-                if x < e.w0 {
-                    e.w0 = x;
+                let (leaf, min) = self.table.word(l);
+                debug_assert!(!leaf);
+                if x < min {
+                    self.table.set_word(l, x);
                 }
             }
         }
@@ -241,19 +257,18 @@ impl RawIndex {
     fn raise_mins(&mut self, path: &Path, below: u32, old: u64, new: u64) {
         for len in MIN_LEN..below {
             if let Some(l) = path.loc[len as usize] {
-                let e = self.table.entry_mut(l);
-                debug_assert_eq!(ty(e.w1), T_NODE);
-                if e.w0 == old {
-                    e.w0 = new;
+                let (leaf, min) = self.table.word(l);
+                debug_assert!(!leaf);
+                if min == old {
+                    self.table.set_word(l, new);
                 }
             }
         }
     }
 
-    /// Rewrites node `n` at `l` as `m`: in place when the size is unchanged, else moved.
-    fn rewrite(&mut self, l: Loc, n: &Node, m: &Node) -> Result<(), Error> {
-        if n.size() == m.size() {
-            self.table.write_node(l, m);
+    /// Rewrites the node at `l` as `m`: in place when it fits, else moved.
+    fn rewrite(&mut self, l: Loc, m: &Node) -> Result<(), Error> {
+        if self.table.write_node(l, m) {
             Ok(())
         } else {
             self.table.remove(l);
@@ -272,12 +287,12 @@ impl RawIndex {
             MIN_LEN
         } else {
             let l = path.loc[dl as usize].expect("deepest is found");
-            let e = self.table.entry(l);
-            if ty(e.w1) == T_LEAF {
+            let (leaf, w0) = self.table.word(l);
+            if leaf {
                 let k = self.table.leaf_key(l);
                 if k == x {
-                    self.table.entry_mut(l).w0 = v;
-                    return Ok(Some(e.w0));
+                    self.table.set_word(l, v);
+                    return Ok(Some(w0));
                 }
                 // Split the leaf: a node at its index, both keys below it.
                 let p = diff_byte(k, x);
@@ -296,7 +311,7 @@ impl RawIndex {
                 self.add(Item::Leaf {
                     key: k,
                     len: p + 1,
-                    value: e.w0,
+                    value: w0,
                 })?;
                 p + 1
             } else {
@@ -316,12 +331,9 @@ impl RawIndex {
                     };
                     m.set(byte(n.min, p));
                     m.set(byte(x, p));
-                    if n.size() == 1 {
-                        self.table.write_node(l, &m);
-                    } else {
-                        self.table.remove(l);
-                        self.put(Item::Node(m))?;
-                    }
+                    // `m` (two children) is never larger than `n`.
+                    let fits = self.table.write_node(l, &m);
+                    debug_assert!(fits);
                     self.add(Item::Node(Node { len: p + 1, ..n }))?;
                     p + 1
                 } else {
@@ -330,7 +342,7 @@ impl RawIndex {
                     let mut m = n;
                     m.set(c);
                     m.min = m.min.min(x);
-                    self.rewrite(l, &n, &m)?;
+                    self.rewrite(l, &m)?;
                     n.pc + 1
                 }
             }
@@ -345,7 +357,7 @@ impl RawIndex {
     }
 }
 
-impl RawIndex {
+impl<T: Store> RawIndex<T> {
     /// Removes `x`; returns its value.
     pub(crate) fn remove(&mut self, x: u64) -> Option<u64> {
         let path = self.path(x);
@@ -354,8 +366,8 @@ impl RawIndex {
             return None;
         }
         let l = path.loc[dl as usize].expect("deepest is found");
-        let e = self.table.entry(l);
-        if ty(e.w1) != T_LEAF || !self.table.leaf_suffix_is(l, x) {
+        let (leaf, w0) = self.table.word(l);
+        if !leaf || !self.table.leaf_suffix_is(l, x) {
             return None;
         }
         let parent = (MIN_LEN..dl)
@@ -418,28 +430,31 @@ impl RawIndex {
                     }
                     self.table.remove(l);
                     self.cnt[dl as usize] -= 1;
-                    self.table.write_node_smaller(ploc, &m);
+                    let fits = self.table.write_node(ploc, &m);
+                    debug_assert!(fits, "a node with one child fewer fits in place");
                 }
             }
         }
         self.len -= 1;
         if self.len == 0 {
             self.reset();
-        } else if self.table.used() * 8 < self.table.capacity() && self.table.geo.e > self.min_e {
+        } else if (self.table.used() as f64) < self.table.capacity() as f64 * self.max_load / 4.0
+            && self.table.units() > MIN_BUCKETS
+        {
             // Shrinking only returns memory; if it fails the table stays as it is.
             let mut none = Vec::new();
-            let _ = self.rebuild(self.table.geo.e - 1, &mut none);
+            let _ = self.rebuild(self.size_for(self.table.used()), &mut none);
         }
-        Some(e.w0)
+        Some(w0)
     }
 
     /// Key and value of the smallest key below the item at `l`.
     fn min_of(&self, l: Loc) -> (u64, u64) {
-        let e = self.table.entry(l);
-        if ty(e.w1) == T_LEAF {
-            (self.table.leaf_key(l), e.w0)
+        let (leaf, w0) = self.table.word(l);
+        if leaf {
+            (self.table.leaf_key(l), w0)
         } else {
-            let k = e.w0;
+            let k = w0;
             (k, self.get(k).expect("invariant 2: a node's min is a key"))
         }
     }
@@ -447,9 +462,9 @@ impl RawIndex {
     /// Key and value of the largest key below the item at `l` (one probe per level down).
     fn max_of(&self, mut l: Loc) -> (u64, u64) {
         loop {
-            let e = self.table.entry(l);
-            if ty(e.w1) == T_LEAF {
-                return (self.table.leaf_key(l), e.w0);
+            let (leaf, w0) = self.table.word(l);
+            if leaf {
+                return (self.table.leaf_key(l), w0);
             }
             let n = self.table.node(l);
             l = self.child(&n, n.prev_before(256).expect("nodes have children"));
@@ -494,11 +509,11 @@ impl RawIndex {
             return Some(self.min_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")));
         }
         let l = path.loc[dl as usize].expect("found");
-        let e = self.table.entry(l);
-        if ty(e.w1) == T_LEAF {
+        let (leaf, w0) = self.table.word(l);
+        if leaf {
             let k = self.table.leaf_key(l);
             return if k >= x {
-                Some((k, e.w0))
+                Some((k, w0))
             } else {
                 self.succ_above(&path, dl, x)
             };
@@ -528,11 +543,11 @@ impl RawIndex {
             return Some(self.max_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")));
         }
         let l = path.loc[dl as usize].expect("found");
-        let e = self.table.entry(l);
-        if ty(e.w1) == T_LEAF {
+        let (leaf, w0) = self.table.word(l);
+        if leaf {
             let k = self.table.leaf_key(l);
             return if k <= x {
-                Some((k, e.w0))
+                Some((k, w0))
             } else {
                 self.pred_above(&path, dl, x)
             };
@@ -589,15 +604,15 @@ impl RawIndex {
         last: &mut Option<u64>,
     ) -> Result<u64, String> {
         cnt[len as usize] += 1;
-        let e = self.table.entry(l);
-        if ty(e.w1) == T_LEAF {
+        let (leaf, w0) = self.table.word(l);
+        if leaf {
             let k = self.table.leaf_key(l);
             if last.is_some_and(|p| p >= k) {
                 return Err(format!("leaf {k:#x} after {last:?}"));
             }
             *last = Some(k);
             *keys += 1;
-            if self.get(k) != Some(e.w0) {
+            if self.get(k) != Some(w0) {
                 return Err(format!("leaf {k:#x} is not found by get"));
             }
             return Ok(k);
@@ -671,7 +686,7 @@ impl Cursor {
     }
 
     /// A cursor whose first step yields the first key `≥ x` (forward) or the last `≤ x`.
-    pub(crate) fn seek(idx: &RawIndex, x: u64, rev: bool) -> Cursor {
+    pub(crate) fn seek<T: Store>(idx: &RawIndex<T>, x: u64, rev: bool) -> Cursor {
         let mut c = Cursor::ends(rev);
         c.top = i64::from(p3(x));
         let path = idx.path(x);
@@ -686,11 +701,11 @@ impl Cursor {
             }
         }
         let l = path.loc[dl as usize].expect("found");
-        let e = idx.table.entry(l);
-        if ty(e.w1) == T_LEAF {
+        let (leaf, w0) = idx.table.word(l);
+        if leaf {
             let k = idx.table.leaf_key(l);
             if (!rev && k >= x) || (rev && k <= x) {
-                c.pending = Some((k, e.w0));
+                c.pending = Some((k, w0));
             }
             return c;
         }
@@ -709,7 +724,7 @@ impl Cursor {
     }
 
     /// The next leaf in the walk's direction.
-    pub(crate) fn step(&mut self, idx: &RawIndex) -> Option<(u64, u64)> {
+    pub(crate) fn step<T: Store>(&mut self, idx: &RawIndex<T>) -> Option<(u64, u64)> {
         if let Some(p) = self.pending.take() {
             return Some(p);
         }
@@ -740,9 +755,9 @@ impl Cursor {
                 self.top = i64::from(t);
                 idx.find(u64::from(t), MIN_LEN).expect("invariant 3")
             };
-            let e = idx.table.entry(l);
-            if ty(e.w1) == T_LEAF {
-                return Some((idx.table.leaf_key(l), e.w0));
+            let (leaf, w0) = idx.table.word(l);
+            if leaf {
+                return Some((idx.table.leaf_key(l), w0));
             }
             let n = idx.table.node(l);
             self.push(n, if self.rev { 256 } else { -1 });
