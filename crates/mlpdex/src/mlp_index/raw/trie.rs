@@ -95,7 +95,11 @@ impl<T: Store> RawIndex<T> {
 
     /// The items on `x`'s path.
     pub(crate) fn path(&self, x: u64) -> Path {
-        let pr = self.probes(x);
+        self.path_of(&self.probes(x))
+    }
+
+    /// The items [`probes`](Self::probes) looked for.
+    fn path_of(&self, pr: &[Probe; 9]) -> Path {
         let mut path = Path::default();
         for len in MIN_LEN..=8 {
             if self.cnt[len as usize] != 0 {
@@ -502,7 +506,14 @@ impl<T: Store> RawIndex<T> {
 
     /// The first key `≥ x`.
     pub(crate) fn lower_bound(&self, x: u64) -> Option<(u64, u64)> {
-        let path = self.path(x);
+        let pr = self.probes(x);
+        // The answer is often the smallest key of the next 3-byte prefix (always, when `x`'s
+        // own is absent): fetch that item along with the path (the top bitmap is small
+        // enough to stay in cache).
+        if let Some(t) = self.top.next(p3(x) + 1) {
+            self.table.prefetch(&self.table.probe(u64::from(t), MIN_LEN));
+        }
+        let path = self.path_of(&pr);
         let dl = path.deepest;
         if dl == 0 {
             let t = self.top.next(p3(x))?;
@@ -536,7 +547,12 @@ impl<T: Store> RawIndex<T> {
 
     /// The last key `≤ x`.
     pub(crate) fn upper_bound(&self, x: u64) -> Option<(u64, u64)> {
-        let path = self.path(x);
+        let pr = self.probes(x);
+        // As in `lower_bound`, the previous 3-byte prefix's item.
+        if let Some(t) = p3(x).checked_sub(1).and_then(|p| self.top.prev(p)) {
+            self.table.prefetch(&self.table.probe(u64::from(t), MIN_LEN));
+        }
+        let path = self.path_of(&pr);
         let dl = path.deepest;
         if dl == 0 {
             let t = self.top.prev(p3(x))?;
