@@ -50,6 +50,9 @@ const _: () = assert!(align_of::<Bucket>() == 64);
 
 pub(crate) const T_LEAF: u64 = 1;
 pub(crate) const T_NODE: u64 = 2;
+/// A node's continuation entry: type bits in every slot let a search test each slot on its
+/// own, without parsing the bucket from its first slot.
+const T_CONT: u64 = 3;
 const SEC: u64 = 1 << 2;
 const HEAD_MASK: u64 = 0x3F;
 const STORED_SHIFT: u32 = 6;
@@ -59,8 +62,9 @@ const COUNT_SHIFT: u32 = 11;
 const INLINE_SHIFT: u32 = 24;
 /// Child bytes held in a header.
 const INLINE: usize = 5;
-/// Child bytes held by a medium node (header and one continuation).
-const MEDIUM: usize = INLINE + 16;
+/// Child bytes held by a medium node (header and one continuation, whose first byte holds
+/// its type).
+const MEDIUM: usize = INLINE + 15;
 
 /// Type, sec bit and length, the low six bits of `w1`.
 #[inline(always)]
@@ -207,14 +211,17 @@ impl Node {
             | (size as u64) << SIZE_SHIFT
             | u64::from(self.count) << COUNT_SHIFT;
         if size == 3 {
+            let k = self.kids;
             out[1] = Entry {
-                w0: self.kids[0],
-                w1: self.kids[1],
+                w0: k[0],
+                w1: T_CONT | k[1] << 2,
             };
             out[2] = Entry {
-                w0: self.kids[2],
-                w1: self.kids[3],
+                w0: k[2],
+                w1: T_CONT | k[3] << 2,
             };
+            // The two top bits the continuations' type fields displace.
+            w1 |= (k[1] >> 62 | (k[3] >> 62) << 2) << INLINE_SHIFT;
         } else {
             let mut i = 0;
             let mut c = self.next_after(-1);
@@ -225,12 +232,15 @@ impl Node {
                 } else if i < INLINE + 8 {
                     out[1].w0 |= b << (8 * (i - INLINE));
                 } else {
-                    out[1].w1 |= b << (8 * (i - INLINE - 8));
+                    out[1].w1 |= b << (8 * (i - INLINE - 7));
                 }
                 i += 1;
                 c = self.next_after(b as i32);
             }
             debug_assert_eq!(i, self.count as usize);
+            if size == 2 {
+                out[1].w1 |= T_CONT;
+            }
         }
         out[0] = Entry { w0: self.min, w1 };
         (out, size)
@@ -250,7 +260,13 @@ impl Node {
             kids: [0; 4],
         };
         if size == 3 {
-            n.kids = [ents[1].w0, ents[1].w1, ents[2].w0, ents[2].w1];
+            let top = h.w1 >> INLINE_SHIFT;
+            n.kids = [
+                ents[1].w0,
+                ents[1].w1 >> 2 | (top & 3) << 62,
+                ents[2].w0,
+                ents[2].w1 >> 2 | ((top >> 2) & 3) << 62,
+            ];
         } else {
             for i in 0..count as usize {
                 let b = if i < INLINE {
@@ -258,7 +274,7 @@ impl Node {
                 } else if i < INLINE + 8 {
                     ents[1].w0 >> (8 * (i - INLINE))
                 } else {
-                    ents[1].w1 >> (8 * (i - INLINE - 8))
+                    ents[1].w1 >> (8 * (i - INLINE - 7))
                 } & 0xFF;
                 n.kids[(b >> 6) as usize] |= 1 << (b & 63);
             }
@@ -398,21 +414,19 @@ impl Table {
     #[inline(always)]
     pub(crate) fn find(&self, pr: &Probe) -> Option<Loc> {
         let k = 8 * pr.len;
+        // A leaf matches on its head and quotient bits in one masked comparison.
+        let qshift = STORED_SHIFT + 64 - k;
+        let lmask = HEAD_MASK | (!0u64).checked_shl(qshift).unwrap_or(0);
         for (b, sec) in [(pr.b1, false), (pr.b2, true)] {
-            let leaf = head(T_LEAF, sec, pr.len);
+            let leaf = head(T_LEAF, sec, pr.len) | pr.q.checked_shl(qshift).unwrap_or(0);
             let node = head(T_NODE, sec, pr.len);
             let e = &self.bucket(b).e;
-            let mut i = 0;
-            while i < SLOTS {
-                let w1 = e[i].w1;
-                let h = w1 & HEAD_MASK;
-                if h == leaf && (w1 >> STORED_SHIFT) >> (64 - k) == pr.q {
-                    return Some(Loc { b, slot: i });
+            for (slot, x) in e.iter().enumerate() {
+                if x.w1 & lmask == leaf
+                    || (x.w1 & HEAD_MASK == node && prefix(x.w0, pr.len) == pr.p)
+                {
+                    return Some(Loc { b, slot });
                 }
-                if h == node && prefix(e[i].w0, pr.len) == pr.p {
-                    return Some(Loc { b, slot: i });
-                }
-                i += span(w1);
             }
         }
         None
