@@ -23,10 +23,39 @@
 //! # When to use it
 //!
 //! Large maps of integer keys (ids, timestamps, integer-encoded composite keys) that need
-//! point lookups at near hash-table speed together with ordered operations. Not for byte-
-//! string keys (use [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)), nor for small maps that
-//! fit in cache (a `BTreeMap` is as fast there and the top bitmap alone takes 2 MiB), nor for
-//! many writer threads (single-threaded; see below).
+//! point lookups at hash-table speed together with ordered operations. Not for byte-string
+//! keys (use [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)), nor for small maps that fit in
+//! cache (a `BTreeMap` is as fast there, and the top bitmap alone takes 2 MiB), nor for
+//! insert-heavy loads (an insert costs 1.5–2× a `BTreeMap`'s, growth included), nor for many
+//! writer threads (single-threaded; see below).
+//!
+//! # Measured
+//!
+//! @@MEASURED@@
+//!
+//! # Layouts
+//!
+//! [`Layout::Bucketized`] (default): 64-byte buckets of four 16-byte entries, up to 90% full.
+//! A leaf is one entry: its value and the key bits its bucket does not imply (the prefix
+//! hash is a bijection, split into bucket and quotient, so the bucket index and the stored
+//! quotient give back the key's prefix). A node is one to three entries of the same bucket:
+//! its minimum key and lengths, then up to 5 children inline, 20 as a list, or a 256-bit
+//! bitmap. A search reads two buckets per index length.
+//!
+//! [`Layout::Paper`]: the layout the paper measured, 24-byte slots (key, value, metadata) in
+//! a two-choice cuckoo table at up to 50% load. A node of more than 8 children borrows a free
+//! slot of its 128-byte line for its bitmap, or an external 32-byte block. Simpler, about 3×
+//! larger, and no faster: a slot may straddle two cache lines, so a search fetches up to four
+//! lines per index length.
+//!
+//! Both grow by about 1.5× when full (the bucketized table's bucket count is any integer;
+//! division by it is a Barrett multiplication), so the load stays within 2/3 of the maximum
+//! and the maximum; doubling would leave it between 1/2 and the maximum. Both shrink when a
+//! quarter full.
+//!
+//! # Compared with the Cuckoo Trie
+//!
+//! @@CUCKOO@@
 //!
 //! # Contract
 //!
@@ -50,8 +79,9 @@
 //!
 //! - `raw::hash`: the invertible prefix hash, bucket and quotient (key elimination for
 //!   leaves).
-//! - `raw::table`: 64-byte buckets of four 16-byte entries; nodes of one to three entries;
-//!   cuckoo placement with eviction.
+//! - `raw` (its `Store` trait): what the trie needs from a table.
+//! - `raw::table`: the bucketized layout; cuckoo placement with eviction.
+//! - `raw::paper`: the paper's layout; borrowed slots and external blocks.
 //! - `raw::top`: the flat bitmap of 3-byte prefixes with two summary levels.
 //! - `raw::trie`: search, insertion, deletion, bounds, the cursor, the audit.
 //! - this file: the map and its range iterator.

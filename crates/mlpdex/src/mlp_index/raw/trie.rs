@@ -511,7 +511,8 @@ impl<T: Store> RawIndex<T> {
         // own is absent): fetch that item along with the path (the top bitmap is small
         // enough to stay in cache).
         if let Some(t) = self.top.next(p3(x) + 1) {
-            self.table.prefetch(&self.table.probe(u64::from(t), MIN_LEN));
+            self.table
+                .prefetch(&self.table.probe(u64::from(t), MIN_LEN));
         }
         let path = self.path_of(&pr);
         let dl = path.deepest;
@@ -550,7 +551,8 @@ impl<T: Store> RawIndex<T> {
         let pr = self.probes(x);
         // As in `lower_bound`, the previous 3-byte prefix's item.
         if let Some(t) = p3(x).checked_sub(1).and_then(|p| self.top.prev(p)) {
-            self.table.prefetch(&self.table.probe(u64::from(t), MIN_LEN));
+            self.table
+                .prefetch(&self.table.probe(u64::from(t), MIN_LEN));
         }
         let path = self.path_of(&pr);
         let dl = path.deepest;
@@ -666,7 +668,13 @@ struct Frame {
     node: Node,
     /// Last child visited (−1 before the first going forward, 256 going backward).
     pos: i32,
+    /// Last child whose buckets were prefetched.
+    ahead: i32,
 }
+
+/// Items a cursor keeps in flight ahead of the one it visits (children of the current node,
+/// or the next 3-byte prefixes).
+const LOOKAHEAD: usize = 8;
 
 /// Most nodes on one root-to-leaf path (index lengths 3..=7).
 const MAX_DEPTH: usize = 5;
@@ -681,13 +689,65 @@ pub(crate) struct Cursor {
     rev: bool,
     /// A leaf found by the seek itself, yielded first.
     pending: Option<(u64, u64)>,
+    /// Last top prefix whose item was prefetched.
+    top_ahead: i64,
+    /// Prefetched top items not visited yet.
+    top_inflight: usize,
 }
 
 impl Cursor {
     fn push(&mut self, node: Node, pos: i32) {
         debug_assert!(self.depth < MAX_DEPTH);
-        self.stack[self.depth] = Some(Frame { node, pos });
+        self.stack[self.depth] = Some(Frame {
+            node,
+            pos,
+            ahead: pos,
+        });
         self.depth += 1;
+    }
+
+    /// Prefetches up to `n` more children of the top frame, past the last prefetched one.
+    #[inline]
+    fn prefetch_children<T: Store>(&mut self, idx: &RawIndex<T>, n: usize) {
+        let rev = self.rev;
+        let f = self.stack[self.depth - 1]
+            .as_mut()
+            .expect("frames below depth");
+        for _ in 0..n {
+            let next = if rev {
+                f.node.prev_before(f.ahead)
+            } else {
+                f.node.next_after(f.ahead)
+            };
+            let Some(c) = next else {
+                return;
+            };
+            f.ahead = c as i32;
+            idx.table
+                .prefetch(&idx.table.probe(f.node.child_prefix(c), f.node.pc + 1));
+        }
+    }
+
+    /// Keeps [`LOOKAHEAD`] of the next 3-byte prefixes' items in flight.
+    #[inline]
+    fn prefetch_top<T: Store>(&mut self, idx: &RawIndex<T>) {
+        while self.top_inflight < LOOKAHEAD {
+            let t = if self.rev {
+                u32::try_from(self.top_ahead - 1)
+                    .ok()
+                    .and_then(|p| idx.top.prev(p))
+            } else {
+                u32::try_from(self.top_ahead + 1)
+                    .ok()
+                    .and_then(|p| idx.top.next(p))
+            };
+            let Some(t) = t else {
+                return;
+            };
+            self.top_ahead = i64::from(t);
+            self.top_inflight += 1;
+            idx.table.prefetch(&idx.table.probe(u64::from(t), MIN_LEN));
+        }
     }
 
     /// A cursor before every key (forward) or after every key (`rev`).
@@ -698,6 +758,8 @@ impl Cursor {
             top: if rev { i64::from(TOP) } else { -1 },
             rev,
             pending: None,
+            top_ahead: if rev { i64::from(TOP) } else { -1 },
+            top_inflight: 0,
         }
     }
 
@@ -705,6 +767,7 @@ impl Cursor {
     pub(crate) fn seek<T: Store>(idx: &RawIndex<T>, x: u64, rev: bool) -> Cursor {
         let mut c = Cursor::ends(rev);
         c.top = i64::from(p3(x));
+        c.top_ahead = c.top;
         let path = idx.path(x);
         let dl = path.deepest;
         if dl == 0 {
@@ -736,6 +799,9 @@ impl Cursor {
         } else {
             c.push(n, byte(x, n.pc) as i32);
         }
+        if c.depth > 0 {
+            c.prefetch_children(idx, LOOKAHEAD);
+        }
         c
     }
 
@@ -760,6 +826,8 @@ impl Cursor {
                 };
                 f.pos = c as i32;
                 let n = f.node;
+                // The child visited now was in flight: send one more in its place.
+                self.prefetch_children(idx, 1);
                 idx.child(&n, c)
             } else {
                 let t = if self.rev {
@@ -769,6 +837,15 @@ impl Cursor {
                 };
                 let t = t?;
                 self.top = i64::from(t);
+                let was_ahead = if self.rev {
+                    self.top >= self.top_ahead
+                } else {
+                    self.top <= self.top_ahead
+                };
+                if was_ahead && self.top_inflight > 0 {
+                    self.top_inflight -= 1;
+                }
+                self.prefetch_top(idx);
                 idx.find(u64::from(t), MIN_LEN).expect("invariant 3")
             };
             let (leaf, w0) = idx.table.word(l);
@@ -777,6 +854,7 @@ impl Cursor {
             }
             let n = idx.table.node(l);
             self.push(n, if self.rev { 256 } else { -1 });
+            self.prefetch_children(idx, LOOKAHEAD);
         }
     }
 }
