@@ -45,6 +45,8 @@ pub(crate) struct RawIndex<T> {
     cnt: [usize; 9],
     homeless: Vec<Item>,
     max_load: f64,
+    /// Size of the smallest table (a table's size is rounded up to whole pages).
+    min_units: usize,
 }
 
 /// Smallest table, in buckets.
@@ -55,8 +57,10 @@ const REFILL: f64 = 2.0 / 3.0;
 
 impl<T: Store> RawIndex<T> {
     pub(crate) fn new(max_load: f64) -> Result<RawIndex<T>, Error> {
+        let table = T::new(MIN_BUCKETS)?;
         Ok(RawIndex {
-            table: T::new(MIN_BUCKETS)?,
+            min_units: table.units(),
+            table,
             top: Top::new()?,
             len: 0,
             cnt: [0; 9],
@@ -217,7 +221,7 @@ impl<T: Store> RawIndex<T> {
     /// Back to an empty map with the smallest table (keeps the current one if the system
     /// refuses even that).
     pub(crate) fn reset(&mut self) {
-        if self.table.units() != MIN_BUCKETS {
+        if self.table.units() != self.min_units {
             if let Ok(t) = T::new(MIN_BUCKETS) {
                 self.table = t;
             }
@@ -443,7 +447,7 @@ impl<T: Store> RawIndex<T> {
         if self.len == 0 {
             self.reset();
         } else if (self.table.used() as f64) < self.table.capacity() as f64 * self.max_load / 4.0
-            && self.table.units() > MIN_BUCKETS
+            && self.table.units() > self.min_units
         {
             // Shrinking only returns memory; if it fails the table stays as it is.
             let mut none = Vec::new();
