@@ -20,6 +20,8 @@ use table::{Item, Loc, Node, Probe};
 pub(crate) trait Store: Sized {
     /// Slots per unit of [`new`](Self::new)'s size (a bucket's entries, or 1).
     const SLOTS: usize;
+    /// An item's candidate places.
+    type Home: Copy;
 
     /// An empty table of at least `units` units.
     fn new(units: usize) -> Result<Self, Error>;
@@ -59,11 +61,13 @@ pub(crate) trait Store: Sized {
     fn leaf_to_node(&mut self, l: Loc, n: &Node);
     /// Removes the item at `l`; no other item moves.
     fn remove(&mut self, l: Loc);
-    /// Places `it`, moving other items as cuckoo hashing does; on failure the items left
-    /// without a place are in `homeless` (which must come in empty).
-    fn place(&mut self, it: Item, homeless: &mut Vec<Item>) -> Result<(), ()>;
-    /// Starts fetching the lines `it` may be placed in.
-    fn prefetch_home(&self, it: &Item);
+    /// Where `it` may go (computed once, reused by [`place`](Self::place)); starts fetching
+    /// those lines.
+    fn home(&self, it: &Item) -> Self::Home;
+    /// Places `it`, whose [`home`](Self::home) is `home`, moving other items as cuckoo
+    /// hashing does; on failure the items left without a place are in `homeless` (which must
+    /// come in empty).
+    fn place(&mut self, it: Item, home: Self::Home, homeless: &mut Vec<Item>) -> Result<(), ()>;
     /// Calls `f` with every item's location.
     fn for_each(&self, f: impl FnMut(Loc));
     /// Checks the table's own invariants; returns the number of items.

@@ -55,7 +55,7 @@ const BORROW: u64 = 1;
 const EXTERNAL: u64 = 2;
 /// Children a one-slot node lists.
 const LIST_MAX: u32 = 8;
-const MAX_KICKS: usize = 500;
+const MAX_KICKS: usize = 5000;
 
 #[inline(always)]
 fn kind(w2: u64) -> u64 {
@@ -293,6 +293,7 @@ impl Drop for PaperTable {
 
 impl Store for PaperTable {
     const SLOTS: usize = 1;
+    type Home = (usize, usize);
 
     fn new(units: usize) -> Result<Self, Error> {
         let lines = units.div_ceil(PER_LINE).max(1);
@@ -429,14 +430,19 @@ impl Store for PaperTable {
         self.used -= 1;
     }
 
-    fn place(&mut self, it: Item, homeless: &mut Vec<Item>) -> Result<(), ()> {
+    fn place(
+        &mut self,
+        it: Item,
+        home: (usize, usize),
+        homeless: &mut Vec<Item>,
+    ) -> Result<(), ()> {
         debug_assert!(homeless.is_empty());
-        homeless.push(it);
+        let mut next = Some((it, home));
         let mut kicks = 0;
-        while let Some(it) = homeless.pop() {
-            let (s1, s2) = self.item_homes(&it);
-            prefetch_write(self.slot_ptr(s1));
-            prefetch_write(self.slot_ptr(s2));
+        while let Some((it, (s1, s2))) = next.take().or_else(|| {
+            let it = homeless.pop()?;
+            Some((it, self.home(&it)))
+        }) {
             if kind(self.slot(s1).w2) == EMPTY {
                 self.put_at(s1, &it);
                 continue;
@@ -459,10 +465,11 @@ impl Store for PaperTable {
         Ok(())
     }
 
-    fn prefetch_home(&self, it: &Item) {
+    fn home(&self, it: &Item) -> (usize, usize) {
         let (s1, s2) = self.item_homes(it);
         prefetch_write(self.slot_ptr(s1));
         prefetch_write(self.slot_ptr(s2));
+        (s1, s2)
     }
 
     fn for_each(&self, mut f: impl FnMut(Loc)) {
@@ -564,7 +571,7 @@ mod tests {
                 }
             };
             placed.push(it);
-            if t.place(it, &mut homeless).is_err() {
+            if t.place(it, t.home(&it), &mut homeless).is_err() {
                 placed.retain(|p| !homeless.contains(p));
                 break;
             }

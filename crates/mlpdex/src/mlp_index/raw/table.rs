@@ -328,6 +328,14 @@ pub(crate) struct Probe {
     pub(crate) len: u32,
 }
 
+/// An item's two buckets and quotient.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Home {
+    b1: usize,
+    b2: usize,
+    q: u64,
+}
+
 /// Kicks a placement may make before the table is declared full.
 const MAX_KICKS: usize = 500;
 
@@ -609,18 +617,21 @@ impl Table {
     /// Places `it`, moving other items between their buckets as cuckoo hashing does. When the
     /// kicks run out, returns the items left without a place (to be re-placed after growth);
     /// everything else is in the table.
-    pub(crate) fn place(&mut self, it: Item, homeless: &mut Vec<Item>) -> Result<(), ()> {
+    pub(crate) fn place(
+        &mut self,
+        it: Item,
+        home: Home,
+        homeless: &mut Vec<Item>,
+    ) -> Result<(), ()> {
         debug_assert!(homeless.is_empty());
-        homeless.push(it);
+        let mut next = Some((it, home));
         let mut kicks = 0;
-        while let Some(it) = homeless.pop() {
+        while let Some((it, Home { b1, b2, q })) = next.take().or_else(|| {
+            let it = homeless.pop()?;
+            Some((it, self.home(&it)))
+        }) {
             let len = it.len();
             debug_assert!(len >= MIN_LEN);
-            let (b1, q) = self.geo.place(it.hash(), len);
-            let b2 = self.geo.secondary(b1, q, len);
-            // Both lines in flight at once: the second is needed whenever the first is full.
-            prefetch_write(self.bucket_ptr(b1));
-            prefetch_write(self.bucket_ptr(b2));
             let (ents, n) = Self::encode(&it, q);
             if self.try_put(b1, &ents, n, false) || self.try_put(b2, &ents, n, true) {
                 continue;
@@ -653,13 +664,16 @@ impl Table {
         Ok(())
     }
 
-    /// Prefetches the two buckets `it` may go to.
+    /// The two buckets `it` may go to, both fetched at once (the second is needed whenever
+    /// the first is full).
     #[inline]
-    pub(crate) fn prefetch_home(&self, it: &Item) {
+    pub(crate) fn home(&self, it: &Item) -> Home {
         let len = it.len();
         let (b1, q) = self.geo.place(it.hash(), len);
+        let b2 = self.geo.secondary(b1, q, len);
         prefetch_write(self.bucket_ptr(b1));
-        prefetch_write(self.bucket_ptr(self.geo.secondary(b1, q, len)));
+        prefetch_write(self.bucket_ptr(b2));
+        Home { b1, b2, q }
     }
 
     /// Every item's location, in bucket order.
@@ -722,6 +736,7 @@ impl Table {
 
 impl super::Store for Table {
     const SLOTS: usize = SLOTS;
+    type Home = Home;
 
     fn new(units: usize) -> Result<Self, Error> {
         Table::new(units)
@@ -788,11 +803,11 @@ impl super::Store for Table {
     fn remove(&mut self, l: Loc) {
         Table::remove(self, l)
     }
-    fn place(&mut self, it: Item, homeless: &mut Vec<Item>) -> Result<(), ()> {
-        Table::place(self, it, homeless)
+    fn home(&self, it: &Item) -> Home {
+        Table::home(self, it)
     }
-    fn prefetch_home(&self, it: &Item) {
-        Table::prefetch_home(self, it)
+    fn place(&mut self, it: Item, home: Home, homeless: &mut Vec<Item>) -> Result<(), ()> {
+        Table::place(self, it, home, homeless)
     }
     fn for_each(&self, f: impl FnMut(Loc)) {
         Table::for_each(self, f)
@@ -872,7 +887,7 @@ mod tests {
                 }
             };
             placed.push(it);
-            if t.place(it, &mut homeless).is_err() {
+            if t.place(it, t.home(&it), &mut homeless).is_err() {
                 // The items left without a place are out of the table; all others are in.
                 placed.retain(|p| !homeless.contains(p));
                 break;

@@ -153,7 +153,8 @@ impl<T: Store> RawIndex<T> {
             self.rebuild(self.grown_size(need), &mut none)?;
         }
         let mut homeless = core::mem::take(&mut self.homeless);
-        if self.table.place(it, &mut homeless).is_err() {
+        let home = self.table.home(&it);
+        if self.table.place(it, home, &mut homeless).is_err() {
             let size = self.grown_size(self.table.used() + 3 * homeless.len());
             if let Err(err) = self.rebuild(size, &mut homeless) {
                 // The displaced items have nowhere to go: leave a consistent, empty map.
@@ -186,14 +187,14 @@ impl<T: Store> RawIndex<T> {
         loop {
             let mut t = T::new(buckets)?;
             let mut ok = true;
-            let mut ring: [Option<Item>; AHEAD] = [None; AHEAD];
+            let mut ring: [Option<(Item, T::Home)>; AHEAD] = [None; AHEAD];
             let mut at = 0;
             let mut feed = |it: Item, t: &mut T, ok: &mut bool| {
-                t.prefetch_home(&it);
-                if let Some(old) = ring[at].replace(it) {
+                let home = t.home(&it);
+                if let Some((old, home)) = ring[at].replace((it, home)) {
                     if *ok {
                         scratch.clear();
-                        *ok = t.place(old, &mut scratch).is_ok();
+                        *ok = t.place(old, home, &mut scratch).is_ok();
                     }
                 }
                 at = (at + 1) % AHEAD;
@@ -203,10 +204,10 @@ impl<T: Store> RawIndex<T> {
             for it in extra.iter() {
                 feed(*it, &mut t, &mut ok);
             }
-            for it in ring.iter_mut().filter_map(Option::take) {
+            for (it, home) in ring.iter_mut().filter_map(Option::take) {
                 if ok {
                     scratch.clear();
-                    ok = t.place(it, &mut scratch).is_ok();
+                    ok = t.place(it, home, &mut scratch).is_ok();
                 }
             }
             if ok {
