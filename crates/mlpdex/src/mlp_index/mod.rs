@@ -44,16 +44,19 @@
 //! | rand-8, 10M | lower-bound | dependent | 420 | 1.47 | 1.65× | 2.91× | 29.4 |
 //! | rand-8, 10M | load | — | 979 | 3.42 | 0.59× | 0.71× | 29.4 |
 //! | rand-8, 10M | e | independent | 5082 | 17.7 | 0.38× | 2.55× | 29.4 |
-//! | dec-a, 10M | c | independent / dependent | 244 / 246 | 0.85 / 0.86 | 2.50× / 2.49× | 3.06× / 2.86× | 35.7 |
-//! | dec-a, 10M | lower-bound | independent / dependent | 510 / 495 | 1.78 / 1.73 | 1.31× / 1.42× | 2.01× / 2.35× | 35.7 |
-//! | dec-a, 10M | load | — | 1487 | 5.19 | 0.37× | 0.55× | 35.7 |
-//! | dec-b, 10M | c | independent / dependent | 280 / 279 | 0.98 / 0.97 | 2.30× / 2.48× | 4.13× / 4.76× | 29.4 |
-//! | dec-b, 10M | lower-bound | independent / dependent | 674 / 667 | 2.36 / 2.33 | 1.29× / 1.23× | 3.37× / 3.60× | 29.4 |
-//! | dec-b, 10M | load | — | 1464 | 5.1 | 0.53× | 0.95× | 29.4 |
+//! | dec-a, 10M | c | independent / dependent | 269 / 282 | 0.94 / 0.98 | 2.80× / 2.74× | 3.45× / 3.10× | 35.7 |
+//! | dec-a, 10M | lower-bound | independent / dependent | 519 / 527 | 1.81 / 1.84 | 1.50× / 1.52× | 2.36× / 2.52× | 35.7 |
+//! | dec-a, 10M | load | — | 1416 | 4.94 | 0.51× | 0.66× | 35.7 |
+//! | dec-b, 10M | c | independent / dependent | 270 / 276 | 0.94 / 0.96 | 2.23× / 2.18× | 3.48× / 4.13× | 29.4 |
+//! | dec-b, 10M | lower-bound | independent / dependent | 571 / 582 | 1.99 / 2.03 | 1.31× / 1.26× | 3.33× / 3.23× | 29.4 |
+//! | dec-b, 10M | load | — | 1375 | 4.80 | 0.44× | 0.83× | 29.4 |
 //! | rand-8, 50M | c | dependent | 341 | 1.19 | 3.15× | 3.03× | 29.8 |
 //! | rand-8, 50M | lower-bound | dependent | 588 | 2.05 | 2.14× | 2.80× | 29.8 |
 //!
-//! (rand-8 10M: median of 3 rounds; the others one round each. At 50M keys the VM's speed
+//! (rand-8 10M: median of 3 rounds; the others one round each. A later one-round run on
+//! rand-8, after rebuilds stopped hashing items twice, loaded in 923 ns per key (0.69×). An
+//! earlier build's dec-a run measured `lower-bound` at 1.31× / 1.42× `btreemap`, whose own
+//! time moved from 666–703 to 777–798 ns between the runs. At 50M keys the VM's speed
 //! moved between runs: in a second run MlpIndex took 410 ns for `c` and 755 for `lower-bound`,
 //! against `hashmap` (hashbrown) at 459 and `sorted-vec` at 2502 / 2480; a run of an earlier
 //! build, with `btreemap` at 889 / 934 ns, gave 2.57× and 1.58×. At 10M keys `hashmap` answers
@@ -62,7 +65,7 @@
 //! second round for the successor's subtree, and a third when that subtree is a node (its
 //! minimum's value is in its leaf). Inserts cost three to four round trips plus growth: a
 //! split moves the old leaf to a bucket no search fetched, and rebuilding a 1.5× larger table
-//! re-places every item (about 40% of load time; doubling would make loads about a quarter
+//! re-places every item (about 35% of load time; doubling would make loads about a fifth
 //! faster and leave tables as little as 45% full: 43 bytes per key at 50M keys instead of 30).
 //!
 //! # Layouts
@@ -76,12 +79,12 @@
 //!
 //! [`Layout::Paper`]: the layout the paper measured, 24-byte slots (key, value, metadata) in
 //! a two-choice cuckoo table at up to 50% load. A node of more than 8 children borrows a free
-//! slot of its 128-byte line for its bitmap, or an external 32-byte block. Simpler, but 3–4×
-//! larger (88.7 bytes per key on rand-8, 110.9 on dec-a, 127.1 on dec-b, 10M keys) and 9–24%
-//! slower on dependent lookups (304 ns against 267 on rand-8): a slot may straddle two cache
-//! lines, so a search fetches up to four lines per index length. Its memory meets the paper's
-//! "at most 96 bytes per key" only while the table is near its 50% maximum load and the trie
-//! has no more than one node per key.
+//! slot of its 128-byte line for its bitmap, or an external 32-byte block. Simpler, but about
+//! 3× larger (89.8 bytes per key on rand-8, 83.7 on dec-a, 94.0 on dec-b, 10M keys: within the
+//! paper's 96, which assumes a half-full table) and 8–22% slower on dependent lookups (327 ns
+//! against 267 on rand-8): a slot may straddle two cache lines, so a search fetches up to four
+//! lines per index length. Its random-walk insertion tries up to 5000 evictions before
+//! growing; with 500 it grew early near 50% load (110.9 bytes per key on rand-8).
 //!
 //! Both grow by about 1.5× when full (the bucketized table's bucket count is any integer;
 //! division by it is a Barrett multiplication), so the load stays within 2/3 of the maximum
@@ -96,7 +99,7 @@
 //! but 3× larger. The speed matches; the size does not, for two reasons:
 //!
 //! - The Cuckoo Trie paper measured the MlpIndex paper's layout: 24-byte slots at up to 50%
-//!   load. That layout is [`Layout::Paper`] here, at 88.7 bytes per key, about 2× the Cuckoo
+//!   load. That layout is [`Layout::Paper`] here, at 89.8 bytes per key, about 2× the Cuckoo
 //!   Trie.
 //! - This MlpIndex stores each value in its leaf, and the key in the bits of the leaf and its
 //!   bucket index. A Cuckoo Trie leaf points to a separate record (key and value, 16 bytes
