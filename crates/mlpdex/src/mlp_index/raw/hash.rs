@@ -99,7 +99,7 @@ pub(crate) fn unmix(h: u64, len: u32) -> u64 {
 
 /// A 64-bit finalizer (murmur3's), for secondary-bucket offsets.
 #[inline(always)]
-fn fmix(mut z: u64) -> u64 {
+pub(crate) fn fmix(mut z: u64) -> u64 {
     z ^= z >> 33;
     z = z.wrapping_mul(0xff51_afd7_ed55_8ccd);
     z ^= z >> 33;
@@ -109,7 +109,7 @@ fn fmix(mut z: u64) -> u64 {
 
 /// `⌊a·b / 2⁶⁴⌋`.
 #[inline(always)]
-fn mulhi(a: u64, b: u64) -> u64 {
+pub(crate) fn mulhi(a: u64, b: u64) -> u64 {
     ((u128::from(a) * u128::from(b)) >> 64) as u64
 }
 

@@ -25,7 +25,7 @@ use crate::substrate::prefetch::{prefetch_read, prefetch_write};
 use crate::substrate::region::Region;
 
 use super::Store;
-use super::hash::{mix, prefix};
+use super::hash::{fmix, mix, mulhi, prefix};
 use super::table::{Item, Loc, Node, Probe};
 
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
@@ -76,20 +76,6 @@ fn borrowed_off(w2: u64) -> usize {
 #[inline(always)]
 fn owner_off(w2: u64) -> usize {
     ((w2 >> 5) & 7) as usize
-}
-
-#[inline(always)]
-fn fmix(mut z: u64) -> u64 {
-    z ^= z >> 33;
-    z = z.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    z ^= z >> 33;
-    z = z.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    z ^ (z >> 33)
-}
-
-#[inline(always)]
-fn mulhi(a: u64, b: u64) -> u64 {
-    ((u128::from(a) * u128::from(b)) >> 64) as u64
 }
 
 /// The table.
