@@ -26,6 +26,7 @@ use crate::Error;
 use crate::substrate::prefetch::{prefetch_read, prefetch_write};
 use crate::substrate::region::Region;
 
+use super::Store;
 use super::hash::{Geo, MIN_LEN, mask, mix, prefix, unmix};
 
 /// Entries per bucket.
@@ -397,100 +398,6 @@ impl Table {
         &mut self.bucket_mut(l.b).e[l.slot]
     }
 
-    pub(crate) fn bytes(&self) -> usize {
-        self.region.memory_usage()
-    }
-
-    pub(crate) fn capacity(&self) -> usize {
-        self.geo.buckets() * SLOTS
-    }
-
-    /// The buckets and quotient of index `p` of `len` bytes.
-    #[inline(always)]
-    pub(crate) fn probe(&self, p: u64, len: u32) -> Probe {
-        let (b1, q) = self.geo.place(mix(p, len), len);
-        Probe {
-            b1,
-            b2: self.geo.secondary(b1, q, len),
-            q,
-            p,
-            len,
-        }
-    }
-
-    /// Where the item with index `pr` is, if anywhere.
-    #[inline(always)]
-    pub(crate) fn find(&self, pr: &Probe) -> Option<Loc> {
-        let k = 8 * pr.len;
-        // A leaf matches on its head and quotient bits in one masked comparison.
-        let qshift = STORED_SHIFT + 64 - k;
-        let lmask = HEAD_MASK | (!0u64).checked_shl(qshift).unwrap_or(0);
-        for (b, sec) in [(pr.b1, false), (pr.b2, true)] {
-            let leaf = head(T_LEAF, sec, pr.len) | pr.q.checked_shl(qshift).unwrap_or(0);
-            let node = head(T_NODE, sec, pr.len);
-            let e = &self.bucket(b).e;
-            for (slot, x) in e.iter().enumerate() {
-                if x.w1 & lmask == leaf
-                    || (x.w1 & HEAD_MASK == node && prefix(x.w0, pr.len) == pr.p)
-                {
-                    return Some(Loc { b, slot });
-                }
-            }
-        }
-        None
-    }
-
-    /// The key of the leaf at `l`.
-    #[inline]
-    pub(crate) fn leaf_key(&self, l: Loc) -> u64 {
-        let w1 = self.entry(l).w1;
-        debug_assert_eq!(ty(w1), T_LEAF);
-        let len = len_of(w1);
-        let k = 8 * len;
-        let stored = w1 >> STORED_SHIFT;
-        let q = stored >> (64 - k);
-        let b1 = if is_sec(w1) {
-            self.geo.primary(l.b, q, len)
-        } else {
-            l.b
-        };
-        let p = unmix(self.geo.unplace(b1, q, len), len);
-        if k == 64 {
-            p
-        } else {
-            (p << (64 - k)) | (stored & mask(64 - k))
-        }
-    }
-
-    /// Whether the leaf at `l` holds `key` (cheaper than [`leaf_key`](Self::leaf_key): its
-    /// index was already matched by [`find`](Self::find)).
-    #[inline(always)]
-    pub(crate) fn leaf_suffix_is(&self, l: Loc, key: u64) -> bool {
-        let w1 = self.entry(l).w1;
-        let k = 8 * len_of(w1);
-        k == 64 || (w1 >> STORED_SHIFT) & mask(64 - k) == key & mask(64 - k)
-    }
-
-    /// The node whose header is at `l`.
-    #[inline]
-    pub(crate) fn node(&self, l: Loc) -> Node {
-        let e = &self.bucket(l.b).e;
-        Node::decode(&e[l.slot..(l.slot + span(e[l.slot].w1)).min(SLOTS)])
-    }
-
-    /// The item at `l`, decoded.
-    pub(crate) fn item(&self, l: Loc) -> Item {
-        let e = self.entry(l);
-        match ty(e.w1) {
-            T_LEAF => Item::Leaf {
-                key: self.leaf_key(l),
-                len: len_of(e.w1),
-                value: e.w0,
-            },
-            _ => Item::Node(self.node(l)),
-        }
-    }
-
     /// The entries of `it` (in its primary bucket; set [`SEC`] in the first `w1` for the
     /// secondary), given its quotient `q`.
     fn encode(it: &Item, q: u64) -> ([Entry; 3], usize) {
@@ -522,22 +429,6 @@ impl Table {
         e[l.slot..l.slot + size].copy_from_slice(&ents[..size]);
         e[l.slot + size..l.slot + was].fill(Entry::default());
         self.used -= was - size;
-    }
-
-    /// Replaces the leaf at `l` by node `n` of the same index, in place (`n` is small).
-    pub(crate) fn leaf_to_node(&mut self, l: Loc, n: &Node) {
-        let old = self.entry(l).w1;
-        debug_assert_eq!(ty(old), T_LEAF);
-        debug_assert_eq!(n.size(), 1);
-        let (ents, _) = n.encode(is_sec(old));
-        *self.entry_mut(l) = ents[0];
-    }
-
-    /// Removes the item at `l`; other items do not move.
-    pub(crate) fn remove(&mut self, l: Loc) {
-        let n = span(self.entry(l).w1);
-        self.bucket_mut(l.b).e[l.slot..l.slot + n].fill(Entry::default());
-        self.used -= n;
     }
 
     fn free_in(&self, b: usize) -> usize {
@@ -613,16 +504,157 @@ impl Table {
         self.rng ^= self.rng << 17;
         self.rng
     }
+}
 
+impl Store for Table {
+    const SLOTS: usize = SLOTS;
+    type Home = Home;
+
+    fn new(units: usize) -> Result<Self, Error> {
+        Table::new(units)
+    }
+    fn units(&self) -> usize {
+        self.geo.buckets()
+    }
+    fn used(&self) -> usize {
+        self.used
+    }
+    fn capacity(&self) -> usize {
+        self.geo.buckets() * SLOTS
+    }
+    fn bytes(&self) -> usize {
+        self.region.memory_usage()
+    }
+    /// The buckets and quotient of index `p` of `len` bytes.
+    #[inline(always)]
+    fn probe(&self, p: u64, len: u32) -> Probe {
+        let (b1, q) = self.geo.place(mix(p, len), len);
+        Probe {
+            b1,
+            b2: self.geo.secondary(b1, q, len),
+            q,
+            p,
+            len,
+        }
+    }
+    #[inline(always)]
+    fn prefetch(&self, pr: &Probe) {
+        prefetch_read(self.bucket_ptr(pr.b1));
+        prefetch_read(self.bucket_ptr(pr.b2));
+    }
+    /// Where the item with index `pr` is, if anywhere.
+    #[inline(always)]
+    fn find(&self, pr: &Probe) -> Option<Loc> {
+        let k = 8 * pr.len;
+        // A leaf matches on its head and quotient bits in one masked comparison.
+        let qshift = STORED_SHIFT + 64 - k;
+        let lmask = HEAD_MASK | (!0u64).checked_shl(qshift).unwrap_or(0);
+        for (b, sec) in [(pr.b1, false), (pr.b2, true)] {
+            let leaf = head(T_LEAF, sec, pr.len) | pr.q.checked_shl(qshift).unwrap_or(0);
+            let node = head(T_NODE, sec, pr.len);
+            let e = &self.bucket(b).e;
+            for (slot, x) in e.iter().enumerate() {
+                if x.w1 & lmask == leaf
+                    || (x.w1 & HEAD_MASK == node && prefix(x.w0, pr.len) == pr.p)
+                {
+                    return Some(Loc { b, slot });
+                }
+            }
+        }
+        None
+    }
+    #[inline(always)]
+    fn word(&self, l: Loc) -> (bool, u64) {
+        let e = self.entry(l);
+        (ty(e.w1) == T_LEAF, e.w0)
+    }
+    #[inline]
+    fn set_word(&mut self, l: Loc, w: u64) {
+        self.entry_mut(l).w0 = w;
+    }
+    /// The key of the leaf at `l`.
+    #[inline]
+    fn leaf_key(&self, l: Loc) -> u64 {
+        let w1 = self.entry(l).w1;
+        debug_assert_eq!(ty(w1), T_LEAF);
+        let len = len_of(w1);
+        let k = 8 * len;
+        let stored = w1 >> STORED_SHIFT;
+        let q = stored >> (64 - k);
+        let b1 = if is_sec(w1) {
+            self.geo.primary(l.b, q, len)
+        } else {
+            l.b
+        };
+        let p = unmix(self.geo.unplace(b1, q, len), len);
+        if k == 64 {
+            p
+        } else {
+            (p << (64 - k)) | (stored & mask(64 - k))
+        }
+    }
+    /// Whether the leaf at `l` holds `key` (cheaper than [`leaf_key`](Self::leaf_key): its
+    /// index was already matched by [`find`](Self::find)).
+    #[inline(always)]
+    fn leaf_suffix_is(&self, l: Loc, key: u64) -> bool {
+        let w1 = self.entry(l).w1;
+        let k = 8 * len_of(w1);
+        k == 64 || (w1 >> STORED_SHIFT) & mask(64 - k) == key & mask(64 - k)
+    }
+    /// The node whose header is at `l`.
+    #[inline]
+    fn node(&self, l: Loc) -> Node {
+        let e = &self.bucket(l.b).e;
+        Node::decode(&e[l.slot..(l.slot + span(e[l.slot].w1)).min(SLOTS)])
+    }
+    /// The item at `l`, decoded.
+    fn item(&self, l: Loc) -> Item {
+        let e = self.entry(l);
+        match ty(e.w1) {
+            T_LEAF => Item::Leaf {
+                key: self.leaf_key(l),
+                len: len_of(e.w1),
+                value: e.w0,
+            },
+            _ => Item::Node(self.node(l)),
+        }
+    }
+    fn write_node(&mut self, l: Loc, n: &Node) -> bool {
+        if n.size() > span(self.entry(l).w1) {
+            return false;
+        }
+        self.write_node_smaller(l, n);
+        true
+    }
+    /// Replaces the leaf at `l` by node `n` of the same index, in place (`n` is small).
+    fn leaf_to_node(&mut self, l: Loc, n: &Node) {
+        let old = self.entry(l).w1;
+        debug_assert_eq!(ty(old), T_LEAF);
+        debug_assert_eq!(n.size(), 1);
+        let (ents, _) = n.encode(is_sec(old));
+        *self.entry_mut(l) = ents[0];
+    }
+    /// Removes the item at `l`; other items do not move.
+    fn remove(&mut self, l: Loc) {
+        let n = span(self.entry(l).w1);
+        self.bucket_mut(l.b).e[l.slot..l.slot + n].fill(Entry::default());
+        self.used -= n;
+    }
+    /// The two buckets `it` may go to, both fetched at once (the second is needed whenever
+    /// the first is full).
+    #[inline]
+    fn home(&self, it: &Item) -> Home {
+        let len = it.len();
+        let (b1, q) = self.geo.place(it.hash(), len);
+        let b2 = self.geo.secondary(b1, q, len);
+        prefetch_write(self.bucket_ptr(b1));
+        prefetch_write(self.bucket_ptr(b2));
+        Home { b1, b2, q }
+    }
     /// Places `it`, moving other items between their buckets as cuckoo hashing does. When the
     /// kicks run out, returns the items left without a place (to be re-placed after growth);
     /// everything else is in the table.
-    pub(crate) fn place(
-        &mut self,
-        it: Item,
-        home: Home,
-        homeless: &mut Vec<Item>,
-    ) -> Result<(), ()> {
+    fn place(&mut self, it: Item, home: Home, homeless: &mut Vec<Item>) -> Result<(), ()> {
         debug_assert!(homeless.is_empty());
         let mut next = Some((it, home));
         let mut kicks = 0;
@@ -663,21 +695,8 @@ impl Table {
         }
         Ok(())
     }
-
-    /// The two buckets `it` may go to, both fetched at once (the second is needed whenever
-    /// the first is full).
-    #[inline]
-    pub(crate) fn home(&self, it: &Item) -> Home {
-        let len = it.len();
-        let (b1, q) = self.geo.place(it.hash(), len);
-        let b2 = self.geo.secondary(b1, q, len);
-        prefetch_write(self.bucket_ptr(b1));
-        prefetch_write(self.bucket_ptr(b2));
-        Home { b1, b2, q }
-    }
-
     /// Every item's location, in bucket order.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(Loc)) {
+    fn for_each(&self, mut f: impl FnMut(Loc)) {
         for b in 0..self.geo.buckets() {
             let e = &self.bucket(b).e;
             let mut i = 0;
@@ -689,9 +708,8 @@ impl Table {
             }
         }
     }
-
     /// Checks invariants 1–3 of every bucket; returns the item count.
-    pub(crate) fn audit(&self) -> Result<usize, String> {
+    fn audit(&self) -> Result<usize, String> {
         let mut used = 0;
         let mut items = 0;
         for b in 0..self.geo.buckets() {
@@ -731,89 +749,6 @@ impl Table {
             return Err(format!("{used} slots in use, counted {}", self.used));
         }
         Ok(items)
-    }
-}
-
-impl super::Store for Table {
-    const SLOTS: usize = SLOTS;
-    type Home = Home;
-
-    fn new(units: usize) -> Result<Self, Error> {
-        Table::new(units)
-    }
-    fn units(&self) -> usize {
-        self.geo.buckets()
-    }
-    fn used(&self) -> usize {
-        self.used
-    }
-    fn capacity(&self) -> usize {
-        Table::capacity(self)
-    }
-    fn bytes(&self) -> usize {
-        Table::bytes(self)
-    }
-    #[inline(always)]
-    fn probe(&self, p: u64, len: u32) -> Probe {
-        Table::probe(self, p, len)
-    }
-    #[inline(always)]
-    fn prefetch(&self, pr: &Probe) {
-        prefetch_read(self.bucket_ptr(pr.b1));
-        prefetch_read(self.bucket_ptr(pr.b2));
-    }
-    #[inline(always)]
-    fn find(&self, pr: &Probe) -> Option<Loc> {
-        Table::find(self, pr)
-    }
-    #[inline(always)]
-    fn word(&self, l: Loc) -> (bool, u64) {
-        let e = self.entry(l);
-        (ty(e.w1) == T_LEAF, e.w0)
-    }
-    #[inline]
-    fn set_word(&mut self, l: Loc, w: u64) {
-        self.entry_mut(l).w0 = w;
-    }
-    #[inline]
-    fn leaf_key(&self, l: Loc) -> u64 {
-        Table::leaf_key(self, l)
-    }
-    #[inline(always)]
-    fn leaf_suffix_is(&self, l: Loc, key: u64) -> bool {
-        Table::leaf_suffix_is(self, l, key)
-    }
-    #[inline]
-    fn node(&self, l: Loc) -> Node {
-        Table::node(self, l)
-    }
-    fn item(&self, l: Loc) -> Item {
-        Table::item(self, l)
-    }
-    fn write_node(&mut self, l: Loc, n: &Node) -> bool {
-        if n.size() > span(self.entry(l).w1) {
-            return false;
-        }
-        self.write_node_smaller(l, n);
-        true
-    }
-    fn leaf_to_node(&mut self, l: Loc, n: &Node) {
-        Table::leaf_to_node(self, l, n)
-    }
-    fn remove(&mut self, l: Loc) {
-        Table::remove(self, l)
-    }
-    fn home(&self, it: &Item) -> Home {
-        Table::home(self, it)
-    }
-    fn place(&mut self, it: Item, home: Home, homeless: &mut Vec<Item>) -> Result<(), ()> {
-        Table::place(self, it, home, homeless)
-    }
-    fn for_each(&self, f: impl FnMut(Loc)) {
-        Table::for_each(self, f)
-    }
-    fn audit(&self) -> Result<usize, String> {
-        Table::audit(self)
     }
 }
 
