@@ -521,17 +521,7 @@ mod tests {
     use super::*;
 
     fn node(count: u32, min: u64, len: u32) -> Node {
-        let mut n = Node {
-            len,
-            pc: 7,
-            min,
-            count: 0,
-            kids: [0; 4],
-        };
-        for i in 0..count {
-            n.set((i * 7 + 3) % 256);
-        }
-        n
+        Node::with_children(len, 7, min, count)
     }
 
     /// Large nodes, their borrowed slots and blocks survive cuckoo evictions; the audit
@@ -570,10 +560,7 @@ mod tests {
             t.capacity()
         );
         for it in &placed {
-            let (p, len) = match it {
-                Item::Leaf { key, len, .. } => (prefix(*key, *len), *len),
-                Item::Node(n) => (prefix(n.min, n.len), n.len),
-            };
+            let (p, len) = it.index();
             let l = t.find(&t.probe(p, len)).expect("placed item is found");
             assert_eq!(t.item(l), *it);
         }

@@ -198,6 +198,22 @@ impl Node {
         }
     }
 
+    /// A node of `count` children spread over the byte range, for tests.
+    #[cfg(test)]
+    pub(crate) fn with_children(len: u32, pc: u32, min: u64, count: u32) -> Node {
+        let mut n = Node {
+            len,
+            pc,
+            min,
+            count: 0,
+            kids: [0; 4],
+        };
+        for i in 0..count {
+            n.set((i * 7 + 3) % 256);
+        }
+        n
+    }
+
     /// The index (first `len` bytes) of child `c`'s node.
     #[inline]
     pub(crate) fn child_prefix(&self, c: u32) -> u64 {
@@ -306,6 +322,15 @@ impl Item {
         match self {
             Item::Leaf { .. } => 1,
             Item::Node(n) => n.size(),
+        }
+    }
+
+    /// The item's index: prefix and length.
+    #[cfg(test)]
+    pub(crate) fn index(&self) -> (u64, u32) {
+        match self {
+            Item::Leaf { key, len, .. } => (prefix(*key, *len), *len),
+            Item::Node(n) => (prefix(n.min, n.len), n.len),
         }
     }
 
@@ -757,17 +782,7 @@ mod tests {
     use super::*;
 
     fn node(count: u32) -> Node {
-        let mut n = Node {
-            len: 4,
-            pc: 5,
-            min: 0x0102_0304_0506_0000,
-            count: 0,
-            kids: [0; 4],
-        };
-        for i in 0..count {
-            n.set((i * 7 + 3) % 256);
-        }
-        n
+        Node::with_children(4, 5, 0x0102_0304_0506_0000, count)
     }
 
     #[test]
@@ -832,10 +847,7 @@ mod tests {
         assert!(load > 0.85, "cuckoo placement stopped at load {load}");
         assert_eq!(t.audit().unwrap(), placed.len());
         for it in &placed {
-            let (p, len) = match it {
-                Item::Leaf { key, len, .. } => (prefix(*key, *len), *len),
-                Item::Node(n) => (prefix(n.min, n.len), n.len),
-            };
+            let (p, len) = it.index();
             let l = t.find(&t.probe(p, len)).expect("placed item is found");
             assert_eq!(t.item(l), *it);
         }
