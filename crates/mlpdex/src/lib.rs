@@ -15,6 +15,8 @@
 //!   prefetch all trie levels in parallel; single-threaded and concurrent front ends.
 //! - [`mlp_index`]: MlpIndex, the ordered map of `u64` keys that probes every trie level of a
 //!   key at once.
+//! - [`skiplist`]: a lock-free skip list of byte-string keys whose iterator prefetches ahead
+//!   along the towers, so long scans overlap their DRAM misses.
 //! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
 //! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.
@@ -37,6 +39,7 @@ pub mod cuckoo_trie;
 mod error;
 pub mod key;
 pub mod mlp_index;
+pub mod skiplist;
 pub mod substrate;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

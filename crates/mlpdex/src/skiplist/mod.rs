@@ -1,0 +1,642 @@
+//! A lock-free skip list whose iterator prefetches ahead along the towers
+//! (Xu, "Building Data Structures to Exploit Memory-Level Parallelism", §3;
+//! `mlp-data-structures.txt`).
+//!
+//! # What it is
+//!
+//! [`SkipList`] is a concurrent ordered map from byte-string keys to values of any type. Every
+//! operation takes `&self`: insertion links a node with CAS, level 0 first (Herlihy and Shavit's
+//! lock-free skip list); removal marks the key deleted with one CAS and then unlinks the node
+//! from every level; memory is reclaimed with epochs (`crossbeam-epoch`).
+//!
+//! A plain range scan walks level 0, one dependent DRAM miss per entry: the next node's
+//! address is only known once the current node arrives. This list's iterator uses the towers
+//! to learn addresses early (§3.1): a queue of `(start, end, level)` prefetch tasks keeps about
+//! `2^K` independent prefetches in flight, so a long scan costs a fraction of a round trip per
+//! entry. `K` is [`Config::prefetch_depth`]; `0` gives the plain iterator. The iterator is an
+//! ordinary [`Iterator`]: callers get the speed without knowing about the queue.
+//!
+//! # When to use it
+//!
+//! When many threads insert, remove and scan byte-string keys at once and scans are long
+//! (hundreds of entries or more): the prefetching iterator is where this list beats other
+//! concurrent maps. For point operations a hashed trie
+//! ([`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie)) needs fewer round
+//! trips; a skip list search is `O(log n)` dependent misses. Single-threaded maps are faster
+//! without the atomics and reclamation.
+//!
+//! # Measured
+//!
+//! Filled in by the benchmark section below once measured.
+//!
+//! # Contract
+//!
+//! - [`get`](SkipList::get), [`insert`](SkipList::insert), [`remove`](SkipList::remove),
+//!   [`lower_bound`](SkipList::lower_bound) and [`upper_bound`](SkipList::upper_bound) are
+//!   linearizable and lock-free.
+//! - An iteration ([`range`](SkipList::range), [`iter`](SkipList::iter)) is not a snapshot, but
+//!   it yields keys in strictly increasing order (decreasing for
+//!   [`next_back`](DoubleEndedIterator::next_back)), never yields a key removed before it
+//!   started, never skips a key present throughout, and yields each key at most once.
+//! - References handed out live as long as the [`Guard`] passed in (see [`pin`]): a removed or
+//!   replaced entry stays readable until every guard pinned before its removal is dropped.
+//!   Holding a guard for a long time delays reclamation for the whole process.
+//! - Updates never change a value in place: [`insert`](SkipList::insert) of a present key
+//!   installs a boxed replacement with one CAS (the first value lives inside the node, later
+//!   ones in their own allocation), and returns a clone of the value it replaced.
+//! - Backward iteration re-seeks from the head for every step (`O(log n)` dependent misses per
+//!   entry), since the lists are singly linked; forward iteration is the fast direction.
+//!
+//! # Protocol
+//!
+//! Numbered rules (the code cites them):
+//!
+//! 1. A key is present while its node's value word lacks the deleted bit. Setting that bit is
+//!    a removal's linearization point; the CAS linking a new node at level 0 is an insertion's;
+//!    the CAS swapping the value word is an update's.
+//! 2. A node is linked at level 0 first, then upward. A node's link at level `i` is marked
+//!    only after its key was removed, and a marked link never changes, so nothing is linked
+//!    after a dying node.
+//! 3. Writers' searches unlink every removed node they meet; readers never write shared
+//!    memory: they step over removed nodes and never take one as a predecessor.
+//! 4. A removed node is retired once, by whichever of its inserter (done with the tower) and
+//!    its remover (done unlinking) finishes second, after an unlinking search of its own.
+//!
+//! Details and the argument for rule 4 are in `raw::list`.
+//!
+//! # Layout
+//!
+//! - `raw::node`: one allocation per node, aligned to a cache line: value word, `next[0]`,
+//!   key length, height, the inline value and the key come first, so a scan step reads one
+//!   line for keys up to about 32 bytes; the upper tower follows. Links to nodes longer than a
+//!   line carry a bit telling the prefetcher to fetch two lines (§2.3's adjacent-line
+//!   observation: the second line comes nearly free once requested together).
+//! - `raw::list`: the link protocol: writers' helping search, insert, remove, readers'
+//!   descent.
+//! - `raw::prefetch`: the prefetch task queue.
+//! - this file: [`SkipList`], its [`Config`] and the [`Range`] iterator.
+
+mod raw;
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::ops::{Bound, ControlFlow, RangeBounds};
+use core::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+pub use crossbeam_epoch::Guard;
+
+use self::raw::list::{RawList, Retire, Seek};
+use self::raw::node::{self, DELETED, MAX_HEIGHT, Node, addr};
+use self::raw::prefetch::{MAX_DEPTH, Prefetcher};
+use crate::key::{byte_bounds, is_empty_range};
+use crate::{ConcurrentOrderedMap, Error};
+
+/// Pins the current thread's epoch: references obtained under the returned [`Guard`] stay
+/// valid until it is dropped.
+pub fn pin() -> Guard {
+    crossbeam_epoch::pin()
+}
+
+/// Settings of a [`SkipList`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The prefetcher's tower level `K`: an iterator keeps about `2^K` prefetches in flight.
+    /// `0` gives the plain iterator; at most 6. Default 3.
+    pub prefetch_depth: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { prefetch_depth: 3 }
+    }
+}
+
+/// The lock-free skip list map; see the [module docs](self).
+pub struct SkipList<V> {
+    raw: RawList<V>,
+    config: Config,
+}
+
+/// Defers destruction of unlinked nodes and replaced values past every pinned guard.
+struct EpochRetire<'g, V> {
+    guard: &'g Guard,
+    bytes: &'g Arc<AtomicUsize>,
+    _values: PhantomData<V>,
+}
+
+impl<V: Send + Sync + 'static> Retire<V> for EpochRetire<'_, V> {
+    fn retire_node(&self, link: usize) {
+        let bytes = Arc::clone(self.bytes);
+        let free = move || {
+            // SAFETY: rule 4: the node is unreachable and retired once; the epoch has moved past
+            // every guard that could hold it.
+            let n = unsafe { node::free::<V>(link, true) };
+            bytes.fetch_sub(n, Relaxed);
+        };
+        // SAFETY: the closure owns what it touches (the node, a counter handle); V: Send.
+        unsafe { self.guard.defer_unchecked(free) };
+    }
+
+    fn retire_value(&self, word: usize) {
+        let bytes = Arc::clone(self.bytes);
+        let free = move || {
+            // SAFETY: the box stopped being current before it was retired, and is retired once.
+            let n = unsafe { node::drop_box::<V>(word) };
+            bytes.fetch_sub(n, Relaxed);
+        };
+        // SAFETY: as above.
+        unsafe { self.guard.defer_unchecked(free) };
+    }
+}
+
+thread_local! {
+    static HEIGHT_RNG: Cell<u64> = Cell::new(seed());
+}
+
+/// A distinct odd seed per thread.
+fn seed() -> u64 {
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    let n = NEXT.fetch_add(1, Relaxed) as u64;
+    crate::substrate::hash::hash_u64(n, 0x5eed) | 1
+}
+
+/// A tower height: `h` with probability `2^-h` (capped at [`MAX_HEIGHT`]).
+fn random_height() -> usize {
+    HEIGHT_RNG.with(|c| {
+        let mut x = c.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.set(x);
+        1 + (x | 1 << (MAX_HEIGHT - 1)).trailing_zeros() as usize
+    })
+}
+
+impl<V: Send + Sync + 'static> SkipList<V> {
+    /// An empty list with the default [`Config`].
+    pub fn new() -> Self {
+        Self::with_config(Config::default()).expect("allocating the head node")
+    }
+
+    /// An empty list; [`Error::InvalidConfig`] when `prefetch_depth` exceeds 6.
+    pub fn with_config(config: Config) -> Result<Self, Error> {
+        if config.prefetch_depth > MAX_DEPTH {
+            return Err(Error::InvalidConfig {
+                what: "prefetch_depth must be 0..=6",
+            });
+        }
+        Ok(SkipList {
+            raw: RawList::new()?,
+            config,
+        })
+    }
+
+    /// Stores `value` under `key`; returns a clone of the value it replaces. Fails only with
+    /// [`Error::KeyTooLong`] (keys up to `u32::MAX` bytes) or [`Error::OutOfMemory`].
+    pub fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error>
+    where
+        V: Clone,
+    {
+        let guard = pin();
+        self.raw
+            .insert(key, value, random_height(), &self.retirer(&guard))
+    }
+
+    /// Removes `key`; returns a clone of its value.
+    pub fn remove(&self, key: &[u8]) -> Option<V>
+    where
+        V: Clone,
+    {
+        let guard = pin();
+        self.raw.remove(key, &self.retirer(&guard))
+    }
+
+    fn retirer<'g>(&'g self, guard: &'g Guard) -> EpochRetire<'g, V> {
+        EpochRetire {
+            guard,
+            bytes: &self.raw.bytes,
+            _values: PhantomData,
+        }
+    }
+}
+
+impl<V> SkipList<V> {
+    /// The settings the list was made with.
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    /// Number of keys present; exact when no write is in flight.
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// True when no key is present.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of nodes and values the list owns, including removed ones awaiting reclamation.
+    pub fn memory_usage(&self) -> usize {
+        core::mem::size_of::<Self>() + self.raw.bytes.load(Relaxed)
+    }
+
+    /// The value stored under `key`, readable while `guard` lives.
+    pub fn get<'g>(&'g self, key: &[u8], guard: &'g Guard) -> Option<&'g V> {
+        let _ = guard;
+        let pred = self.raw.descend(key, Seek::Ge, |_, _| {});
+        // SAFETY: links read under `guard`, which outlives the result.
+        let (n, w) = unsafe { RawList::<V>::live_from(first_after::<V>(pred))? };
+        // SAFETY: `n` is not the head; `guard` keeps it and its value alive.
+        (n.key() == key).then(|| unsafe { n.value_at(w) })
+    }
+
+    /// The first entry within `bound` from below: `≥ k`, `> k`, or the first entry.
+    pub fn lower_bound<'g>(
+        &'g self,
+        bound: Bound<&[u8]>,
+        guard: &'g Guard,
+    ) -> Option<(&'g [u8], &'g V)> {
+        let _ = guard;
+        let pred = match bound {
+            Bound::Included(k) => self.raw.descend(k, Seek::Ge, |_, _| {}),
+            Bound::Excluded(k) => self.raw.descend(k, Seek::Gt, |_, _| {}),
+            Bound::Unbounded => self.raw.head(),
+        };
+        // SAFETY: links read under `guard`, which outlives the result.
+        let (n, w) = unsafe { RawList::<V>::live_from(first_after::<V>(pred))? };
+        // SAFETY: as above; `n` is not the head.
+        Some((n.key(), unsafe { n.value_at(w) }))
+    }
+
+    /// The last entry within `bound` from above: `≤ k`, `< k`, or the last entry.
+    pub fn upper_bound<'g>(
+        &'g self,
+        bound: Bound<&[u8]>,
+        guard: &'g Guard,
+    ) -> Option<(&'g [u8], &'g V)> {
+        let _ = guard;
+        // SAFETY: links read under `guard`, which outlives the result.
+        unsafe { self.last_before(bound) }
+    }
+
+    /// The last live node within `bound` from above.
+    ///
+    /// # Safety
+    /// Called under a guard that outlives `'g`.
+    unsafe fn last_before<'g>(&'g self, bound: Bound<&[u8]>) -> Option<(&'g [u8], &'g V)> {
+        let pred = match bound {
+            Bound::Included(k) => self.raw.descend(k, Seek::Gt, |_, _| {}),
+            Bound::Excluded(k) => self.raw.descend(k, Seek::Ge, |_, _| {}),
+            Bound::Unbounded => self.raw.descend(&[], Seek::Last, |_, _| {}),
+        };
+        if addr::<V>(pred) == addr::<V>(self.raw.head()) {
+            return None;
+        }
+        // SAFETY: a node reached under the caller's guard.
+        let n = unsafe { &*addr::<V>(pred) };
+        // Present when the descent chose it; if removed since, its value word is frozen.
+        let w = n.value.load(Acquire) & !DELETED;
+        // SAFETY: as above; `n` is not the head.
+        Some((n.key(), unsafe { n.value_at(w) }))
+    }
+
+    /// The entries within `range`, in order from either end, readable while `guard` lives.
+    pub fn range<'g, K, R>(&'g self, range: R, guard: &'g Guard) -> Range<'g, V, K, R>
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        let (s, e) = byte_bounds(&range);
+        let done = is_empty_range(s, e);
+        Range {
+            list: self,
+            _guard: guard,
+            range,
+            front: Front::Unstarted,
+            prefetch: None,
+            front_last: None,
+            back_last: None,
+            back_done: done,
+            _key: PhantomData,
+        }
+        .with_front_done(done)
+    }
+
+    /// Every entry in order, readable while `guard` lives.
+    pub fn iter<'g>(&'g self, guard: &'g Guard) -> Range<'g, V, [u8], core::ops::RangeFull> {
+        self.range::<[u8], _>(.., guard)
+    }
+
+    /// Checks the structure: every level sorted and holding only present nodes that are also
+    /// on the level below, heights within the top, `len` and the byte count right. Only
+    /// meaningful when no write is in flight; panics with a description otherwise.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        let head = self.raw.head();
+        let top = self.raw.top();
+        let mut count = 0usize;
+        let mut bytes = node_size::<V>(0, MAX_HEIGHT);
+        let mut below: Vec<usize> = Vec::new();
+        for lvl in 0..MAX_HEIGHT {
+            let mut on_level = Vec::new();
+            // SAFETY: quiescent list (the documented precondition): every linked node is live.
+            let mut link = unsafe { &*addr::<V>(head) }.next(lvl).load(Acquire);
+            let mut prev: Option<&[u8]> = None;
+            while !addr::<V>(link).is_null() {
+                assert!(
+                    lvl < top,
+                    "a node is linked at level {lvl}, above the top {top}"
+                );
+                // SAFETY: as above.
+                let n = unsafe { &*addr::<V>(link) };
+                assert!(lvl < n.height(), "node linked above its height");
+                let w = n.value.load(Acquire);
+                assert_eq!(
+                    w & DELETED,
+                    0,
+                    "a removed node is still linked at level {lvl}"
+                );
+                let next = n.next(lvl).load(Acquire);
+                assert_eq!(next & node::MARK, 0, "a marked link at level {lvl}");
+                if let Some(p) = prev {
+                    assert!(p < n.key(), "level {lvl} is not strictly increasing");
+                }
+                prev = Some(n.key());
+                on_level.push(addr::<V>(link) as usize);
+                if lvl == 0 {
+                    count += 1;
+                    bytes += node_size::<V>(n.key().len(), n.height());
+                    if w != 0 {
+                        bytes += core::mem::size_of::<node::Boxed<V>>();
+                    }
+                }
+                link = next;
+            }
+            if lvl > 0 {
+                let mut it = below.iter();
+                for a in &on_level {
+                    assert!(it.any(|b| b == a), "a node on level {lvl} is missing below");
+                }
+            }
+            below = on_level;
+        }
+        assert_eq!(count, self.len(), "len disagrees with the level-0 count");
+        let counted = self.raw.bytes.load(Relaxed);
+        assert!(
+            counted >= bytes,
+            "byte count {counted} below the {bytes} bytes of linked nodes"
+        );
+    }
+}
+
+fn node_size<V>(key_len: usize, height: usize) -> usize {
+    Node::<V>::layout(key_len, height).map_or(0, |l| l.size())
+}
+
+/// The level-0 link after `pred`.
+#[inline(always)]
+fn first_after<V>(pred: usize) -> usize {
+    // SAFETY: `pred` is the head or a node reached under the caller's guard.
+    unsafe { &*addr::<V>(pred) }.next(0).load(Acquire)
+}
+
+impl<V: Send + Sync + 'static> Default for SkipList<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V> fmt::Debug for SkipList<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SkipList")
+            .field("len", &self.raw.len())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+enum Front {
+    /// No seek yet (done on the first `next`).
+    Unstarted,
+    /// The next level-0 link to look at.
+    At(usize),
+    Done,
+}
+
+/// An iterator over a range of a [`SkipList`], from both ends; see
+/// [`SkipList::range`]. Forward steps use the prefetcher; backward steps re-seek.
+pub struct Range<'g, V, K: ?Sized, R> {
+    list: &'g SkipList<V>,
+    _guard: &'g Guard,
+    range: R,
+    front: Front,
+    prefetch: Option<Prefetcher>,
+    front_last: Option<&'g [u8]>,
+    back_last: Option<&'g [u8]>,
+    back_done: bool,
+    _key: PhantomData<fn(&K)>,
+}
+
+impl<V, K: ?Sized, R> fmt::Debug for Range<'_, V, K, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Range")
+            .field("prefetch_depth", &self.list.config.prefetch_depth)
+            .field("front_last", &self.front_last.map(crate::key::Escaped))
+            .field("back_last", &self.back_last.map(crate::key::Escaped))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'g, V, K, R> Range<'g, V, K, R>
+where
+    K: AsRef<[u8]> + ?Sized,
+    R: RangeBounds<K>,
+{
+    fn with_front_done(mut self, done: bool) -> Self {
+        if done {
+            self.front = Front::Done;
+        }
+        self
+    }
+
+    /// Seeks the range's start and sets up the prefetcher.
+    fn start(&mut self) -> usize {
+        let raw = &self.list.raw;
+        let depth = self.list.config.prefetch_depth;
+        let mut at_depth = raw.head();
+        let (s, _) = byte_bounds(&self.range);
+        let pred = match s {
+            Bound::Included(k) => raw.descend(k, Seek::Ge, |lvl, p| {
+                if lvl == depth {
+                    at_depth = p;
+                }
+            }),
+            Bound::Excluded(k) => raw.descend(k, Seek::Gt, |lvl, p| {
+                if lvl == depth {
+                    at_depth = p;
+                }
+            }),
+            Bound::Unbounded => raw.head(),
+        };
+        if depth > 0 {
+            // SAFETY: `at_depth` is the head or a node of height above `depth` reached under
+            // the iterator's guard, which outlives the prefetcher.
+            self.prefetch = Some(unsafe { Prefetcher::new::<V>(depth, at_depth) });
+        }
+        first_after::<V>(pred)
+    }
+}
+
+impl<'g, V, K, R> Iterator for Range<'g, V, K, R>
+where
+    K: AsRef<[u8]> + ?Sized,
+    R: RangeBounds<K>,
+{
+    type Item = (&'g [u8], &'g V);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut link = match self.front {
+            Front::At(l) => l,
+            Front::Unstarted => self.start(),
+            Front::Done => return None,
+        };
+        loop {
+            if addr::<V>(link).is_null() {
+                self.front = Front::Done;
+                return None;
+            }
+            // SAFETY: reached under the iterator's guard, which outlives 'g.
+            let n: &'g Node<V> = unsafe { &*addr::<V>(link) };
+            if let Some(p) = &mut self.prefetch {
+                // SAFETY: as above.
+                unsafe { p.step::<V>(link) };
+            }
+            let w = n.value.load(Acquire);
+            link = n.next(0).load(Acquire);
+            if w & DELETED != 0 {
+                continue;
+            }
+            let key = n.key();
+            let (_, e) = byte_bounds(&self.range);
+            let in_range = match e {
+                Bound::Included(e) => key <= e,
+                Bound::Excluded(e) => key < e,
+                Bound::Unbounded => true,
+            };
+            if !in_range || self.back_last.is_some_and(|b| key >= b) {
+                self.front = Front::Done;
+                return None;
+            }
+            self.front = Front::At(link);
+            self.front_last = Some(key);
+            // SAFETY: `n` is not the head; the guard keeps its value alive.
+            return Some((key, unsafe { n.value_at(w) }));
+        }
+    }
+}
+
+impl<'g, V, K, R> DoubleEndedIterator for Range<'g, V, K, R>
+where
+    K: AsRef<[u8]> + ?Sized,
+    R: RangeBounds<K>,
+{
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.back_done {
+            return None;
+        }
+        let (s, e) = byte_bounds(&self.range);
+        let bound = match self.back_last {
+            Some(k) => Bound::Excluded(k),
+            None => e,
+        };
+        // SAFETY: the iterator's guard outlives 'g.
+        let found = unsafe { self.list.last_before(bound) };
+        let Some((key, v)) = found else {
+            self.back_done = true;
+            return None;
+        };
+        let in_range = match s {
+            Bound::Included(s) => key >= s,
+            Bound::Excluded(s) => key > s,
+            Bound::Unbounded => true,
+        };
+        if !in_range || self.front_last.is_some_and(|f| key <= f) {
+            self.back_done = true;
+            return None;
+        }
+        self.back_last = Some(key);
+        Some((key, v))
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for SkipList<V> {
+    fn get_with<T>(&self, key: &[u8], f: impl FnOnce(&V) -> T) -> Option<T> {
+        let guard = pin();
+        self.get(key, &guard).map(f)
+    }
+
+    fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        SkipList::insert(self, key, value)
+    }
+
+    fn remove(&self, key: &[u8]) -> Option<V> {
+        SkipList::remove(self, key)
+    }
+
+    fn len(&self) -> usize {
+        SkipList::len(self)
+    }
+
+    fn memory_usage(&self) -> usize {
+        SkipList::memory_usage(self)
+    }
+
+    fn lower_bound_with<T>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> T,
+    ) -> Option<T> {
+        let guard = pin();
+        self.lower_bound(bound, &guard).map(|(k, v)| f(k, v))
+    }
+
+    fn upper_bound_with<T>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> T,
+    ) -> Option<T> {
+        let guard = pin();
+        self.upper_bound(bound, &guard).map(|(k, v)| f(k, v))
+    }
+
+    fn visit_range<K, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        K: AsRef<[u8]> + ?Sized,
+        Rg: RangeBounds<K>,
+    {
+        let guard = pin();
+        for (k, v) in self.range(range, &guard) {
+            if f(k, v).is_break() {
+                return;
+            }
+        }
+    }
+
+    fn visit_range_rev<K, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        K: AsRef<[u8]> + ?Sized,
+        Rg: RangeBounds<K>,
+    {
+        let guard = pin();
+        for (k, v) in self.range(range, &guard).rev() {
+            if f(k, v).is_break() {
+                return;
+            }
+        }
+    }
+}
