@@ -104,6 +104,10 @@
 //!
 //! The module exists under `cfg(test)` and with the `testing` feature, which also brings in
 //! proptest (re-exported as [`proptest`](mod@proptest)).
+//!
+//! Multi-threaded checks of [`ConcurrentOrderedMap`] implementations (stress with
+//! linearizability checks, range visits under churn, values dropped exactly once) are in
+//! [`concurrent`].
 
 use core::cell::{Cell, RefCell};
 use core::fmt;
@@ -111,6 +115,8 @@ use core::ops::{Bound, ControlFlow};
 use std::collections::BTreeMap;
 use std::collections::btree_map;
 use std::panic::{self, AssertUnwindSafe};
+
+pub mod concurrent;
 
 #[doc(no_inline)]
 pub use proptest;
