@@ -13,6 +13,7 @@ use crate::baselines::{
 use crate::exec::{self, Driver, Plan};
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 use crate::ours::mlp_index::Mlp;
+use crate::ours::skiplist::Skiplist;
 
 /// One measurable index.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +41,18 @@ macro_rules! cuckoo_variant {
             about: concat!("Cuckoo Trie with prefetch depth ", $d),
             variant: true,
             run: exec::serve::<Cuckoo<$d>>,
+        }
+    };
+}
+
+/// The skip list with prefetch depth `$k`, for the depth sweep.
+macro_rules! skiplist_variant {
+    ($name:literal, $k:literal) => {
+        Entry {
+            name: $name,
+            about: concat!("mlpdex lock-free skip list, iterator prefetch depth ", $k),
+            variant: true,
+            run: exec::serve::<Skiplist<$k>>,
         }
     };
 }
@@ -130,6 +143,24 @@ pub const INDEXES: &[Entry] = &[
         variant: true,
         run: exec::serve::<Mlp<2>>,
     },
+    Entry {
+        name: "skiplist",
+        about: "mlpdex lock-free skip list (mlp-data-structures.txt §3), prefetching iterator",
+        variant: false,
+        run: exec::serve::<Skiplist<{ usize::MAX }>>,
+    },
+    Entry {
+        name: "skiplist-plain",
+        about: "mlpdex lock-free skip list with the plain iterator (prefetch depth 0)",
+        variant: false,
+        run: exec::serve::<Skiplist<0>>,
+    },
+    skiplist_variant!("skiplist-k1", 1),
+    skiplist_variant!("skiplist-k2", 2),
+    skiplist_variant!("skiplist-k3", 3),
+    skiplist_variant!("skiplist-k4", 4),
+    skiplist_variant!("skiplist-k5", 5),
+    skiplist_variant!("skiplist-k6", 6),
     cuckoo_variant!("cuckoo-trie-d1", 1),
     cuckoo_variant!("cuckoo-trie-d2", 2),
     cuckoo_variant!("cuckoo-trie-d3", 3),

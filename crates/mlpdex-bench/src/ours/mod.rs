@@ -2,3 +2,4 @@
 
 pub mod cuckoo_trie;
 pub mod mlp_index;
+pub mod skiplist;

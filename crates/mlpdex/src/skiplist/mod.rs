@@ -247,9 +247,9 @@ impl<V> SkipList<V> {
     /// The value stored under `key`, readable while `guard` lives.
     pub fn get<'g>(&'g self, key: &[u8], guard: &'g Guard) -> Option<&'g V> {
         let _ = guard;
-        let pred = self.raw.descend(key, Seek::Ge, |_, _| {});
+        let (_, stop) = self.raw.descend(key, Seek::Ge, |_, _| {});
         // SAFETY: links read under `guard`, which outlives the result.
-        let (n, w) = unsafe { RawList::<V>::live_from(first_after::<V>(pred))? };
+        let (n, w) = unsafe { RawList::<V>::first_from(stop, key, Seek::Ge)? };
         // SAFETY: `n` is not the head; `guard` keeps it and its value alive.
         (n.key() == key).then(|| unsafe { n.value_at(w) })
     }
@@ -261,13 +261,17 @@ impl<V> SkipList<V> {
         guard: &'g Guard,
     ) -> Option<(&'g [u8], &'g V)> {
         let _ = guard;
-        let pred = match bound {
-            Bound::Included(k) => self.raw.descend(k, Seek::Ge, |_, _| {}),
-            Bound::Excluded(k) => self.raw.descend(k, Seek::Gt, |_, _| {}),
-            Bound::Unbounded => self.raw.head(),
+        let (key, seek) = match bound {
+            Bound::Included(k) => (k, Seek::Ge),
+            Bound::Excluded(k) => (k, Seek::Gt),
+            Bound::Unbounded => (&[][..], Seek::Ge),
+        };
+        let stop = match bound {
+            Bound::Unbounded => first_after::<V>(self.raw.head()),
+            _ => self.raw.descend(key, seek, |_, _| {}).1,
         };
         // SAFETY: links read under `guard`, which outlives the result.
-        let (n, w) = unsafe { RawList::<V>::live_from(first_after::<V>(pred))? };
+        let (n, w) = unsafe { RawList::<V>::first_from(stop, key, seek)? };
         // SAFETY: as above; `n` is not the head.
         Some((n.key(), unsafe { n.value_at(w) }))
     }
@@ -292,7 +296,8 @@ impl<V> SkipList<V> {
             Bound::Included(k) => self.raw.descend(k, Seek::Gt, |_, _| {}),
             Bound::Excluded(k) => self.raw.descend(k, Seek::Ge, |_, _| {}),
             Bound::Unbounded => self.raw.descend(&[], Seek::Last, |_, _| {}),
-        };
+        }
+        .0;
         if addr::<V>(pred) == addr::<V>(self.raw.head()) {
             return None;
         }
@@ -467,27 +472,28 @@ where
     fn start(&mut self) -> usize {
         let raw = &self.list.raw;
         let depth = self.list.config.prefetch_depth;
-        let mut at_depth = raw.head();
+        // The descent's predecessors at levels 0..=depth: the prefetcher starts from their
+        // successors, which the descent has just read.
+        let mut preds = [raw.head(); MAX_DEPTH + 1];
+        let mut keep = |lvl: usize, p: usize| {
+            if lvl <= depth {
+                preds[lvl] = p;
+            }
+        };
         let (s, _) = byte_bounds(&self.range);
-        let pred = match s {
-            Bound::Included(k) => raw.descend(k, Seek::Ge, |lvl, p| {
-                if lvl == depth {
-                    at_depth = p;
-                }
-            }),
-            Bound::Excluded(k) => raw.descend(k, Seek::Gt, |lvl, p| {
-                if lvl == depth {
-                    at_depth = p;
-                }
-            }),
-            Bound::Unbounded => raw.head(),
+        let first = match s {
+            Bound::Included(k) => raw.descend(k, Seek::Ge, &mut keep).1,
+            Bound::Excluded(k) => raw.descend(k, Seek::Gt, &mut keep).1,
+            Bound::Unbounded => first_after::<V>(raw.head()),
         };
         if depth > 0 {
-            // SAFETY: `at_depth` is the head or a node of height above `depth` reached under
-            // the iterator's guard, which outlives the prefetcher.
-            self.prefetch = Some(unsafe { Prefetcher::new::<V>(depth, at_depth) });
+            // SAFETY: the head or nodes reached under the iterator's guard, which outlives the
+            // prefetcher; `preds[i]` is on level `i`.
+            self.prefetch = Some(unsafe { Prefetcher::new::<V>(depth, &preds[..=depth]) });
         }
-        first_after::<V>(pred)
+        // The walk starts where the descent stopped, a node found not before the start bound;
+        // every node after it on level 0 is past the bound too.
+        first
     }
 }
 

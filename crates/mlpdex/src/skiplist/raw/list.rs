@@ -68,6 +68,18 @@ pub(crate) enum Seek {
     Last,
 }
 
+impl Seek {
+    /// Whether a node holding `node_key` goes before the search key `key`.
+    #[inline(always)]
+    fn before(self, node_key: &[u8], key: &[u8]) -> bool {
+        match self {
+            Seek::Ge => key_lt(node_key, key),
+            Seek::Gt => !key_lt(key, node_key),
+            Seek::Last => true,
+        }
+    }
+}
+
 /// The skip list's shared state; the node memory belongs to it.
 pub(crate) struct RawList<V> {
     /// The head node's link: no key, every level.
@@ -90,6 +102,20 @@ pub(crate) struct RawList<V> {
 unsafe fn at<'a, V>(link: usize) -> &'a Node<V> {
     // SAFETY: per the contract.
     unsafe { &*addr::<V>(link) }
+}
+
+/// `a < b` in key order. Keys of 8 bytes or more are first told apart by their leading 8
+/// bytes as one big-endian integer, which settles nearly every comparison of a search without
+/// a call to `memcmp`.
+#[inline(always)]
+pub(crate) fn key_lt(a: &[u8], b: &[u8]) -> bool {
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+        if x != y {
+            return x < y;
+        }
+    }
+    a < b
 }
 
 #[inline(always)]
@@ -125,21 +151,31 @@ impl<V> RawList<V> {
 
     /// Writers' search: fills `path` for `key` at levels `0..levels`, unlinking every removed
     /// node met on the way (rule 3). Each `preds[i]` is a live node (or the head) with a key
-    /// below `key`, and `succs[i]` the link that followed it. With `target` set, equal keys
-    /// other than `target` count as smaller, so the search passes every node of that key and
-    /// `target` (removed) is unlinked wherever it is still linked. Returns the live level-0
-    /// node holding `key` (0 if none; always 0 with a target).
+    /// below `key`, and `succs[i]` the link that followed it. Returns the live level-0 node
+    /// holding `key` (0 if none).
+    ///
+    /// With `target` set (a removed node holding `key`), the search also walks each level's
+    /// run of nodes holding `key`, so that `target` is unlinked wherever it is still linked,
+    /// and returns 0. The run is walked apart from the descent: nodes of equal key need not
+    /// be in the same order on every level (a dying node's tower may be linked in front of
+    /// its successor's), so a descent from one of them could pass `target` on the level
+    /// below.
     pub(crate) fn find(&self, key: &[u8], target: usize, path: &mut Path, levels: usize) -> usize {
         'retry: loop {
             let mut pred = self.head;
             let mut found = 0;
             for lvl in (0..levels).rev() {
+                // The node whose link we follow: `pred`, or inside the run of equal keys the
+                // last live node of the run.
+                let mut at_link = pred;
                 // SAFETY: the head, or a node reached by links under the caller's guard.
-                let mut pn = unsafe { at::<V>(pred) };
-                let mut curr = pn.next(lvl).load(SeqCst);
+                let mut an = unsafe { at::<V>(at_link) };
+                let mut curr = an.next(lvl).load(SeqCst);
+                let mut succ_of_pred = curr;
                 loop {
                     if curr & MARK != 0 {
-                        // `pred` is being unlinked: it can no longer be a predecessor.
+                        // The node we follow is being unlinked: it can no longer be a
+                        // predecessor.
                         continue 'retry;
                     }
                     if addr::<V>(curr).is_null() {
@@ -150,19 +186,32 @@ impl<V> RawList<V> {
                     let succ = cn.next(lvl).load(SeqCst);
                     if succ & MARK != 0 || cn.value.load(SeqCst) & DELETED != 0 {
                         // Removed: freeze its link (rule 2), then unlink it here. On a failed
-                        // CAS `pred` changed under us: continue from its new successor (the
-                        // loop top restarts if `pred` itself is now marked).
+                        // CAS the link changed under us: continue from its new value (the
+                        // loop top restarts if the node we follow is now marked).
                         let succ = cn.next(lvl).fetch_or(MARK, SeqCst) & !MARK;
-                        curr = match pn.next(lvl).compare_exchange(curr, succ, SeqCst, SeqCst) {
+                        curr = match an.next(lvl).compare_exchange(curr, succ, SeqCst, SeqCst) {
                             Ok(_) => succ,
                             Err(now) => now,
                         };
+                        if same(at_link, pred) {
+                            succ_of_pred = curr;
+                        }
                         continue;
                     }
                     let ck = cn.key();
-                    if ck < key || (target != 0 && ck == key && !same(curr, target)) {
+                    if key_lt(ck, key) {
+                        debug_assert!(same(at_link, pred));
                         pred = curr;
-                        pn = cn;
+                        at_link = curr;
+                        an = cn;
+                        curr = succ;
+                        succ_of_pred = succ;
+                        continue;
+                    }
+                    if target != 0 && ck == key {
+                        // Inside the run of `key`: walk it without moving `pred`.
+                        at_link = curr;
+                        an = cn;
                         curr = succ;
                         continue;
                     }
@@ -172,7 +221,7 @@ impl<V> RawList<V> {
                     break;
                 }
                 path.preds[lvl] = pred;
-                path.succs[lvl] = curr;
+                path.succs[lvl] = succ_of_pred;
             }
             return found;
         }
@@ -358,46 +407,49 @@ impl<V> RawList<V> {
 
     /// Readers' descent: at each level from the top, the last live node (or the head) whose
     /// key goes before `key` in the sense of `seek`; `on_level` sees each level's predecessor.
-    /// Returns the level-0 predecessor.
+    /// Returns the level-0 predecessor and the link after it where the descent stopped: the
+    /// first node found live and not before `key` (0 at the end of the list).
     #[inline]
     pub(crate) fn descend(
         &self,
         key: &[u8],
         seek: Seek,
         mut on_level: impl FnMut(usize, usize),
-    ) -> usize {
+    ) -> (usize, usize) {
         let mut pred = self.head;
+        // The node that ended the previous level: known not to go before `key`.
+        let mut stop = 0;
         for lvl in (0..self.top()).rev() {
             // SAFETY: the head, or a node reached by links under the caller's guard.
             let mut curr = unsafe { at::<V>(pred) }.next(lvl).load(Acquire);
-            while !addr::<V>(curr).is_null() {
+            while !addr::<V>(curr).is_null() && !same(curr, stop) {
                 // SAFETY: as above.
                 let cn = unsafe { at::<V>(curr) };
-                let succ = cn.next(lvl).load(Acquire);
                 if cn.value.load(Acquire) & DELETED == 0 {
-                    let before = match seek {
-                        Seek::Ge => cn.key() < key,
-                        Seek::Gt => cn.key() <= key,
-                        Seek::Last => true,
-                    };
-                    if !before {
+                    if !seek.before(cn.key(), key) {
                         break;
                     }
                     pred = curr;
                 }
-                curr = succ;
+                curr = cn.next(lvl).load(Acquire);
             }
+            stop = curr & !MARK;
             on_level(lvl, pred);
         }
-        pred
+        (pred, stop)
     }
 
-    /// The first present node at or after `link` on level 0, with its value word.
+    /// The first node from `link` on level 0 that is live and not before `key` (per `seek`),
+    /// with its value word.
     ///
     /// # Safety
     /// `link` was read under the caller's guard, which outlives the returned reference.
     #[inline]
-    pub(crate) unsafe fn live_from<'g>(mut link: usize) -> Option<(&'g Node<V>, usize)> {
+    pub(crate) unsafe fn first_from<'g>(
+        mut link: usize,
+        key: &[u8],
+        seek: Seek,
+    ) -> Option<(&'g Node<V>, usize)> {
         loop {
             if addr::<V>(link).is_null() {
                 return None;
@@ -405,7 +457,7 @@ impl<V> RawList<V> {
             // SAFETY: per the contract.
             let n = unsafe { at::<'g, V>(link) };
             let w = n.value.load(Acquire);
-            if w & DELETED == 0 {
+            if w & DELETED == 0 && !seek.before(n.key(), key) {
                 return Some((n, w));
             }
             link = n.next(0).load(Acquire);

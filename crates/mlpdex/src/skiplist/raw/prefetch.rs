@@ -10,8 +10,9 @@
 //!
 //! Phases run when the walk reaches the first task's start (the paper's trigger) or after `2^K`
 //! steps without one (§3.2's rule for concurrent lists: a task's start may have been unlinked,
-//! and the walk would then never meet it). The first phase runs when the iterator is made, from
-//! the level-`K` predecessor its seek passed, which is already in cache.
+//! and the walk would then never meet it). The paper seeds the queue from the first node of
+//! height `K` found by walking level 0; here the seek's per-level successors seed it instead
+//! (one interval per level, all in cache), so the first task starts where the walk does.
 //!
 //! Everything here is a hint: tasks only read links of nodes reached under the iterator's
 //! guard (rule 4 of the list keeps them allocated), and a full queue drops tasks, losing
@@ -62,27 +63,46 @@ pub(crate) struct Prefetcher {
     furthest: usize,
     /// Steps left before a phase is forced.
     countdown: usize,
+    /// The first task's start (0 when the queue is empty): reaching it triggers a phase.
+    head_start: usize,
 }
 
 impl Prefetcher {
-    /// A prefetcher of depth `depth` (1..=MAX_DEPTH) seeded from `pred`, a node of height above
-    /// `depth` at or before the walk's first node; runs the first phase.
+    /// A prefetcher of depth `depth` (1..=MAX_DEPTH) for a walk about to start at
+    /// `preds[0].next[0]`, where `preds[i]` is the last node before the walk's start on level
+    /// `i` (or the head). The successors `preds[i].next[i]` split the way ahead into one
+    /// interval per level, `(s_i, s_{i+1}, i)`, and `s_depth` starts the level-`depth` chain; so
+    /// the first task starts where the walk does and nothing behind it is fetched.
     ///
     /// # Safety
-    /// `pred` (and everything reachable from it) stays allocated while the prefetcher is used:
-    /// it was reached under the guard that the walk holds.
-    pub(crate) unsafe fn new<V>(depth: usize, pred: usize) -> Prefetcher {
-        debug_assert!((1..=MAX_DEPTH).contains(&depth));
+    /// Every `preds[i]` (and everything reachable from it) stays allocated while the
+    /// prefetcher is used: they were reached under the guard that the walk holds.
+    pub(crate) unsafe fn new<V>(depth: usize, preds: &[usize]) -> Prefetcher {
+        debug_assert!((1..=MAX_DEPTH).contains(&depth) && preds.len() == depth + 1);
         let mut p = Prefetcher {
             depth,
             tasks: [MaybeUninit::uninit(); CAP],
             first: 0,
             len: 0,
-            furthest: pred,
+            furthest: 0,
             countdown: 1 << depth,
+            head_start: 0,
         };
+        let succ = |i: usize| {
+            // SAFETY: per the contract; `preds[i]` is on level `i`, so its height exceeds `i`.
+            let n: &Node<V> = unsafe { &*addr::<V>(preds[i]) };
+            n.next(i).load(Acquire) & !MARK
+        };
+        let mut prev = succ(0);
+        for i in 1..=depth {
+            let s = succ(i);
+            p.push(Task::new(prev, s, i - 1));
+            prev = s;
+        }
+        p.furthest = prev;
         // SAFETY: per the contract.
-        unsafe { p.phase::<V>() };
+        unsafe { p.extend::<V>() };
+        p.head_start = p.peek_start();
         p
     }
 
@@ -93,15 +113,18 @@ impl Prefetcher {
     #[inline(always)]
     pub(crate) unsafe fn step<V>(&mut self, current: usize) {
         self.countdown -= 1;
-        // SAFETY: `first < CAP`, and slot `first` is initialized when `len > 0`.
-        let due = self.countdown == 0
-            || (self.len > 0
-                && addr::<V>(unsafe { self.tasks[self.first].assume_init() }.start)
-                    == addr::<V>(current));
-        if due {
+        if self.countdown == 0 || addr::<V>(self.head_start) == addr::<V>(current) {
             // SAFETY: per the contract.
             unsafe { self.phase::<V>() };
         }
+    }
+
+    fn peek_start(&self) -> usize {
+        if self.len == 0 {
+            return 0;
+        }
+        // SAFETY: slot `first` is initialized when `len > 0`.
+        unsafe { self.tasks[self.first].assume_init() }.start
     }
 
     #[inline(always)]
@@ -144,6 +167,18 @@ impl Prefetcher {
                 end_level: t.end_level,
             });
         }
+        // SAFETY: per the contract.
+        unsafe { self.extend::<V>() };
+        self.head_start = self.peek_start();
+    }
+
+    /// Queues the next level-`depth` interval, from `furthest` to its level-`depth` successor,
+    /// and prefetches that successor.
+    ///
+    /// # Safety
+    /// As for [`new`](Self::new).
+    #[inline(always)]
+    unsafe fn extend<V>(&mut self) {
         if !addr::<V>(self.furthest).is_null() {
             // SAFETY: reached under the walk's guard; its height exceeds `depth`.
             let f: &Node<V> = unsafe { &*addr::<V>(self.furthest) };
