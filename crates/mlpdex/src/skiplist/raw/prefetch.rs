@@ -10,9 +10,17 @@
 //!
 //! Phases run when the walk reaches the first task's start (the paper's trigger) or after `2^K`
 //! steps without one (§3.2's rule for concurrent lists: a task's start may have been unlinked,
-//! and the walk would then never meet it). The paper seeds the queue from the first node of
-//! height `K` found by walking level 0; here the seek's per-level successors seed it instead
-//! (one interval per level, all in cache), so the first task starts where the walk does.
+//! and the walk would then never meet it).
+//!
+//! The paper seeds the queue from the first node of height `K` found by walking level 0,
+//! which costs up to `2^K` dependent misses before any prefetch. Here the seek feeds it
+//! while it descends ([`Prefetcher::begin`], [`Prefetcher::descend_level`]): when the descent
+//! leaves level `K`, the level-`K` chain from the successor there is queued; on each level
+//! below, the interval from that level's successor to the previous one's is queued in front
+//! and a phase runs. So the first task starts exactly where the walk does, nothing behind
+//! it is fetched, and the queue's first `K` phases overlap the seek's last round trips.
+//! (Measured on 4M random 8-byte keys, `K = 3`: the 19 entries after the first of a scan
+//! took 1.41 µs instead of 1.75–1.92 µs.)
 //!
 //! Everything here is a hint: tasks only read links of nodes reached under the iterator's
 //! guard (rule 4 of the list keeps them allocated), and a full queue drops tasks, losing
@@ -65,6 +73,8 @@ pub(crate) struct Prefetcher {
     countdown: usize,
     /// The first task's start (0 when the queue is empty): reaching it triggers a phase.
     head_start: usize,
+    /// While a seek feeds the prefetcher: the start of the nearest interval queued so far.
+    seed_end: usize,
 }
 
 impl Prefetcher {
@@ -72,7 +82,9 @@ impl Prefetcher {
     /// `preds[0].next[0]`, where `preds[i]` is the last node before the walk's start on level
     /// `i` (or the head). The successors `preds[i].next[i]` split the way ahead into one
     /// interval per level, `(s_i, s_{i+1}, i)`, and `s_depth` starts the level-`depth` chain; so
-    /// the first task starts where the walk does and nothing behind it is fetched.
+    /// the first task starts where the walk does and nothing behind it is fetched. Used when
+    /// no descent fed a prefetcher: an unbounded start (every `preds[i]` is the head) or a list
+    /// whose towers do not reach level `depth`.
     ///
     /// # Safety
     /// Every `preds[i]` (and everything reachable from it) stays allocated while the
@@ -87,6 +99,7 @@ impl Prefetcher {
             furthest: 0,
             countdown: 1 << depth,
             head_start: 0,
+            seed_end: 0,
         };
         let succ = |i: usize| {
             // SAFETY: per the contract; `preds[i]` is on level `i`, so its height exceeds `i`.
@@ -104,6 +117,52 @@ impl Prefetcher {
         unsafe { p.extend::<V>() };
         p.head_start = p.peek_start();
         p
+    }
+
+    /// A prefetcher started *during* a seek, when its descent has finished level `depth` with
+    /// predecessor `pred`: the level-`depth` chain from `pred`'s successor (a node past the
+    /// walk's start) is queued at once, and [`descend_level`](Self::descend_level) adds the
+    /// nearer intervals and runs one phase per level the descent still goes down. The first
+    /// `depth` phases so overlap the seek's own last round trips instead of following them.
+    ///
+    /// # Safety
+    /// As for [`new`](Self::new), with `pred` on level `depth`.
+    pub(crate) unsafe fn begin<V>(depth: usize, pred: usize) -> Prefetcher {
+        debug_assert!((1..=MAX_DEPTH).contains(&depth));
+        // SAFETY: per the contract; `pred` is on level `depth`, so its height exceeds it.
+        let pn: &Node<V> = unsafe { &*addr::<V>(pred) };
+        let s = pn.next(depth).load(Acquire) & !MARK;
+        let mut p = Prefetcher {
+            depth,
+            tasks: [MaybeUninit::uninit(); CAP],
+            first: 0,
+            len: 0,
+            furthest: s,
+            countdown: 1 << depth,
+            head_start: 0,
+            seed_end: s,
+        };
+        // SAFETY: per the contract.
+        unsafe { p.extend::<V>() };
+        p.head_start = p.peek_start();
+        p
+    }
+
+    /// The seek has finished level `lvl < depth` with predecessor `pred`: queue the interval
+    /// from `pred`'s successor on that level to the previous level's, in front (it is nearer
+    /// the walk's start than everything queued), and run a phase.
+    ///
+    /// # Safety
+    /// As for [`new`](Self::new), with `pred` on level `lvl`.
+    pub(crate) unsafe fn descend_level<V>(&mut self, lvl: usize, pred: usize) {
+        debug_assert!(lvl < self.depth);
+        // SAFETY: per the contract.
+        let pn: &Node<V> = unsafe { &*addr::<V>(pred) };
+        let s = pn.next(lvl).load(Acquire) & !MARK;
+        self.push_front(Task::new(s, self.seed_end, lvl));
+        self.seed_end = s;
+        // SAFETY: per the contract.
+        unsafe { self.phase::<V>() };
     }
 
     /// Called with each node the walk steps onto; runs a phase when due.
@@ -125,6 +184,14 @@ impl Prefetcher {
         }
         // SAFETY: slot `first` is initialized when `len > 0`.
         unsafe { self.tasks[self.first].assume_init() }.start
+    }
+
+    fn push_front(&mut self, t: Task) {
+        if self.len < CAP {
+            self.first = (self.first + CAP - 1) % CAP;
+            self.tasks[self.first] = MaybeUninit::new(t);
+            self.len += 1;
+        }
     }
 
     #[inline(always)]
