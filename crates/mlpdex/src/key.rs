@@ -66,31 +66,50 @@ pub fn is_empty_range(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
     }
 }
 
-/// True when `key` lies within `(start, end)`.
+/// True when `key` lies after the start bound `start` (always for `Unbounded`).
 #[inline]
-pub fn in_range(key: &[u8], start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
-    let above = match start {
+pub fn after_start(key: &[u8], start: Bound<&[u8]>) -> bool {
+    match start {
         Bound::Included(s) => key >= s,
         Bound::Excluded(s) => key > s,
         Bound::Unbounded => true,
-    };
-    let below = match end {
+    }
+}
+
+/// True when `key` lies before the end bound `end` (always for `Unbounded`).
+#[inline]
+pub fn before_end(key: &[u8], end: Bound<&[u8]>) -> bool {
+    match end {
         Bound::Included(e) => key <= e,
         Bound::Excluded(e) => key < e,
         Bound::Unbounded => true,
-    };
-    above && below
+    }
 }
 
-/// Displays a key readably: printable ASCII as is, other bytes as `\xNN`, long keys elided.
+/// True when `key` lies within `(start, end)`.
+#[inline]
+pub fn in_range(key: &[u8], start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    after_start(key, start) && before_end(key, end)
+}
+
+/// A bound for messages: `Included("k")`, `Excluded("k")` or `Unbounded`, keys [`Escaped`].
+pub fn show_bound(b: Bound<&[u8]>) -> String {
+    match b {
+        Bound::Included(k) => format!("Included({})", Escaped(k)),
+        Bound::Excluded(k) => format!("Excluded({})", Escaped(k)),
+        Bound::Unbounded => "Unbounded".to_string(),
+    }
+}
+
+/// Displays a key readably: printable ASCII as is, other bytes as `\xNN`. A key longer than
+/// 64 bytes shows its first 48 and last 8 bytes and its length (long keys that differ only
+/// near the end stay distinguishable).
 #[derive(Clone, Copy)]
 pub struct Escaped<'a>(pub &'a [u8]);
 
-impl fmt::Display for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const SHOWN: usize = 64;
-        f.write_str("\"")?;
-        for &b in self.0.iter().take(SHOWN) {
+impl Escaped<'_> {
+    fn write_bytes(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+        for &b in bytes {
             if b.is_ascii_graphic() || b == b' ' {
                 if b == b'"' || b == b'\\' {
                     f.write_str("\\")?;
@@ -100,11 +119,25 @@ impl fmt::Display for Escaped<'_> {
                 write!(f, "\\x{b:02x}")?;
             }
         }
-        f.write_str("\"")?;
-        if self.0.len() > SHOWN {
-            write!(f, "… ({} bytes)", self.0.len())?;
-        }
         Ok(())
+    }
+}
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const WHOLE: usize = 64;
+        const HEAD: usize = 48;
+        const TAIL: usize = 8;
+        let k = self.0;
+        f.write_str("\"")?;
+        if k.len() <= WHOLE {
+            Self::write_bytes(f, k)?;
+            return f.write_str("\"");
+        }
+        Self::write_bytes(f, &k[..HEAD])?;
+        f.write_str("…")?;
+        Self::write_bytes(f, &k[k.len() - TAIL..])?;
+        write!(f, "\" ({} bytes)", k.len())
     }
 }
 
@@ -170,7 +203,13 @@ mod tests {
     #[test]
     fn escaped_display() {
         assert_eq!(Escaped(b"ab\x00\xff\"").to_string(), r#""ab\x00\xff\"""#);
-        let long = vec![b'x'; 100];
-        assert!(Escaped(&long).to_string().ends_with("… (100 bytes)"));
+        let mut long = vec![b'x'; 100];
+        long[99] = b'y';
+        let shown = Escaped(&long).to_string();
+        assert!(shown.ends_with("…xxxxxxxy\" (100 bytes)"), "{shown}");
+        assert!(
+            shown.starts_with(&format!("\"{}…", "x".repeat(48))),
+            "{shown}"
+        );
     }
 }

@@ -77,7 +77,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::thread;
 
-use mlpdex::key::Escaped;
+use mlpdex::key::{Escaped, after_start, before_end, show_bound};
 use mlpdex::skiplist::{Config, SkipList, pin};
 use mlpdex::testing::concurrent::{self, ChurnPlan, Plan, Sharing, Stamp, Subject};
 use mlpdex::testing::{KeyShape, TestRng};
@@ -103,50 +103,6 @@ fn list<V: Send + Sync + 'static>(depth: usize) -> SkipList<V> {
 fn subject<V: Clone + Send + Sync + 'static>(depth: usize) -> Subject<SkipList<V>> {
     Subject::new(format!("skip list, K = {depth}"), move || list(depth))
         .with_audit(SkipList::check_invariants)
-}
-
-/// A key for messages: short keys escaped whole, long ones by their head, tail and length.
-struct Show<'a>(&'a [u8]);
-
-impl fmt::Display for Show<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let k = self.0;
-        if k.len() <= 48 {
-            write!(f, "{}", Escaped(k))
-        } else {
-            write!(
-                f,
-                "{}…{} ({} bytes)",
-                Escaped(&k[..24]),
-                Escaped(&k[k.len() - 8..]),
-                k.len()
-            )
-        }
-    }
-}
-
-fn show_bound(b: Bound<&[u8]>) -> String {
-    match b {
-        Bound::Included(k) => format!("Included({})", Show(k)),
-        Bound::Excluded(k) => format!("Excluded({})", Show(k)),
-        Bound::Unbounded => "Unbounded".into(),
-    }
-}
-
-fn after_start(k: &[u8], s: Bound<&[u8]>) -> bool {
-    match s {
-        Bound::Included(b) => k >= b,
-        Bound::Excluded(b) => k > b,
-        Bound::Unbounded => true,
-    }
-}
-
-fn before_end(k: &[u8], e: Bound<&[u8]>) -> bool {
-    match e {
-        Bound::Included(b) => k <= b,
-        Bound::Excluded(b) => k < b,
-        Bound::Unbounded => true,
-    }
 }
 
 /// The indices of the sorted `keys` inside `(s, e)` (empty when the range is).
@@ -438,7 +394,7 @@ struct IterRun<'a> {
 
 impl IterRun<'_> {
     fn show(&self, idx: usize) -> String {
-        format!("key #{idx} {} ({:?})", Show(&self.keys[idx]), role(idx))
+        format!("key #{idx} {} ({:?})", Escaped(&self.keys[idx]), role(idx))
     }
 }
 
@@ -491,7 +447,7 @@ impl IterRun<'_> {
     /// returns the key's index.
     fn check_entry(&self, rd: &mut Reader, scan: &Scan<'_>, k: &[u8], v: u64) -> usize {
         let Ok(idx) = self.keys.binary_search_by(|x| x.as_slice().cmp(k)) else {
-            panic!("{scan}: yielded {}, never inserted", Show(k));
+            panic!("{scan}: yielded {}, never inserted", Escaped(k));
         };
         assert!(
             after_start(k, scan.s) && before_end(k, scan.e),
@@ -591,7 +547,7 @@ fn forward_scan<'g>(
                 l < k,
                 "{scan}: yielded {} after {}: not strictly increasing",
                 run.show(idx),
-                Show(l)
+                Escaped(l)
             );
         }
         last = Some(k);
@@ -627,7 +583,7 @@ fn backward_scan<'g>(
                 l > k,
                 "{scan}: yielded {} after {}: not strictly decreasing",
                 run.show(idx),
-                Show(l)
+                Escaped(l)
             );
         }
         last = Some(k);
@@ -673,13 +629,13 @@ fn alternating_scan<'g>(
                 front_last.is_none_or(|l| l < k),
                 "{scan}: next yielded {} after {}: not strictly increasing",
                 run.show(idx),
-                Show(front_last.unwrap_or_default())
+                Escaped(front_last.unwrap_or_default())
             );
             assert!(
                 back_last.is_none_or(|b| k < b),
                 "{scan}: next yielded {}, not before {} which next_back yielded",
                 run.show(idx),
-                Show(back_last.unwrap_or_default())
+                Escaped(back_last.unwrap_or_default())
             );
             front_last = Some(k);
             front.push(idx);
@@ -693,13 +649,13 @@ fn alternating_scan<'g>(
                 back_last.is_none_or(|l| l > k),
                 "{scan}: next_back yielded {} after {}: not strictly decreasing",
                 run.show(idx),
-                Show(back_last.unwrap_or_default())
+                Escaped(back_last.unwrap_or_default())
             );
             assert!(
                 front_last.is_none_or(|f| k > f),
                 "{scan}: next_back yielded {}, not after {} which next yielded",
                 run.show(idx),
-                Show(front_last.unwrap_or_default())
+                Escaped(front_last.unwrap_or_default())
             );
             back_last = Some(k);
             back.push(idx);
@@ -1008,7 +964,7 @@ fn iterators_under_churn(depth: usize, seed: u64) {
             assert!(
                 k == &keys[idx][..] && gv == v,
                 "{ctx}: iter entry #{j} is {} = {}, expected {} = {}",
-                Show(k),
+                Escaped(k),
                 Stamp::decode(gv),
                 run.show(idx),
                 Stamp::decode(v)
@@ -1118,7 +1074,7 @@ impl Walk<'_> {
             want,
             "{}: remove of {}",
             self.ctx,
-            Show(&k)
+            Escaped(&k)
         );
         if want.is_some() {
             self.ever_removed.insert(k);
@@ -1135,7 +1091,7 @@ impl Walk<'_> {
             Ok(want),
             "{}: insert of {}",
             self.ctx,
-            Show(&k)
+            Escaped(&k)
         );
         self.removed_ahead.remove(&k);
         if want.is_none() && self.started {
@@ -1152,32 +1108,32 @@ impl Walk<'_> {
             };
             let ctx = &self.ctx;
             let Ok(k) = <[u8; 4]>::try_from(k) else {
-                panic!("{ctx}: yielded {}, never inserted", Show(k));
+                panic!("{ctx}: yielded {}, never inserted", Escaped(k));
             };
             assert!(
                 after_start(&k, self.s.as_ref().map(|b| &b[..]))
                     && before_end(&k, self.e.as_ref().map(|b| &b[..])),
                 "{ctx}: yielded {}, outside the range",
-                Show(&k)
+                Escaped(&k)
             );
             if let Some(l) = self.yielded.last() {
                 assert!(
                     l < &k,
                     "{ctx}: yielded {} after {}: not strictly increasing",
-                    Show(&k),
-                    Show(l)
+                    Escaped(&k),
+                    Escaped(l)
                 );
             }
             assert!(
                 !self.removed_ahead.contains(&k),
                 "{ctx}: yielded {}, removed before the iterator reached it",
-                Show(&k)
+                Escaped(&k)
             );
             assert_eq!(
                 self.model.get(&k),
                 Some(&v),
                 "{ctx}: yielded {} with the value {v}",
-                Show(&k)
+                Escaped(&k)
             );
             self.yielded.push(k);
         }
@@ -1298,7 +1254,7 @@ fn removals_around_a_prefetching_iterator(depth: usize, bounded: bool) {
         panic!(
             "{}: present throughout, {} was not yielded ({} entries yielded)",
             walk.ctx,
-            Show(k),
+            Escaped(k),
             walk.yielded.len()
         );
     }

@@ -47,7 +47,7 @@ use std::ops::Bound;
 use std::rc::Rc;
 
 use mlpdex::cuckoo_trie::{Config, CuckooTrie};
-use mlpdex::key::{Escaped, is_empty_range};
+use mlpdex::key::{Escaped, is_empty_range, show_bound};
 use mlpdex::testing::{
     KeyShape, TestRng, arb_key, arb_ops, arb_ops_with, arb_u64_key, run_ops,
     try_differential_ordered,
@@ -156,39 +156,11 @@ fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     order
 }
 
-/// A key for messages: short keys escaped whole, long ones by their head, tail and length.
-struct K<'a>(&'a [u8]);
-
-impl fmt::Display for K<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let k = self.0;
-        if k.len() <= 64 {
-            write!(f, "{}", Escaped(k))
-        } else {
-            write!(
-                f,
-                "{}…{} ({} bytes)",
-                Escaped(&k[..24]),
-                Escaped(&k[k.len() - 8..]),
-                k.len()
-            )
-        }
-    }
-}
-
-fn show_bound(b: Bound<&[u8]>) -> String {
-    match b {
-        Bound::Included(k) => format!("Included({})", K(k)),
-        Bound::Excluded(k) => format!("Excluded({})", K(k)),
-        Bound::Unbounded => "Unbounded".to_string(),
-    }
-}
-
 type Entry<'a, V> = (&'a [u8], &'a V);
 
 fn show_entry<V: Debug>(e: Option<&Entry<'_, V>>) -> String {
     match e {
-        Some((k, v)) => format!("Some(({}, {v:?}))", K(k)),
+        Some((k, v)) => format!("Some(({}, {v:?}))", Escaped(k)),
         None => "None".to_string(),
     }
 }
@@ -335,12 +307,12 @@ fn check_seeks<V: PartialEq + Debug>(
     ensure!(
         want == got,
         "{ctx}: get({}) expected {want:?}, got {got:?}",
-        K(probe)
+        Escaped(probe)
     );
     ensure!(
         map.contains_key(probe) == want.is_some(),
         "{ctx}: contains_key({}) disagrees with get",
-        K(probe)
+        Escaped(probe)
     );
     for b in bounds_of(probe) {
         let want = oracle
@@ -495,7 +467,7 @@ fn audited_churn(config: &str, cfg: fn() -> Config, shape: KeyShape, seed: u64, 
                 got,
                 Ok(want),
                 "{}",
-                ctx(step, &format!("insert({}, {value})", K(&key)))
+                ctx(step, &format!("insert({}, {value})", Escaped(&key)))
             );
         } else {
             let key = if !oracle.is_empty() && rng.chance(0.8) {
@@ -505,7 +477,12 @@ fn audited_churn(config: &str, cfg: fn() -> Config, shape: KeyShape, seed: u64, 
             };
             let got = map.remove(&key);
             let want = oracle.remove(&key);
-            assert_eq!(got, want, "{}", ctx(step, &format!("remove({})", K(&key))));
+            assert_eq!(
+                got,
+                want,
+                "{}",
+                ctx(step, &format!("remove({})", Escaped(&key)))
+            );
         }
         assert_eq!(map.len(), oracle.len(), "{}", ctx(step, "len()"));
         let probe = shape.gen_key(&mut rng);
@@ -513,7 +490,7 @@ fn audited_churn(config: &str, cfg: fn() -> Config, shape: KeyShape, seed: u64, 
             map.get(&probe),
             oracle.get(&probe),
             "{}",
-            ctx(step, &format!("get({})", K(&probe)))
+            ctx(step, &format!("get({})", Escaped(&probe)))
         );
         if step % AUDIT_EVERY == AUDIT_EVERY - 1 {
             audit(&map, &ctx(step, "after this step"));
@@ -538,7 +515,7 @@ fn audited_churn(config: &str, cfg: fn() -> Config, shape: KeyShape, seed: u64, 
             map.remove(k),
             oracle.remove(k),
             "{}",
-            ctx(steps + i, &format!("drain: remove({})", K(k)))
+            ctx(steps + i, &format!("drain: remove({})", Escaped(k)))
         );
         if i % AUDIT_EVERY == AUDIT_EVERY - 1 {
             audit(&map, &ctx(steps + i, "while draining"));
@@ -675,14 +652,18 @@ fn ranges_property(
         ensure!(
             got == Ok(want),
             "insert({}, {i}) = {got:?}, expected Ok({want:?})",
-            K(k)
+            Escaped(k)
         );
     }
     if !keys.is_empty() {
         for r in removed {
             let k = &keys[r.index(keys.len())];
             let (got, want) = (map.remove(k), oracle.remove(k));
-            ensure!(got == want, "remove({}) = {got:?}, expected {want:?}", K(k));
+            ensure!(
+                got == want,
+                "remove({}) = {got:?}, expected {want:?}",
+                Escaped(k)
+            );
         }
     }
     let ctx = "ranges_property";
@@ -788,7 +769,7 @@ fn grow_empty_regrow(name: &str, keys: &[Vec<u8>]) {
         let ctx = format!("{name} round {round}");
         for (i, k) in keys.iter().enumerate() {
             let got = map.insert(k, i as u64 + round);
-            assert_eq!(got, Ok(None), "{ctx}: insert #{i} ({})", K(k));
+            assert_eq!(got, Ok(None), "{ctx}: insert #{i} ({})", Escaped(k));
         }
         assert_eq!(map.len(), n, "{ctx}: len() after inserting");
         for (i, k) in keys.iter().enumerate() {
@@ -796,7 +777,7 @@ fn grow_empty_regrow(name: &str, keys: &[Vec<u8>]) {
                 map.get(k),
                 Some(&(i as u64 + round)),
                 "{ctx}: get({}) of key #{i}",
-                K(k)
+                Escaped(k)
             );
         }
         let mut count = 0;
@@ -804,9 +785,9 @@ fn grow_empty_regrow(name: &str, keys: &[Vec<u8>]) {
             assert!(
                 got.0 == want.0 && *got.1 == want.1 + round,
                 "{ctx}: iter() entry #{j} is ({}, {}), expected ({}, {})",
-                K(got.0),
+                Escaped(got.0),
                 got.1,
-                K(want.0),
+                Escaped(want.0),
                 want.1 + round
             );
             count += 1;
@@ -817,8 +798,8 @@ fn grow_empty_regrow(name: &str, keys: &[Vec<u8>]) {
             assert!(
                 got.0 == want.0,
                 "{ctx}: iter().rev() entry #{j} is {}, expected {}",
-                K(got.0),
-                K(want.0)
+                Escaped(got.0),
+                Escaped(want.0)
             );
             count += 1;
         }
@@ -837,7 +818,7 @@ fn grow_empty_regrow(name: &str, keys: &[Vec<u8>]) {
                 map.remove(&keys[i]),
                 Some(i as u64 + round),
                 "{ctx}: remove #{removed} ({}) of key #{i}",
-                K(&keys[i])
+                Escaped(&keys[i])
             );
         }
         assert_eq!(map.len(), 0, "{ctx}: len() after removing every key");
@@ -845,7 +826,7 @@ fn grow_empty_regrow(name: &str, keys: &[Vec<u8>]) {
         assert!(map.iter().next().is_none(), "{ctx}: emptied map iterates");
         assert!(map.first().is_none() && map.last().is_none());
         for k in keys.iter().step_by(97) {
-            assert_eq!(map.get(k), None, "{ctx}: get({}) after removal", K(k));
+            assert_eq!(map.get(k), None, "{ctx}: get({}) after removal", Escaped(k));
         }
         audit(&map, &format!("{ctx}: emptied"));
         let after = map.memory_usage();
@@ -943,13 +924,18 @@ fn string_values() {
         for step in 0..4_000 {
             let key = KeyShape::Mixed.gen_key(&mut rng);
             if rng.below(3) < 2 {
-                let v = format!("value {step} of {}", K(&key));
+                let v = format!("value {step} of {}", Escaped(&key));
                 let got = map.insert(&key, v.clone());
                 let want = oracle.insert(key.clone(), v);
-                assert_eq!(got, Ok(want), "[{name}] step {step}: insert({})", K(&key));
+                assert_eq!(
+                    got,
+                    Ok(want),
+                    "[{name}] step {step}: insert({})",
+                    Escaped(&key)
+                );
             } else {
                 let (got, want) = (map.remove(&key), oracle.remove(&key));
-                assert_eq!(got, want, "[{name}] step {step}: remove({})", K(&key));
+                assert_eq!(got, want, "[{name}] step {step}: remove({})", Escaped(&key));
             }
             assert_eq!(map.len(), oracle.len(), "[{name}] step {step}: len()");
         }
@@ -1071,16 +1057,17 @@ fn drop_counted_values_are_dropped_exactly_once() {
                 None => assert!(
                     got.is_none(),
                     "[{name}] insert({}) of a new key returned {got:?}",
-                    K(k)
+                    Escaped(k)
                 ),
                 Some(old) => {
-                    let old_v =
-                        got.unwrap_or_else(|| panic!("[{name}] update of {} returned None", K(k)));
+                    let old_v = got.unwrap_or_else(|| {
+                        panic!("[{name}] update of {} returned None", Escaped(k))
+                    });
                     assert_eq!(
                         old_v.id,
                         old,
                         "[{name}] update of {} returned the wrong value",
-                        K(k)
+                        Escaped(k)
                     );
                     drop(old_v);
                     assert_eq!(ledger.drops_of(old), 1);
@@ -1102,13 +1089,13 @@ fn drop_counted_values_are_dropped_exactly_once() {
             let old = map
                 .insert(k, v)
                 .expect("insert")
-                .unwrap_or_else(|| panic!("[{name}] update of {} returned None", K(k)));
+                .unwrap_or_else(|| panic!("[{name}] update of {} returned None", Escaped(k)));
             let old_id = ids.insert(k.clone(), new_id).unwrap();
             assert_eq!(
                 old.id,
                 old_id,
                 "[{name}] update of {} returned the wrong value",
-                K(k)
+                Escaped(k)
             );
             assert_eq!(
                 ledger.drops_of(old_id),
@@ -1119,19 +1106,24 @@ fn drop_counted_values_are_dropped_exactly_once() {
             assert_eq!(ledger.drops_of(old_id), 1);
         }
         for (k, &id) in &ids {
-            assert_eq!(map.get(k).map(|v| v.id), Some(id), "[{name}] get({})", K(k));
+            assert_eq!(
+                map.get(k).map(|v| v.id),
+                Some(id),
+                "[{name}] get({})",
+                Escaped(k)
+            );
         }
         // Remove returns the value.
         for k in stored.iter().step_by(5) {
             let id = ids.remove(k).unwrap();
             let v = map
                 .remove(k)
-                .unwrap_or_else(|| panic!("[{name}] remove({}) returned None", K(k)));
+                .unwrap_or_else(|| panic!("[{name}] remove({}) returned None", Escaped(k)));
             assert_eq!(
                 v.id,
                 id,
                 "[{name}] remove({}) returned the wrong value",
-                K(k)
+                Escaped(k)
             );
             assert_eq!(
                 ledger.drops_of(id),
@@ -1139,7 +1131,11 @@ fn drop_counted_values_are_dropped_exactly_once() {
                 "[{name}] the removed value was already dropped"
             );
             drop(v);
-            assert!(map.remove(k).is_none(), "[{name}] second remove({})", K(k));
+            assert!(
+                map.remove(k).is_none(),
+                "[{name}] second remove({})",
+                Escaped(k)
+            );
         }
         let before = ledger.live();
         assert!(map.remove(b"absent key").is_none());
@@ -1222,7 +1218,7 @@ fn over_aligned_and_large_values() {
     }
     for i in 0..3_000u32 {
         let v = map.get(&key(i)).expect("stored");
-        assert_eq!(v.0, [i as u8; 64], "value of {}", K(&key(i)));
+        assert_eq!(v.0, [i as u8; 64], "value of {}", Escaped(&key(i)));
         assert_eq!(v as *const Aligned64 as usize % 64, 0, "misaligned value");
     }
     for (k, v) in map.iter() {
@@ -1230,7 +1226,7 @@ fn over_aligned_and_large_values() {
             v as *const Aligned64 as usize % 64,
             0,
             "misaligned value of {}",
-            K(k)
+            Escaped(k)
         );
     }
     // get_mut changes the stored value in place.
@@ -1259,7 +1255,7 @@ fn over_aligned_and_large_values() {
             v as *const AlignedUnit as usize % 256,
             0,
             "misaligned unit of {}",
-            K(k)
+            Escaped(k)
         );
     }
     assert_eq!(map.insert(b"", AlignedUnit), Ok(Some(AlignedUnit)));
@@ -1301,11 +1297,16 @@ fn zero_sized_values() {
             if rng.below(3) < 2 {
                 let got = map.insert(&key, ());
                 let want = oracle.insert(key.clone(), ());
-                assert_eq!(got, Ok(want), "[{name}] step {step}: insert({})", K(&key));
+                assert_eq!(
+                    got,
+                    Ok(want),
+                    "[{name}] step {step}: insert({})",
+                    Escaped(&key)
+                );
                 assert_eq!(map.get(&key), Some(&()));
             } else {
                 let (got, want) = (map.remove(&key), oracle.remove(&key));
-                assert_eq!(got, want, "[{name}] step {step}: remove({})", K(&key));
+                assert_eq!(got, want, "[{name}] step {step}: remove({})", Escaped(&key));
             }
             assert_eq!(map.len(), oracle.len());
         }
@@ -1426,7 +1427,7 @@ fn prefix_keys_in_every_insertion_order() {
                     map.insert(keys[i], i as u64),
                     Ok(None),
                     "{}",
-                    ctx(&format!("insert({})", K(keys[i])))
+                    ctx(&format!("insert({})", Escaped(keys[i])))
                 );
                 oracle.insert(keys[i].to_vec(), i as u64);
                 for k in keys {
@@ -1434,7 +1435,11 @@ fn prefix_keys_in_every_insertion_order() {
                         map.get(k),
                         oracle.get(k),
                         "{}",
-                        ctx(&format!("get({}) after inserting {}", K(k), K(keys[i])))
+                        ctx(&format!(
+                            "get({}) after inserting {}",
+                            Escaped(k),
+                            Escaped(keys[i])
+                        ))
                     );
                 }
             }
@@ -1457,7 +1462,7 @@ fn prefix_keys_in_every_insertion_order() {
                     map.remove(keys[i]),
                     Some(i as u64),
                     "{}",
-                    ctx(&format!("remove({})", K(keys[i])))
+                    ctx(&format!("remove({})", Escaped(keys[i])))
                 );
                 oracle.remove(keys[i]);
                 for k in keys {
@@ -1465,7 +1470,11 @@ fn prefix_keys_in_every_insertion_order() {
                         map.get(k),
                         oracle.get(k),
                         "{}",
-                        ctx(&format!("get({}) after removing {}", K(k), K(keys[i])))
+                        ctx(&format!(
+                            "get({}) after removing {}",
+                            Escaped(k),
+                            Escaped(keys[i])
+                        ))
                     );
                 }
                 let got: Vec<&[u8]> = map.iter().map(|(k, _)| k).collect();
@@ -1474,7 +1483,7 @@ fn prefix_keys_in_every_insertion_order() {
                     got,
                     want,
                     "{}",
-                    ctx(&format!("iter() after removing {}", K(keys[i])))
+                    ctx(&format!("iter() after removing {}", Escaped(keys[i])))
                 );
             }
             assert!(map.is_empty());
@@ -1548,7 +1557,7 @@ fn keys_of_only_zero_and_ff_bytes() {
                 map.insert(&keys[i], i as u64),
                 Ok(None),
                 "{}",
-                ctx(&format!("insert #{n} ({})", K(&keys[i])))
+                ctx(&format!("insert #{n} ({})", Escaped(&keys[i])))
             );
             oracle.insert(keys[i].clone(), i as u64);
             if n % 64 == 63 {
@@ -1573,7 +1582,7 @@ fn keys_of_only_zero_and_ff_bytes() {
                 map.remove(&keys[i]),
                 Some(i as u64),
                 "{}",
-                ctx(&format!("remove #{n} ({})", K(&keys[i])))
+                ctx(&format!("remove #{n} ({})", Escaped(&keys[i])))
             );
             oracle.remove(&keys[i]);
         }
@@ -1591,7 +1600,7 @@ fn keys_of_only_zero_and_ff_bytes() {
                 map.remove(&keys[i]),
                 Some(i as u64),
                 "{}",
-                ctx(&format!("remove({})", K(&keys[i])))
+                ctx(&format!("remove({})", Escaped(&keys[i])))
             );
         }
         assert!(map.is_empty());
@@ -1638,14 +1647,18 @@ fn multi_kib_keys_differing_late_or_by_length() {
                 got,
                 Ok(want),
                 "{}",
-                ctx(&format!("insert #{n} ({})", K(&keys[i])))
+                ctx(&format!("insert #{n} ({})", Escaped(&keys[i])))
             );
             for k in &keys {
                 assert_eq!(
                     map.get(k),
                     oracle.get(k),
                     "{}",
-                    ctx(&format!("get({}) after inserting {}", K(k), K(&keys[i])))
+                    ctx(&format!(
+                        "get({}) after inserting {}",
+                        Escaped(k),
+                        Escaped(&keys[i])
+                    ))
                 );
             }
         }
@@ -1671,14 +1684,18 @@ fn multi_kib_keys_differing_late_or_by_length() {
                 got,
                 want,
                 "{}",
-                ctx(&format!("remove #{n} ({})", K(&keys[i])))
+                ctx(&format!("remove #{n} ({})", Escaped(&keys[i])))
             );
             for k in &keys {
                 assert_eq!(
                     map.get(k),
                     oracle.get(k),
                     "{}",
-                    ctx(&format!("get({}) after removing {}", K(k), K(&keys[i])))
+                    ctx(&format!(
+                        "get({}) after removing {}",
+                        Escaped(k),
+                        Escaped(&keys[i])
+                    ))
                 );
             }
             if n % 4 == 0 {
@@ -1905,7 +1922,12 @@ fn seeks_and_ranges_on_every_subset_of_a_small_universe() {
             let mut oracle = Oracle::new();
             for (i, k) in universe.iter().enumerate() {
                 if subset >> i & 1 == 1 {
-                    assert_eq!(map.insert(k, i as u64), Ok(None), "{ctx}: insert({})", K(k));
+                    assert_eq!(
+                        map.insert(k, i as u64),
+                        Ok(None),
+                        "{ctx}: insert({})",
+                        Escaped(k)
+                    );
                     oracle.insert(k.to_vec(), i as u64);
                 }
             }
@@ -1950,7 +1972,7 @@ fn empty_map_answers_none_everywhere() {
         );
         assert!(map.range::<[u8], _>(..).next().is_none(), "{name}");
         for p in probes {
-            assert!(map.get(p).is_none(), "{name}: get({})", K(p));
+            assert!(map.get(p).is_none(), "{name}: get({})", Escaped(p));
             assert!(!map.contains_key(p), "{name}");
             for b in bounds_of(p) {
                 assert!(
@@ -1972,7 +1994,7 @@ fn empty_map_answers_none_everywhere() {
             }
         }
         for p in probes {
-            assert!(map.remove(p).is_none(), "{name}: remove({})", K(p));
+            assert!(map.remove(p).is_none(), "{name}: remove({})", Escaped(p));
         }
         audit(&map, name);
         map.clear();

@@ -13,7 +13,7 @@ use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
 use super::raw::table::{ReadSession, Torn};
 use super::raw::trie::{Inserted, LeafRef, NeedsGrowth, RawTrie, Scratch, Seek};
 use super::{Config, record};
-use crate::key::{byte_bounds, is_empty_range};
+use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
 use crate::{ConcurrentOrderedMap, Error};
 
 /// The Cuckoo Trie for many threads (cuckoo-trie.txt §5); the structure itself is described
@@ -81,24 +81,6 @@ unsafe impl<V: Send + Sync> Send for ConcurrentCuckooTrie<V> {}
 // SAFETY: shared access hands out `&V` to many threads (`V: Sync`) and moves values in and
 // out (`V: Send`); the trie itself is synchronized by the protocol in the module docs.
 unsafe impl<V: Send + Sync> Sync for ConcurrentCuckooTrie<V> {}
-
-/// Whether `key` lies before the end bound `end`.
-fn before_end(key: &[u8], end: Bound<&[u8]>) -> bool {
-    match end {
-        Bound::Included(e) => key <= e,
-        Bound::Excluded(e) => key < e,
-        Bound::Unbounded => true,
-    }
-}
-
-/// Whether `key` lies after the start bound `start`.
-fn after_start(key: &[u8], start: Bound<&[u8]>) -> bool {
-    match start {
-        Bound::Included(s) => key >= s,
-        Bound::Excluded(s) => key > s,
-        Bound::Unbounded => true,
-    }
-}
 
 /// Drops the value in record `p` and frees it, taking its size off `bytes`.
 ///

@@ -149,7 +149,7 @@ pub use crossbeam_epoch::Guard;
 use self::raw::list::{RawList, Retire, Seek};
 use self::raw::node::{self, DELETED, MAX_HEIGHT, Node, addr};
 use self::raw::prefetch::{MAX_DEPTH, Prefetcher};
-use crate::key::{byte_bounds, is_empty_range};
+use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
 use crate::{ConcurrentOrderedMap, Error};
 
 /// Pins the current thread's epoch: references obtained under the returned [`Guard`] stay
@@ -600,12 +600,7 @@ where
             }
             let key = n.key();
             let (_, e) = byte_bounds(&self.range);
-            let in_range = match e {
-                Bound::Included(e) => key <= e,
-                Bound::Excluded(e) => key < e,
-                Bound::Unbounded => true,
-            };
-            if !in_range || self.back_last.is_some_and(|b| key >= b) {
+            if !before_end(key, e) || self.back_last.is_some_and(|b| key >= b) {
                 self.front = Front::Done;
                 return None;
             }
@@ -637,12 +632,7 @@ where
             self.back_done = true;
             return None;
         };
-        let in_range = match s {
-            Bound::Included(s) => key >= s,
-            Bound::Excluded(s) => key > s,
-            Bound::Unbounded => true,
-        };
-        if !in_range || self.front_last.is_some_and(|f| key <= f) {
+        if !after_start(key, s) || self.front_last.is_some_and(|f| key <= f) {
             self.back_done = true;
             return None;
         }

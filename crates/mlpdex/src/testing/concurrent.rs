@@ -143,7 +143,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize};
 use std::thread;
 
 use super::{KeyShape, TestRng};
-use crate::key::Escaped;
+use crate::key::{Escaped, after_start, before_end, show_bound};
 use crate::{ConcurrentOrderedMap, Error};
 
 // ---------------------------------------------------------------------------------------------
@@ -281,52 +281,6 @@ pub fn entries_rev<V: Clone, M: ConcurrentOrderedMap<V>>(map: &M) -> Vec<(Vec<u8
         ControlFlow::Continue(())
     });
     out
-}
-
-/// A key for messages: short keys escaped whole, long ones by their head, tail and length.
-struct K<'a>(&'a [u8]);
-
-impl fmt::Display for K<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let k = self.0;
-        if k.len() <= 64 {
-            write!(f, "{}", Escaped(k))
-        } else {
-            write!(
-                f,
-                "{}…{} ({} bytes)",
-                Escaped(&k[..24]),
-                Escaped(&k[k.len() - 8..]),
-                k.len()
-            )
-        }
-    }
-}
-
-fn show_bound(b: Bound<&[u8]>) -> String {
-    match b {
-        Bound::Included(k) => format!("Included({})", K(k)),
-        Bound::Excluded(k) => format!("Excluded({})", K(k)),
-        Bound::Unbounded => "Unbounded".to_string(),
-    }
-}
-
-/// Whether `key` lies after the start bound `s`.
-fn after_start(key: &[u8], s: Bound<&[u8]>) -> bool {
-    match s {
-        Bound::Included(b) => key >= b,
-        Bound::Excluded(b) => key > b,
-        Bound::Unbounded => true,
-    }
-}
-
-/// Whether `key` lies before the end bound `e`.
-fn before_end(key: &[u8], e: Bound<&[u8]>) -> bool {
-    match e {
-        Bound::Included(b) => key <= b,
-        Bound::Excluded(b) => key < b,
-        Bound::Unbounded => true,
-    }
 }
 
 fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -472,7 +426,7 @@ impl Universe {
     }
 
     fn show(&self, idx: usize) -> String {
-        format!("key #{idx} {}", K(&self.keys[idx]))
+        format!("key #{idx} {}", Escaped(&self.keys[idx]))
     }
 }
 
@@ -649,7 +603,7 @@ fn check_visit_shape(
         )
     };
     if let Some(k) = &v.unknown {
-        panic!("{} reported {}, a key never inserted", what(), K(k));
+        panic!("{} reported {}, a key never inserted", what(), Escaped(k));
     }
     assert!(
         !v.called_after_break,
@@ -952,7 +906,7 @@ fn stress_reader<M: ConcurrentOrderedMap<u64>>(sh: &Stress<'_, M>, r: usize) -> 
                 if let Some((idx, v)) = got {
                     let idx = match idx {
                         Ok(i) => i,
-                        Err(k) => panic!("{who}: {what} found {}, never inserted", K(&k)),
+                        Err(k) => panic!("{who}: {what} found {}, never inserted", Escaped(&k)),
                     };
                     let k = &u.keys[idx][..];
                     let ok = if lower {
@@ -1049,7 +1003,7 @@ pub fn stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan: Plan) {
         let Some(idx) = u.idx(k) else {
             panic!(
                 "{ctx}: final visit_range(..) reported {}, never inserted",
-                K(k)
+                Escaped(k)
             )
         };
         if i > 0 {
@@ -1104,7 +1058,7 @@ pub fn stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan: Plan) {
     );
 
     for (k, v) in &got {
-        assert_eq!(map.remove(k), Some(*v), "{ctx}: draining {}", K(k));
+        assert_eq!(map.remove(k), Some(*v), "{ctx}: draining {}", Escaped(k));
     }
     assert!(map.is_empty(), "{ctx}: drained map has len {}", map.len());
     assert!(
@@ -1399,7 +1353,9 @@ fn churn_visitor<M: ConcurrentOrderedMap<u64>>(run: &ChurnRun<'_, M>, r: usize) 
                         "{who}: {what} found nothing, but the stable {} is there",
                         u.show(nearest.unwrap_or_default())
                     ),
-                    Some((Err(k), _)) => panic!("{who}: {what} found {}, never inserted", K(&k)),
+                    Some((Err(k), _)) => {
+                        panic!("{who}: {what} found {}, never inserted", Escaped(&k))
+                    }
                     Some((Ok(idx), v)) => {
                         let k = &u.keys[idx][..];
                         let inside = if lower {
@@ -1517,7 +1473,7 @@ pub fn range_visits_under_churn<M: ConcurrentOrderedMap<u64>>(
         let Some(idx) = u.idx(k) else {
             panic!(
                 "{ctx}: the map holds {} after the run, never inserted",
-                K(k)
+                Escaped(k)
             )
         };
         seen[idx] = true;
@@ -1997,7 +1953,12 @@ fn check_against<M: ConcurrentOrderedMap<u64>>(
     assert_eq!(map.is_empty(), oracle.is_empty(), "{ctx}: is_empty()");
     let own = |k: &[u8], v: &u64| (k.to_vec(), *v);
     for p in probes {
-        assert_eq!(map.get(p), oracle.get(p).copied(), "{ctx}: get({})", K(p));
+        assert_eq!(
+            map.get(p),
+            oracle.get(p).copied(),
+            "{ctx}: get({})",
+            Escaped(p)
+        );
         for b in [
             Bound::Included(&p[..]),
             Bound::Excluded(&p[..]),
@@ -2200,7 +2161,7 @@ pub fn prefix_keys_in_every_insertion_order<M: ConcurrentOrderedMap<u64>>(subjec
                 map.insert(keys[i], i as u64),
                 Ok(None),
                 "{}",
-                ctx(&format!("insert({})", K(keys[i])))
+                ctx(&format!("insert({})", Escaped(keys[i])))
             );
             oracle.insert(keys[i].to_vec(), i as u64);
             for k in keys {
@@ -2208,7 +2169,11 @@ pub fn prefix_keys_in_every_insertion_order<M: ConcurrentOrderedMap<u64>>(subjec
                     map.get(k),
                     oracle.get(k).copied(),
                     "{}",
-                    ctx(&format!("get({}) after inserting {}", K(k), K(keys[i])))
+                    ctx(&format!(
+                        "get({}) after inserting {}",
+                        Escaped(k),
+                        Escaped(keys[i])
+                    ))
                 );
             }
         }
@@ -2222,14 +2187,14 @@ pub fn prefix_keys_in_every_insertion_order<M: ConcurrentOrderedMap<u64>>(subjec
                 map.remove(keys[i]),
                 Some(i as u64),
                 "{}",
-                ctx(&format!("remove({})", K(keys[i])))
+                ctx(&format!("remove({})", Escaped(keys[i])))
             );
             oracle.remove(keys[i]);
             check_against(
                 &map,
                 &oracle,
                 &[],
-                &ctx(&format!("after removing {}", K(keys[i]))),
+                &ctx(&format!("after removing {}", Escaped(keys[i]))),
             );
         }
         assert!(map.is_empty(), "{}", ctx("emptied"));
