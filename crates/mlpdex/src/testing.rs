@@ -1757,6 +1757,31 @@ fn describe_op(driver: &str, i: usize, n: usize, op: &MapOp, m: Mismatch) -> Str
     )
 }
 
+/// Every permutation of `0..n` (Heap's algorithm), for tests that try every insertion order
+/// of a few keys.
+pub fn permutations(n: usize) -> Vec<Vec<usize>> {
+    let mut a: Vec<usize> = (0..n).collect();
+    let mut c = vec![0usize; n];
+    let mut out = vec![a.clone()];
+    let mut i = 0;
+    while i < n {
+        if c[i] < i {
+            if i % 2 == 0 {
+                a.swap(0, i);
+            } else {
+                a.swap(c[i], i);
+            }
+            out.push(a.clone());
+            c[i] += 1;
+            i = 0;
+        } else {
+            c[i] = 0;
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Applies `ops` to `map` (which must be empty) and to a `BTreeMap` oracle, then compares the
 /// whole map; returns the first divergence, naming the operation's index.
 pub fn run_ops<M: OrderedMap<u64>>(map: &mut M, ops: &[MapOp]) -> Result<(), String> {

@@ -79,8 +79,8 @@ use std::thread;
 
 use mlpdex::key::{Escaped, after_start, before_end, show_bound};
 use mlpdex::skiplist::{Config, SkipList, pin};
+use mlpdex::testing::TestRng;
 use mlpdex::testing::concurrent::{self, ChurnPlan, Plan, Sharing, Stamp, Subject};
-use mlpdex::testing::{KeyShape, TestRng};
 
 // ---------------------------------------------------------------------------------------------
 // Lists, subjects and small helpers
@@ -320,58 +320,9 @@ fn setup_value(idx: usize) -> u64 {
     .encode()
 }
 
-/// A sorted universe: the empty key, prefix chains (each prefix also followed by 0x00 and
-/// 0xFF), every 0x00/0xFF string of 1 to 4 bytes, multi-KiB keys with a prefix and an
-/// extension of each, then random keys of the other shapes.
+/// The sorted key universe of an iterator run (see [`concurrent::mixed_keys`]).
 fn iter_universe(seed: u64) -> Vec<Vec<u8>> {
-    let mut set: BTreeSet<Vec<u8>> = BTreeSet::new();
-    set.insert(Vec::new());
-    let chains: [&[u8]; 4] = [b"abcdefghij", &[0x00; 10], &[0xff; 10], b"a\x00b\xffa"];
-    for chain in chains {
-        for n in 1..=chain.len() {
-            let p = chain[..n].to_vec();
-            for b in [0x00, 0xff] {
-                let mut q = p.clone();
-                q.push(b);
-                set.insert(q);
-            }
-            set.insert(p);
-        }
-    }
-    for len in 1..=4u32 {
-        for bits in 0..(1u32 << len) {
-            set.insert(
-                (0..len)
-                    .map(|i| if bits >> i & 1 == 1 { 0xff } else { 0x00 })
-                    .collect(),
-            );
-        }
-    }
-    let mut rng = TestRng::new(seed);
-    let mut longs = 0;
-    while longs < LONG_KEYS {
-        let k = KeyShape::Long.gen_key(&mut rng);
-        if set.insert(k.clone()) {
-            longs += 1;
-            set.insert(k[..k.len() / 2].to_vec());
-            let mut ext = k;
-            ext.push(0x00);
-            set.insert(ext);
-        }
-    }
-    const FILL: [KeyShape; 5] = [
-        KeyShape::RandomBytes,
-        KeyShape::SharedPrefix,
-        KeyShape::PrefixChains,
-        KeyShape::ZeroFf,
-        KeyShape::U64,
-    ];
-    let mut i = 0;
-    while set.len() < UNIVERSE {
-        set.insert(FILL[i % FILL.len()].gen_key(&mut rng));
-        i += 1;
-    }
-    set.into_iter().collect()
+    concurrent::mixed_keys(UNIVERSE, LONG_KEYS, seed)
 }
 
 /// State shared by the threads of an iterator run.

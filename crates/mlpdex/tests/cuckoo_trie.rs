@@ -49,7 +49,7 @@ use std::rc::Rc;
 use mlpdex::cuckoo_trie::{Config, CuckooTrie};
 use mlpdex::key::{Escaped, is_empty_range, show_bound};
 use mlpdex::testing::{
-    KeyShape, TestRng, arb_key, arb_ops, arb_ops_with, arb_u64_key, run_ops,
+    KeyShape, TestRng, arb_key, arb_ops, arb_ops_with, arb_u64_key, permutations, run_ops,
     try_differential_ordered,
 };
 use mlpdex::{Error, OrderedMap};
@@ -1381,30 +1381,6 @@ fn zero_sized_values() {
 // ---------------------------------------------------------------------------------------------
 // 5. Edge keys
 // ---------------------------------------------------------------------------------------------
-
-/// Every permutation of `0..n` (Heap's algorithm).
-fn permutations(n: usize) -> Vec<Vec<usize>> {
-    let mut a: Vec<usize> = (0..n).collect();
-    let mut c = vec![0usize; n];
-    let mut out = vec![a.clone()];
-    let mut i = 0;
-    while i < n {
-        if c[i] < i {
-            if i % 2 == 0 {
-                a.swap(0, i);
-            } else {
-                a.swap(c[i], i);
-            }
-            out.push(a.clone());
-            c[i] += 1;
-            i = 0;
-        } else {
-            c[i] = 0;
-            i += 1;
-        }
-    }
-    out
-}
 
 #[test]
 fn prefix_keys_in_every_insertion_order() {

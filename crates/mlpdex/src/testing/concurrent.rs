@@ -142,7 +142,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize};
 use std::thread;
 
-use super::{KeyShape, TestRng};
+use super::{KeyShape, TestRng, permutations};
 use crate::key::{Escaped, after_start, before_end, show_bound};
 use crate::{ConcurrentOrderedMap, Error};
 
@@ -318,65 +318,71 @@ struct Universe {
     index: HashMap<Vec<u8>, usize>,
 }
 
-impl Universe {
-    /// The empty key, prefix chains (each prefix, also followed by 0x00 and 0xFF), every
-    /// 0x00/0xFF string of 1 to 5 bytes, `long` multi-KiB keys (plus a half and a one-byte
-    /// extension of one of them), then keys of the other shapes up to `target` keys.
-    fn new(target: usize, long: usize, seed: u64) -> Universe {
-        let mut set: BTreeSet<Vec<u8>> = BTreeSet::new();
-        set.insert(Vec::new());
-        let chains: [&[u8]; 4] = [b"abcdefghijkl", &[0x00; 12], &[0xff; 12], b"a\x00b\xffa"];
-        for chain in chains {
-            for n in 1..=chain.len() {
-                let p = chain[..n].to_vec();
-                for b in [0x00, 0xff] {
-                    let mut q = p.clone();
-                    q.push(b);
-                    set.insert(q);
-                }
-                set.insert(p);
+/// A sorted set of at least `target` adversarial keys: the empty key; prefix chains (every
+/// prefix of `abcdefghijkl`, of twelve 0x00 bytes, of twelve 0xFF bytes and of `a\0b\xffa`,
+/// each also followed by 0x00 and by 0xFF); every 0x00/0xFF string of 1 to 5 bytes; `long`
+/// multi-KiB keys, each with its first half and its one-byte 0x00 extension; then random keys
+/// of the other [`KeyShape`]s (random bytes, shared prefixes, prefix chains, 0x00/0xFF,
+/// 8-byte integers). Deterministic in `seed`.
+pub fn mixed_keys(target: usize, long: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut set: BTreeSet<Vec<u8>> = BTreeSet::new();
+    set.insert(Vec::new());
+    let chains: [&[u8]; 4] = [b"abcdefghijkl", &[0x00; 12], &[0xff; 12], b"a\x00b\xffa"];
+    for chain in chains {
+        for n in 1..=chain.len() {
+            let p = chain[..n].to_vec();
+            for b in [0x00, 0xff] {
+                let mut q = p.clone();
+                q.push(b);
+                set.insert(q);
             }
+            set.insert(p);
         }
-        for len in 1..=5u32 {
-            for bits in 0..(1u32 << len) {
-                set.insert(
-                    (0..len)
-                        .map(|i| if bits >> i & 1 == 1 { 0xff } else { 0x00 })
-                        .collect(),
-                );
-            }
+    }
+    for len in 1..=5u32 {
+        for bits in 0..(1u32 << len) {
+            set.insert(
+                (0..len)
+                    .map(|i| if bits >> i & 1 == 1 { 0xff } else { 0x00 })
+                    .collect(),
+            );
         }
-        let mut rng = TestRng::new(seed);
-        let mut longs = Vec::new();
-        while longs.len() < long {
-            let k = KeyShape::Long.gen_key(&mut rng);
-            if set.insert(k.clone()) {
-                longs.push(k);
-            }
-        }
-        if let Some(first) = longs.first() {
-            set.insert(first[..first.len() / 2].to_vec());
-            let mut ext = first.clone();
+    }
+    let mut rng = TestRng::new(seed);
+    let mut longs = 0;
+    while longs < long {
+        let k = KeyShape::Long.gen_key(&mut rng);
+        if set.insert(k.clone()) {
+            longs += 1;
+            set.insert(k[..k.len() / 2].to_vec());
+            let mut ext = k;
             ext.push(0x00);
             set.insert(ext);
         }
-        const FILL: [KeyShape; 5] = [
-            KeyShape::RandomBytes,
-            KeyShape::SharedPrefix,
-            KeyShape::PrefixChains,
-            KeyShape::ZeroFf,
-            KeyShape::U64,
-        ];
-        let mut i = 0;
-        while set.len() < target {
-            set.insert(FILL[i % FILL.len()].gen_key(&mut rng));
-            i += 1;
-        }
+    }
+    const FILL: [KeyShape; 5] = [
+        KeyShape::RandomBytes,
+        KeyShape::SharedPrefix,
+        KeyShape::PrefixChains,
+        KeyShape::ZeroFf,
+        KeyShape::U64,
+    ];
+    let mut i = 0;
+    while set.len() < target {
+        set.insert(FILL[i % FILL.len()].gen_key(&mut rng));
+        i += 1;
+    }
+    set.into_iter().collect()
+}
+
+impl Universe {
+    /// [`mixed_keys`]`(target, long, seed)`, indexed.
+    fn new(target: usize, long: usize, seed: u64) -> Universe {
+        let keys = mixed_keys(target, long, seed);
         assert!(
-            set.len() < 1 << INDEX_BITS,
+            keys.len() < 1 << INDEX_BITS,
             "universe too large for a stamp"
         );
-        let keys: Vec<Vec<u8>> = set.into_iter().collect();
         let index = keys
             .iter()
             .enumerate()
@@ -2005,30 +2011,6 @@ fn neighbours(key: &[u8]) -> Vec<Vec<u8>> {
             k.push(0x01);
         }
         out.push(k);
-    }
-    out
-}
-
-/// Every permutation of `0..n` (Heap's algorithm).
-fn permutations(n: usize) -> Vec<Vec<usize>> {
-    let mut a: Vec<usize> = (0..n).collect();
-    let mut c = vec![0usize; n];
-    let mut out = vec![a.clone()];
-    let mut i = 0;
-    while i < n {
-        if c[i] < i {
-            if i % 2 == 0 {
-                a.swap(0, i);
-            } else {
-                a.swap(c[i], i);
-            }
-            out.push(a.clone());
-            c[i] += 1;
-            i = 0;
-        } else {
-            c[i] = 0;
-            i += 1;
-        }
     }
     out
 }
