@@ -80,7 +80,9 @@ use std::thread;
 use mlpdex::key::{Escaped, after_start, before_end, show_bound};
 use mlpdex::skiplist::{Config, SkipList, pin};
 use mlpdex::testing::TestRng;
-use mlpdex::testing::concurrent::{self, ChurnPlan, Plan, Sharing, Stamp, Subject};
+use mlpdex::testing::concurrent::{
+    self, ChurnPlan, Done, Plan, Sharing, Stamp, Subject, as_slice, join_all,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Lists, subjects and small helpers
@@ -110,37 +112,6 @@ fn inside(keys: &[Vec<u8>], s: Bound<&[u8]>, e: Bound<&[u8]>) -> Range<usize> {
     let start = keys.partition_point(|k| !after_start(k, s));
     let end = keys.partition_point(|k| before_end(k, e));
     start..end.max(start)
-}
-
-fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    b.as_ref().map(Vec::as_slice)
-}
-
-/// Counts a finished thread when dropped, also when it panics.
-struct Done<'a>(&'a AtomicUsize);
-
-impl Drop for Done<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Release);
-    }
-}
-
-/// Joins scoped threads, re-raising the first panic after every thread has finished.
-fn join_all<T>(handles: Vec<thread::ScopedJoinHandle<'_, T>>) -> Vec<T> {
-    let mut out = Vec::new();
-    let mut failure = None;
-    for h in handles {
-        match h.join() {
-            Ok(v) => out.push(v),
-            Err(p) => {
-                failure.get_or_insert(p);
-            }
-        }
-    }
-    if let Some(p) = failure {
-        panic::resume_unwind(p);
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------

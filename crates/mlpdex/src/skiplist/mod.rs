@@ -402,7 +402,7 @@ impl<V> SkipList<V> {
         let head = self.raw.head();
         let top = self.raw.top();
         let mut count = 0usize;
-        let mut bytes = node_size::<V>(0, MAX_HEIGHT);
+        let mut bytes = Node::<V>::size(0, MAX_HEIGHT);
         let mut below: Vec<usize> = Vec::new();
         for lvl in 0..MAX_HEIGHT {
             let mut on_level = Vec::new();
@@ -432,7 +432,7 @@ impl<V> SkipList<V> {
                 on_level.push(addr::<V>(link) as usize);
                 if lvl == 0 {
                     count += 1;
-                    bytes += node_size::<V>(n.key().len(), n.height());
+                    bytes += Node::<V>::size(n.key().len(), n.height());
                     if w != 0 {
                         bytes += core::mem::size_of::<node::Boxed<V>>();
                     }
@@ -454,10 +454,6 @@ impl<V> SkipList<V> {
             "byte count {counted} below the {bytes} bytes of linked nodes"
         );
     }
-}
-
-fn node_size<V>(key_len: usize, height: usize) -> usize {
-    Node::<V>::layout(key_len, height).map_or(0, |l| l.size())
 }
 
 /// The level-0 link after `pred`.

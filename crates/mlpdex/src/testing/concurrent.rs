@@ -283,13 +283,15 @@ pub fn entries_rev<V: Clone, M: ConcurrentOrderedMap<V>>(map: &M) -> Vec<(Vec<u8
     out
 }
 
-fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+/// An owned bound as a borrowed one.
+pub fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     b.as_ref().map(Vec::as_slice)
 }
 
 /// Counts a finished (or panicked) worker thread when dropped, so that the threads waiting
 /// for the writers never wait for one that panicked.
-struct Done<'a>(&'a AtomicUsize);
+#[derive(Debug)]
+pub struct Done<'a>(pub &'a AtomicUsize);
 
 impl Drop for Done<'_> {
     fn drop(&mut self) {
@@ -298,7 +300,7 @@ impl Drop for Done<'_> {
 }
 
 /// Joins scoped threads, re-raising the first panic (the scope still waits for the others).
-fn join_all<T>(handles: Vec<thread::ScopedJoinHandle<'_, T>>) -> Vec<T> {
+pub fn join_all<T>(handles: Vec<thread::ScopedJoinHandle<'_, T>>) -> Vec<T> {
     handles
         .into_iter()
         .map(|h| match h.join() {

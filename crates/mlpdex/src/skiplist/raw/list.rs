@@ -286,8 +286,8 @@ impl<V> RawList<V> {
                     Pending::Boxed(b) => b,
                     Pending::Node(link) => {
                         // SAFETY: allocated by an earlier attempt and never published.
-                        let v = unsafe { take_unpublished::<V>(link) };
-                        self.released(link_size::<V>(key.len(), height));
+                        let (v, bytes) = unsafe { take_unpublished::<V>(link) };
+                        self.released(bytes);
                         self.boxed(v)
                     }
                 };
@@ -513,11 +513,6 @@ impl<V> RawList<V> {
     fn released(&self, bytes: usize) {
         self.bytes.fetch_sub(bytes, Relaxed);
     }
-}
-
-/// Bytes of a node with a `key_len`-byte key and `height` levels.
-fn link_size<V>(key_len: usize, height: usize) -> usize {
-    Node::<V>::layout(key_len, height).map_or(0, |l| l.size())
 }
 
 impl<V> Drop for RawList<V> {

@@ -102,6 +102,11 @@ impl<V> Node<V> {
         Layout::from_size_align(size, NODE_ALIGN.max(align_of::<Node<V>>())).ok()
     }
 
+    /// Bytes allocated for a node with a `key_len`-byte key and `height` levels.
+    pub(crate) fn size(key_len: usize, height: usize) -> usize {
+        Self::layout(key_len, height).map_or(0, |l| l.size())
+    }
+
     /// The key.
     #[inline(always)]
     pub(crate) fn key(&self) -> &[u8] {
@@ -232,18 +237,19 @@ pub(crate) unsafe fn free<V>(link: usize, has_value: bool) -> usize {
     }
 }
 
-/// Takes the value back out of a node that was never published and frees the node.
+/// Takes the value back out of a node that was never published and frees the node; returns
+/// the value and the bytes released.
 ///
 /// # Safety
 /// The node came from [`alloc`], was never shared, and has no boxed value.
-pub(crate) unsafe fn take_unpublished<V>(link: usize) -> V {
+pub(crate) unsafe fn take_unpublished<V>(link: usize) -> (V, usize) {
     let n = addr::<V>(link) as *mut Node<V>;
     // SAFETY: per the contract we own the node; the inline value is initialized.
     unsafe {
         debug_assert_eq!((*n).value.load(Relaxed), 0);
         let v = (*n).inline.assume_init_read();
-        dealloc::<V>(n);
-        v
+        let bytes = dealloc::<V>(n);
+        (v, bytes)
     }
 }
 
