@@ -1,0 +1,420 @@
+//! Rank and select over a [`BitVec`], tuned as in memory-efficient-search-trees.txt §3.6.
+//!
+//! - [`RankBits`]: a single-level rank directory, one `u32` per basic block holding the number
+//!   of ones before the block. `rank1(i)` is one directory read plus at most `W` popcounts,
+//!   where `W` is the block size in 64-bit words: `W = 1` (64-bit blocks, 50% overhead, one
+//!   popcount) for the LOUDS-Dense bitmaps, `W = 8` (512-bit blocks, one cache line, 6.25%
+//!   overhead) for LOUDS-Sparse.
+//! - [`SelectBits`]: sampled select, the position of every 64th one stored as a `u32`;
+//!   `select1(k)` starts at the sample and popcounts forward, finishing inside a word with a
+//!   branch-free broadword select ([`select_in_word`]).
+//!
+//! Both are built once over a finished bit vector (the succinct structures are static) and
+//! hold positions as `u32`: a vector of 2^32 bits or more is refused at build time.
+
+use super::bits::BitVec;
+
+/// Most bits a rank or select directory indexes (positions are stored as `u32`).
+pub const MAX_BITS: usize = u32::MAX as usize;
+
+/// A bit vector with a rank directory of `W`-word blocks (`W` = 1 or 8).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankBits<const W: usize> {
+    bits: BitVec,
+    /// `lut[b]` = ones in blocks `0..b`; one entry past the last block.
+    lut: Vec<u32>,
+}
+
+impl<const W: usize> RankBits<W> {
+    const BLOCK_BITS: usize = 64 * W;
+
+    /// The rank directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
+    pub fn new(bits: BitVec) -> Option<Self> {
+        const { assert!(W == 1 || W == 8, "rank blocks are 64 or 512 bits") };
+        if bits.len() > MAX_BITS {
+            return None;
+        }
+        let words = bits.words();
+        let blocks = words.len().div_ceil(W);
+        let mut lut = Vec::with_capacity(blocks + 1);
+        let mut ones = 0u32;
+        for b in 0..blocks {
+            lut.push(ones);
+            let end = ((b + 1) * W).min(words.len());
+            ones += words[b * W..end]
+                .iter()
+                .map(|w| w.count_ones())
+                .sum::<u32>();
+        }
+        lut.push(ones);
+        Some(RankBits { bits, lut })
+    }
+
+    /// The underlying bits.
+    #[inline]
+    pub fn bits(&self) -> &BitVec {
+        &self.bits
+    }
+
+    /// Number of bits.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.bits.len()
+    }
+
+    /// True when there are no bits.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.bits.is_empty()
+    }
+
+    /// Bit `i`; false past the end.
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        self.bits
+            .words()
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    /// Number of ones in positions `0..i`, for `i ≤ len` (clamped to `len` beyond).
+    #[inline]
+    pub fn rank1(&self, i: usize) -> usize {
+        let i = i.min(self.bits.len());
+        let block = i / Self::BLOCK_BITS;
+        let mut r = self.lut[block] as usize;
+        let words = self.bits.words();
+        let wi = i / 64;
+        for w in &words[block * W..wi] {
+            r += w.count_ones() as usize;
+        }
+        let rem = i % 64;
+        if rem != 0 {
+            r += (words[wi] & ((1u64 << rem) - 1)).count_ones() as usize;
+        }
+        r
+    }
+
+    /// Number of ones in the whole vector.
+    #[inline]
+    pub fn count_ones(&self) -> usize {
+        self.lut[self.lut.len() - 1] as usize
+    }
+
+    /// Bytes of heap memory owned: bits and directory.
+    pub fn memory_usage(&self) -> usize {
+        self.bits.memory_usage() + self.lut.capacity() * 4
+    }
+
+    /// Bytes the rank directory adds to the bits.
+    pub fn directory_bytes(&self) -> usize {
+        self.lut.capacity() * 4
+    }
+}
+
+/// Ones between samples of a [`SelectBits`].
+pub const SELECT_SAMPLE: usize = 64;
+
+/// A bit vector with a sampled select directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectBits {
+    bits: BitVec,
+    /// `samples[j]` = position of the one numbered `j * SELECT_SAMPLE` (0-based).
+    samples: Vec<u32>,
+    ones: usize,
+}
+
+impl SelectBits {
+    /// The select directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
+    pub fn new(bits: BitVec) -> Option<Self> {
+        if bits.len() > MAX_BITS {
+            return None;
+        }
+        let mut samples = Vec::new();
+        let mut ones = 0usize;
+        for p in bits.iter_ones() {
+            if ones.is_multiple_of(SELECT_SAMPLE) {
+                samples.push(p as u32);
+            }
+            ones += 1;
+        }
+        Some(SelectBits {
+            bits,
+            samples,
+            ones,
+        })
+    }
+
+    /// The underlying bits.
+    #[inline]
+    pub fn bits(&self) -> &BitVec {
+        &self.bits
+    }
+
+    /// Number of bits.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.bits.len()
+    }
+
+    /// True when there are no bits.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.bits.is_empty()
+    }
+
+    /// Number of ones.
+    #[inline]
+    pub fn count_ones(&self) -> usize {
+        self.ones
+    }
+
+    /// Bit `i`; false past the end.
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        self.bits
+            .words()
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    /// Position of the one numbered `k` (0-based), or `None` when there are at most `k` ones.
+    #[inline]
+    pub fn select1(&self, k: usize) -> Option<usize> {
+        if k >= self.ones {
+            return None;
+        }
+        let start = self.samples[k / SELECT_SAMPLE] as usize;
+        let mut r = k % SELECT_SAMPLE;
+        let words = self.bits.words();
+        let mut wi = start / 64;
+        // The sampled one itself is bit `start`: skip the word's lower bits.
+        let mut w = words[wi] & (u64::MAX << (start % 64));
+        loop {
+            let c = w.count_ones() as usize;
+            if r < c {
+                return Some(wi * 64 + select_in_word(w, r as u32) as usize);
+            }
+            r -= c;
+            wi += 1;
+            w = words[wi];
+        }
+    }
+
+    /// The first one at a position `≥ from`.
+    #[inline]
+    pub fn next_one(&self, from: usize) -> Option<usize> {
+        next_one(self.bits.words(), from)
+    }
+
+    /// The last one at a position `≤ at`.
+    #[inline]
+    pub fn prev_one(&self, at: usize) -> Option<usize> {
+        prev_one(self.bits.words(), at)
+    }
+
+    /// Bytes of heap memory owned: bits and samples.
+    pub fn memory_usage(&self) -> usize {
+        self.bits.memory_usage() + self.samples.capacity() * 4
+    }
+
+    /// Bytes the select directory adds to the bits.
+    pub fn directory_bytes(&self) -> usize {
+        self.samples.capacity() * 4
+    }
+}
+
+/// The first set bit at a position `≥ from` in `words`.
+#[inline]
+pub fn next_one(words: &[u64], from: usize) -> Option<usize> {
+    let mut wi = from / 64;
+    let mut w = *words.get(wi)? & (u64::MAX << (from % 64));
+    loop {
+        if w != 0 {
+            return Some(wi * 64 + w.trailing_zeros() as usize);
+        }
+        wi += 1;
+        w = *words.get(wi)?;
+    }
+}
+
+/// The last set bit at a position `≤ at` in `words` (`at` may lie past the end).
+#[inline]
+pub fn prev_one(words: &[u64], at: usize) -> Option<usize> {
+    if words.is_empty() {
+        return None;
+    }
+    let (mut wi, mut w) = if at / 64 >= words.len() {
+        (words.len() - 1, words[words.len() - 1])
+    } else {
+        let sh = 63 - at % 64;
+        (at / 64, words[at / 64] << sh >> sh)
+    };
+    loop {
+        if w != 0 {
+            return Some(wi * 64 + 63 - w.leading_zeros() as usize);
+        }
+        if wi == 0 {
+            return None;
+        }
+        wi -= 1;
+        w = words[wi];
+    }
+}
+
+const ONES_STEP_8: u64 = 0x0101_0101_0101_0101;
+const MSBS_STEP_8: u64 = 0x8080_8080_8080_8080;
+
+/// `SELECT_IN_BYTE[b][r]`: position of the `r`-th set bit of byte `b` (8 when absent).
+static SELECT_IN_BYTE: [[u8; 8]; 256] = {
+    let mut t = [[8u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut r = 0;
+        let mut i = 0;
+        while i < 8 {
+            if b >> i & 1 == 1 {
+                t[b][r] = i as u8;
+                r += 1;
+            }
+            i += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Position of the set bit numbered `r` (0-based, from the least significant) in `w`.
+///
+/// Requires `r < w.count_ones()` (checked in debug builds). Broadword: byte popcounts summed
+/// into prefix counts by one multiplication, the target byte found by a parallel compare, the
+/// bit inside it by table.
+#[inline]
+pub fn select_in_word(w: u64, r: u32) -> u32 {
+    debug_assert!(r < w.count_ones());
+    let mut s = w - ((w >> 1) & 0x5555_5555_5555_5555);
+    s = (s & 0x3333_3333_3333_3333) + ((s >> 2) & 0x3333_3333_3333_3333);
+    s = (s + (s >> 4)) & 0x0F0F_0F0F_0F0F_0F0F;
+    // Byte i of `prefix`: ones in bytes 0..=i (at most 64, so the top bit of each byte is free).
+    let prefix = s.wrapping_mul(ONES_STEP_8);
+    let rr = r as u64 * ONES_STEP_8;
+    // High bit of byte i set when prefix_i <= r, i.e. byte i ends before the target one.
+    let le = ((rr | MSBS_STEP_8) - prefix) & MSBS_STEP_8;
+    let byte = le.count_ones();
+    let before = if byte == 0 {
+        0
+    } else {
+        (prefix >> (byte * 8 - 8)) as u32 & 0xFF
+    };
+    let in_byte = (w >> (byte * 8)) as u8;
+    byte * 8 + SELECT_IN_BYTE[in_byte as usize][(r - before) as usize] as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn naive_select(bits: &[bool], k: usize) -> Option<usize> {
+        bits.iter()
+            .enumerate()
+            .filter(|&(_, &b)| b)
+            .nth(k)
+            .map(|(i, _)| i)
+    }
+
+    fn check(bits: &[bool]) {
+        let bv: BitVec = bits.iter().copied().collect();
+        let r1 = RankBits::<1>::new(bv.clone()).unwrap();
+        let r8 = RankBits::<8>::new(bv.clone()).unwrap();
+        let sel = SelectBits::new(bv).unwrap();
+        let mut ones = 0;
+        for i in 0..=bits.len() {
+            assert_eq!(r1.rank1(i), ones, "rank64({i})");
+            assert_eq!(r8.rank1(i), ones, "rank512({i})");
+            if i < bits.len() {
+                assert_eq!(r1.get(i), bits[i]);
+                let next = (i..bits.len()).find(|&j| bits[j]);
+                assert_eq!(sel.next_one(i), next, "next_one({i})");
+                let prev = (0..=i).rev().find(|&j| bits[j]);
+                assert_eq!(sel.prev_one(i), prev, "prev_one({i})");
+                ones += bits[i] as usize;
+            }
+        }
+        assert_eq!(r1.count_ones(), ones);
+        assert_eq!(r8.count_ones(), ones);
+        assert_eq!(sel.count_ones(), ones);
+        for k in 0..=ones {
+            assert_eq!(sel.select1(k), naive_select(bits, k), "select1({k})");
+        }
+        assert_eq!(sel.prev_one(bits.len() + 1000), naive_select(bits, ones.wrapping_sub(1)));
+        assert_eq!(sel.next_one(bits.len()), None);
+    }
+
+    #[test]
+    fn select_in_word_every_position_of_patterns() {
+        let patterns = [
+            u64::MAX,
+            1,
+            1 << 63,
+            0x8000_0000_0000_0001,
+            0x5555_5555_5555_5555,
+            0xAAAA_AAAA_AAAA_AAAA,
+            0x00FF_00FF_00FF_00FF,
+            0xFF00_0000_0000_00FF,
+            0x0123_4567_89AB_CDEF,
+        ];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut words = patterns.to_vec();
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            words.push(x);
+            words.push(x & x.rotate_left(17) & x.rotate_left(31));
+        }
+        for w in words {
+            let positions: Vec<u32> = (0..64).filter(|&i| w >> i & 1 == 1).collect();
+            for (r, &p) in positions.iter().enumerate() {
+                assert_eq!(select_in_word(w, r as u32), p, "w={w:#x} r={r}");
+            }
+        }
+    }
+
+    #[test]
+    fn exhaustive_small_vectors() {
+        // Every bit pattern of up to 12 bits.
+        for len in 0..=12 {
+            for pat in 0u32..(1 << len) {
+                let bits: Vec<bool> = (0..len).map(|i| pat >> i & 1 == 1).collect();
+                check(&bits);
+            }
+        }
+    }
+
+    #[test]
+    fn block_and_sample_boundaries() {
+        for len in [63, 64, 65, 511, 512, 513, 1024, 4095, 4096, 4097, 9000] {
+            check(&vec![true; len]);
+            check(&vec![false; len]);
+            check(&(0..len).map(|i| i % 64 == 63).collect::<Vec<_>>());
+            check(&(0..len).map(|i| i % 513 == 0).collect::<Vec<_>>());
+            check(&(0..len).map(|i| i % 7 < 3).collect::<Vec<_>>());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn random_vectors_match_naive(bits in proptest::collection::vec(any::<bool>(), 0..3000)) {
+            check(&bits);
+        }
+
+        #[test]
+        fn sparse_random_vectors_match_naive(ones in proptest::collection::vec(0usize..20_000, 0..200)) {
+            let len = ones.iter().max().map_or(0, |m| m + 1 + ones.len());
+            let mut bits = vec![false; len];
+            for o in ones { bits[o] = true; }
+            check(&bits);
+        }
+    }
+}
