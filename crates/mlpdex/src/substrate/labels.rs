@@ -54,7 +54,7 @@ mod sse2 {
     pub(super) fn find(arr: &[u8], start: usize, end: usize, b: u8, ge: bool) -> Option<usize> {
         debug_assert!(end + LABEL_PAD <= arr.len());
         let mut at = start;
-        // SAFETY (whole block):
+        // SAFETY: for the whole block:
         // - SSE2 is part of the x86-64 baseline, so the intrinsics are available;
         // - every load reads arr[at..at + 16] with at < end, and end + 16 <= arr.len().
         unsafe {
