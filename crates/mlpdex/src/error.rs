@@ -55,6 +55,11 @@ pub enum Error {
         /// Newest version this build reads.
         supported: u32,
     },
+    /// The input is larger than the structure's format can address.
+    Capacity {
+        /// What overflowed, e.g. "LOUDS-Sparse labels exceed 2^32".
+        what: &'static str,
+    },
     /// A configuration value is outside the range the structure supports.
     InvalidConfig {
         /// Which setting, and the range it accepts, e.g. "symbol_bits must be 1..=5".
@@ -96,6 +101,12 @@ impl fmt::Display for Error {
                 f,
                 "buffer has format version {found}, this build reads versions up to {supported}; rebuild the structure or upgrade mlpdex"
             ),
+            Error::Capacity { what } => {
+                write!(
+                    f,
+                    "input too large: {what}; split it into several structures"
+                )
+            }
             Error::InvalidConfig { what } => write!(f, "invalid configuration: {what}"),
         }
     }

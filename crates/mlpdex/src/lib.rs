@@ -17,6 +17,8 @@
 //!   key at once.
 //! - [`skiplist`]: a lock-free skip list of byte-string keys whose iterator prefetches ahead
 //!   along the towers, so long scans overlap their DRAM misses.
+//! - [`fst`]: the Fast Succinct Trie, a static ordered map in about ten bits per trie node
+//!   (LOUDS-Dense over LOUDS-Sparse), serializable.
 //! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
 //! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.
@@ -37,6 +39,7 @@
 pub mod api;
 pub mod cuckoo_trie;
 mod error;
+pub mod fst;
 pub mod key;
 pub mod mlp_index;
 pub mod skiplist;

@@ -27,6 +27,18 @@ impl BitVec {
         }
     }
 
+    /// The vector of the first `len` bits of `words`; `None` unless `words` has exactly
+    /// `len.div_ceil(64)` words and the bits past `len` are zero.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Option<Self> {
+        if words.len() != len.div_ceil(64) {
+            return None;
+        }
+        if !len.is_multiple_of(64) && words[words.len() - 1] >> (len % 64) != 0 {
+            return None;
+        }
+        Some(BitVec { words, len })
+    }
+
     /// Number of bits.
     #[inline]
     pub fn len(&self) -> usize {

@@ -347,7 +347,10 @@ mod tests {
         for k in 0..=ones {
             assert_eq!(sel.select1(k), naive_select(bits, k), "select1({k})");
         }
-        assert_eq!(sel.prev_one(bits.len() + 1000), naive_select(bits, ones.wrapping_sub(1)));
+        assert_eq!(
+            sel.prev_one(bits.len() + 1000),
+            naive_select(bits, ones.wrapping_sub(1))
+        );
         assert_eq!(sel.next_one(bits.len()), None);
     }
 

@@ -1,0 +1,553 @@
+//! The Fast Succinct Trie (FST): a static ordered map from byte strings to `u64` in about ten
+//! bits per trie node, as fast as pointer-based indexes (memory-efficient-search-trees.txt,
+//! chapter 3).
+//!
+//! # What it is
+//!
+//! A trie cut at each key's unique prefix, encoded level by level in LOUDS-DS (§3.2–3.4): the
+//! few, hot upper levels as 256-bit bitmaps per node (LOUDS-Dense, one bit test per level), the
+//! many, cold lower levels as a byte per branch plus two bits (LOUDS-Sparse, 10 bits per
+//! branch, close to the 9.44-bit information-theoretic bound). Navigation is rank and select
+//! on those bit vectors, tuned as in §3.6 (single-level rank tables of 64- and 512-bit blocks,
+//! select sampled every 64 ones, SIMD label search; see [`crate::substrate::rank`] and
+//! [`crate::substrate::labels`]). The dense/sparse cut is the most levels whose dense size
+//! times [`Config::dense_ratio`] (R, default 64) stays within the sparse size of the rest.
+//!
+//! By default each leaf also keeps the rest of its key after the unique prefix
+//! ([`KeyStorage::Complete`]): the map holds every key exactly, `get` answers exactly, and
+//! iteration yields whole keys. [`KeyStorage::UniquePrefixes`] drops those suffixes, for use
+//! as an index whose records hold the full key: `get` then returns the value of the one key
+//! that *can* match (compare it against your record), and cursors yield unique prefixes.
+//!
+//! # When to use it
+//!
+//! Read-only or rebuilt-in-bulk data (SSTable indexes, dictionaries, the static stage of a
+//! hybrid index) where memory matters: a few bytes per key plus the values. Not for updates:
+//! any change is a rebuild. [`crate::surf`] turns the same trie into a range filter.
+//!
+//! # Contract
+//!
+//! - Built in one pass by [`FstBuilder`] from keys in strictly increasing order; out-of-order
+//!   or duplicate input is [`Error::OutOfOrder`] / [`Error::DuplicateKey`] naming the key.
+//!   Every key is legal: the empty key, prefixes of other keys, 0x00 and 0xFF bytes, long keys.
+//! - Immutable after [`FstBuilder::finish`]; `Fst` is `Send + Sync`, any number of threads may
+//!   query it.
+//! - [`Fst::to_bytes`] / [`Fst::from_bytes`]: a versioned little-endian format (see
+//!   `raw::format`); a corrupt or truncated buffer is an [`Error::Format`], never a panic.
+//!
+//! # Invariants
+//!
+//! 1. Leaf `i` of the trie (level order) owns `values[i]` and suffix `i`.
+//! 2. A LOUDS-Sparse node's labels strictly increase after an optional terminator (0xFF without
+//!    a child, first in a node of two or more labels); see `raw::trie` for why a real 0xFF byte
+//!    is never mistaken for it.
+//! 3. The empty key is kept beside the trie, never in it.
+//!
+//! # Measured
+//!
+//! See the README's FST table (mlpdex-bench, 10M keys).
+
+pub(crate) mod raw;
+
+use core::ops::{Bound, RangeBounds};
+
+use self::raw::build::LevelBuilder;
+use self::raw::format::{self, FST_MAGIC};
+use self::raw::suffix::{FullSuffixes, SuffixKind};
+pub use self::raw::trie::TrieStats;
+use self::raw::trie::{Path, Trie};
+use crate::Error;
+use crate::api::{RangeCursor, StaticMap, StaticMapBuilder};
+use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
+
+/// What an FST keeps of each key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KeyStorage {
+    /// Every key whole: exact `get`, whole keys from cursors.
+    #[default]
+    Complete,
+    /// Only each key's unique prefix (see the module docs).
+    UniquePrefixes,
+}
+
+/// FST construction settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    /// R of §3.4: LOUDS-Dense may take at most 1/R of the LOUDS-Sparse size. Larger is
+    /// smaller and slower; 0 encodes every level dense.
+    pub dense_ratio: u32,
+    /// What to keep of each key.
+    pub keys: KeyStorage,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            dense_ratio: 64,
+            keys: KeyStorage::Complete,
+        }
+    }
+}
+
+/// Builds an [`Fst`] from keys in strictly increasing order.
+pub struct FstBuilder {
+    levels: LevelBuilder,
+    config: Config,
+}
+
+impl Default for FstBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FstBuilder {
+    /// A builder with the default [`Config`].
+    pub fn new() -> Self {
+        Self::with_config(Config::default())
+    }
+
+    /// A builder with `config`.
+    pub fn with_config(config: Config) -> Self {
+        let kind = match config.keys {
+            KeyStorage::Complete => SuffixKind::Full,
+            KeyStorage::UniquePrefixes => SuffixKind::None,
+        };
+        FstBuilder {
+            levels: LevelBuilder::new(kind),
+            config,
+        }
+    }
+
+    /// Appends `key` with `value`; see [`StaticMapBuilder::push`].
+    pub fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error> {
+        self.levels.push(key, value)
+    }
+
+    /// Finishes the map.
+    pub fn finish(mut self) -> Result<Fst, Error> {
+        self.levels.finish_levels();
+        let trie = Trie::from_levels(&self.levels.levels, self.config.dense_ratio)?;
+        let mut values = Vec::with_capacity(trie.leaves());
+        let mut bytes = Vec::new();
+        let mut ends = crate::substrate::BitVec::new();
+        for lv in &mut self.levels.levels {
+            values.append(&mut lv.values);
+            bytes.append(&mut lv.suffix_bytes);
+            let mut left = lv.suffix_ends.len();
+            for &w in lv.suffix_ends.words() {
+                let n = left.min(64) as u32;
+                ends.push_bits(w, n);
+                left -= n as usize;
+            }
+            lv.suffix_ends = Default::default();
+        }
+        self.levels.levels = Vec::new();
+        debug_assert_eq!(values.len(), trie.leaves());
+        let suffixes = match self.config.keys {
+            KeyStorage::Complete => {
+                bytes.shrink_to_fit();
+                ends.shrink_to_fit();
+                Some(FullSuffixes::new(bytes, ends)?)
+            }
+            KeyStorage::UniquePrefixes => None,
+        };
+        Ok(Fst {
+            trie,
+            values,
+            suffixes,
+            empty: self.levels.empty,
+            len: self.levels.keys,
+            config: self.config,
+        })
+    }
+}
+
+impl core::fmt::Debug for FstBuilder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FstBuilder")
+            .field("keys", &self.levels.keys)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StaticMapBuilder for FstBuilder {
+    type Map = Fst;
+
+    fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error> {
+        FstBuilder::push(self, key, value)
+    }
+
+    fn finish(self) -> Result<Fst, Error> {
+        FstBuilder::finish(self)
+    }
+}
+
+/// A static ordered map from byte strings to `u64` (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fst {
+    trie: Trie,
+    values: Vec<u64>,
+    suffixes: Option<FullSuffixes>,
+    empty: Option<u64>,
+    len: usize,
+    config: Config,
+}
+
+impl Fst {
+    /// Builds a map from pairs in strictly increasing key order.
+    pub fn from_sorted<K: AsRef<[u8]>>(
+        pairs: impl IntoIterator<Item = (K, u64)>,
+    ) -> Result<Fst, Error> {
+        let mut b = FstBuilder::new();
+        for (k, v) in pairs {
+            b.push(k.as_ref(), v)?;
+        }
+        b.finish()
+    }
+
+    /// The configuration the map was built with.
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    /// The value of `key`. With [`KeyStorage::UniquePrefixes`], the value of the only key that
+    /// can equal `key` (it may not: compare against the full key you keep).
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<u64> {
+        if key.is_empty() {
+            return self.empty;
+        }
+        let (leaf, depth) = self.trie.lookup(key)?;
+        if let Some(s) = &self.suffixes
+            && s.get(leaf) != &key[depth..]
+        {
+            return None;
+        }
+        self.values.get(leaf).copied()
+    }
+
+    /// True when `key` is stored (see [`get`](Self::get) for unique-prefix maps).
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the map holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A cursor over the keys within `range`, from both ends.
+    pub fn range<K, R>(&self, range: R) -> Cursor<'_>
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        let (start, end) = byte_bounds(&range);
+        Cursor::new(self, start, end)
+    }
+
+    /// A cursor over every key.
+    pub fn iter(&self) -> Cursor<'_> {
+        self.range::<[u8], _>(..)
+    }
+
+    /// The first key within `bound` from below and its value (`≥ k`, `> k`, or the first key).
+    pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
+        let mut c = Cursor::new(self, bound, Bound::Unbounded);
+        c.next().map(|(k, v)| (k.to_vec(), v))
+    }
+
+    /// The value of the first key within `bound` from below, without building the key.
+    #[inline]
+    pub fn lower_bound_value(&self, bound: Bound<&[u8]>) -> Option<u64> {
+        if self.empty.is_some() && after_start(b"", bound) {
+            return self.empty;
+        }
+        let mut p = Path::default();
+        self.seek_front(&mut p, bound)
+            .then(|| self.values[p.leaf(&self.trie)])
+    }
+
+    /// The last key within `bound` from above and its value (`≤ k`, `< k`, or the last key).
+    pub fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
+        let mut c = Cursor::new(self, Bound::Unbounded, bound);
+        c.next_back().map(|(k, v)| (k.to_vec(), v))
+    }
+
+    /// Bytes of memory owned: trie, values and suffixes.
+    pub fn memory_usage(&self) -> usize {
+        self.trie.memory_usage() + self.values.capacity() * 8 + self.suffix_bytes()
+    }
+
+    /// Bytes of the structure alone: trie and suffixes, values excluded.
+    pub fn structure_bytes(&self) -> usize {
+        self.trie.memory_usage() + self.suffix_bytes()
+    }
+
+    fn suffix_bytes(&self) -> usize {
+        self.suffixes.as_ref().map_or(0, FullSuffixes::memory_usage)
+    }
+
+    /// Sizes of the trie's parts.
+    pub fn stats(&self) -> TrieStats {
+        self.trie.stats()
+    }
+
+    /// Serializes the map (format in the `raw::format` module docs).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        format::write(
+            FST_MAGIC,
+            self.kind(),
+            self.config.dense_ratio,
+            self.len as u64,
+            self.empty,
+            &self.trie,
+            &self.values,
+            self.suffixes.as_ref(),
+            None,
+        )
+    }
+
+    /// Loads a map written by [`to_bytes`](Self::to_bytes); checks everything (see
+    /// `raw::format`), so a corrupt buffer is an error, never a panic.
+    pub fn from_bytes(buf: &[u8]) -> Result<Fst, Error> {
+        let img = format::read(buf, FST_MAGIC)?;
+        let keys = match img.kind {
+            SuffixKind::Full => KeyStorage::Complete,
+            SuffixKind::None => KeyStorage::UniquePrefixes,
+            _ => {
+                return Err(Error::Format {
+                    what: "an FST stores full suffixes or none",
+                    offset: 12,
+                });
+            }
+        };
+        Ok(Fst {
+            trie: img.trie,
+            values: img.values,
+            suffixes: img.full,
+            empty: img.empty,
+            len: img.keys as usize,
+            config: Config {
+                dense_ratio: img.ratio,
+                keys,
+            },
+        })
+    }
+
+    fn kind(&self) -> SuffixKind {
+        match self.config.keys {
+            KeyStorage::Complete => SuffixKind::Full,
+            KeyStorage::UniquePrefixes => SuffixKind::None,
+        }
+    }
+
+    /// Orders leaf `leaf`'s key against `key` when the trie matched `key[..depth]`.
+    #[inline]
+    fn leaf_cmp(&self, key: &[u8], leaf: usize, depth: usize) -> Option<core::cmp::Ordering> {
+        self.suffixes
+            .as_ref()
+            .map(|s| s.cmp(leaf, key.get(depth..).unwrap_or(&[])))
+    }
+
+    /// Positions `p` at the first trie key within `bound` from below.
+    fn seek_front(&self, p: &mut Path, bound: Bound<&[u8]>) -> bool {
+        match bound {
+            Bound::Unbounded => p.first(&self.trie),
+            Bound::Included(k) | Bound::Excluded(k) => {
+                let strict = matches!(bound, Bound::Excluded(_));
+                let cmp = |leaf, depth| self.leaf_cmp(k, leaf, depth);
+                p.seek_ge(&self.trie, k, strict, &cmp)
+            }
+        }
+    }
+
+    /// Positions `p` at the last trie key within `bound` from above.
+    fn seek_back(&self, p: &mut Path, bound: Bound<&[u8]>) -> bool {
+        match bound {
+            Bound::Unbounded => p.last(&self.trie),
+            Bound::Included(k) | Bound::Excluded(k) => {
+                let strict = matches!(bound, Bound::Excluded(_));
+                let cmp = |leaf, depth| self.leaf_cmp(k, leaf, depth);
+                p.seek_le(&self.trie, k, strict, &cmp)
+            }
+        }
+    }
+
+    /// Writes the key at `p` into `out`.
+    fn key_at(&self, p: &Path, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(p.key());
+        if let Some(s) = &self.suffixes {
+            out.extend_from_slice(s.get(p.leaf(&self.trie)));
+        }
+    }
+}
+
+impl StaticMap for Fst {
+    type Cursor<'a> = Cursor<'a>;
+
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        Fst::get(self, key)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn range<K, R>(&self, range: R) -> Cursor<'_>
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        Fst::range(self, range)
+    }
+
+    fn memory_usage(&self) -> usize {
+        Fst::memory_usage(self)
+    }
+}
+
+/// One end of a cursor.
+#[derive(Clone, Debug, Default)]
+struct End {
+    path: Path,
+    key: Vec<u8>,
+}
+
+/// A cursor over a range of an [`Fst`], from both ends (a lending iterator: each key borrows the
+/// cursor, which rebuilds keys from the trie's per-level positions).
+///
+/// The front is positioned when the cursor is made; the back on the first `next_back`. Each
+/// step moves one per-level cursor along its level and descends with one rank and one select
+/// per level; an entry costs a few cache misses at most.
+#[derive(Clone, Debug)]
+pub struct Cursor<'a> {
+    fst: &'a Fst,
+    front: End,
+    back: End,
+    /// The back end: `None` until `next_back` resolves it from `end`.
+    back_ready: bool,
+    end: Bound<Vec<u8>>,
+    /// The empty key is in range and not yet yielded.
+    empty_pending: bool,
+    /// No trie key remains.
+    trie_done: bool,
+    out: Vec<u8>,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(fst: &'a Fst, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Self {
+        let mut c = Cursor {
+            fst,
+            front: End::default(),
+            back: End::default(),
+            back_ready: false,
+            end: end.map(<[u8]>::to_vec),
+            empty_pending: false,
+            trie_done: true,
+            out: Vec::new(),
+        };
+        if is_empty_range(start, end) {
+            return c;
+        }
+        c.empty_pending = fst.empty.is_some() && after_start(b"", start) && before_end(b"", end);
+        c.trie_done = !fst.seek_front(&mut c.front.path, start);
+        if !c.trie_done {
+            fst.key_at(&c.front.path, &mut c.front.key);
+        }
+        c
+    }
+
+    /// The next entry from the front.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<(&[u8], u64)> {
+        if self.empty_pending {
+            self.empty_pending = false;
+            return Some((&[], self.fst.empty.unwrap_or(0)));
+        }
+        if self.trie_done {
+            return None;
+        }
+        let f = &mut self.front;
+        if !before_end(&f.key, self.end.as_ref().map(Vec::as_slice)) {
+            self.trie_done = true;
+            return None;
+        }
+        if self.back_ready {
+            match f.key.cmp(&self.back.key) {
+                core::cmp::Ordering::Greater => {
+                    self.trie_done = true;
+                    return None;
+                }
+                core::cmp::Ordering::Equal => self.trie_done = true,
+                core::cmp::Ordering::Less => {}
+            }
+        }
+        let t = &self.fst.trie;
+        let value = self.fst.values[f.path.leaf(t)];
+        core::mem::swap(&mut self.out, &mut f.key);
+        if f.path.next(t) {
+            self.fst.key_at(&f.path, &mut f.key);
+        } else {
+            self.trie_done = true;
+        }
+        Some((&self.out, value))
+    }
+
+    /// The next entry from the back.
+    pub fn next_back(&mut self) -> Option<(&[u8], u64)> {
+        if !self.trie_done {
+            let t = &self.fst.trie;
+            if !self.back_ready {
+                self.back_ready = true;
+                let end = self.end.as_ref().map(Vec::as_slice);
+                if self.fst.seek_back(&mut self.back.path, end) {
+                    self.fst.key_at(&self.back.path, &mut self.back.key);
+                } else {
+                    self.trie_done = true;
+                }
+            }
+            if !self.trie_done {
+                let b = &mut self.back;
+                match b.key.cmp(&self.front.key) {
+                    core::cmp::Ordering::Less => self.trie_done = true,
+                    core::cmp::Ordering::Equal => self.trie_done = true,
+                    core::cmp::Ordering::Greater => {}
+                }
+                if b.key >= self.front.key {
+                    let value = self.fst.values[b.path.leaf(t)];
+                    core::mem::swap(&mut self.out, &mut b.key);
+                    if b.path.prev(t) {
+                        self.fst.key_at(&b.path, &mut b.key);
+                    } else {
+                        self.trie_done = true;
+                    }
+                    return Some((&self.out, value));
+                }
+            }
+        }
+        if self.empty_pending {
+            self.empty_pending = false;
+            return Some((&[], self.fst.empty.unwrap_or(0)));
+        }
+        None
+    }
+}
+
+impl RangeCursor for Cursor<'_> {
+    fn next(&mut self) -> Option<(&[u8], u64)> {
+        Cursor::next(self)
+    }
+
+    fn next_back(&mut self) -> Option<(&[u8], u64)> {
+        Cursor::next_back(self)
+    }
+}

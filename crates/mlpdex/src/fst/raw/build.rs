@@ -1,0 +1,224 @@
+//! One-pass construction from sorted keys (memory-efficient-search-trees.txt §3.4).
+//!
+//! Keys arrive in strictly increasing order. Each key is placed once its successor is known:
+//! with `lp` = the common prefix length with the previous key and `ln` with the next, the key
+//! adds labels on levels `lp..=max(lp, ln)`: to the open node of level `lp` (a new node only
+//! for the root) and to a new node on every deeper level; the last label is the key's leaf. A
+//! key that is a prefix of the next one ends instead in a new node holding the terminator
+//! (label 0xFF without a child), which the next key's label joins. Because keys are sorted, the
+//! nodes of every level come out in level order, so concatenating the levels is the LOUDS
+//! order. The empty key never enters the trie: the front ends keep it aside.
+//!
+//! Leaf payloads (values, suffixes) are collected per level and concatenated the same way, so
+//! payload `i` belongs to the trie's leaf `i`.
+
+use core::cmp::Ordering;
+
+use super::suffix::SuffixKind;
+use crate::Error;
+use crate::substrate::BitVec;
+
+/// Label of the terminator that marks a prefix key in a LOUDS-Sparse node.
+pub(crate) const TERMINATOR: u8 = 0xFF;
+
+/// One level of the trie under construction.
+#[derive(Default)]
+pub(crate) struct Level {
+    pub(crate) labels: Vec<u8>,
+    pub(crate) has_child: BitVec,
+    /// One at the first label of each node.
+    pub(crate) louds: BitVec,
+    /// Leaves of this level, in order: value and suffix payload.
+    pub(crate) values: Vec<u64>,
+    pub(crate) suffix_bytes: Vec<u8>,
+    pub(crate) suffix_ends: BitVec,
+    pub(crate) fixed: Vec<u64>,
+}
+
+impl Level {
+    fn push(&mut self, label: u8, child: bool, new_node: bool) {
+        self.labels.push(label);
+        self.has_child.push(child);
+        self.louds.push(new_node);
+    }
+
+    pub(crate) fn nodes(&self) -> usize {
+        self.louds.count_ones()
+    }
+}
+
+/// Streaming builder of the per-level trie.
+pub(crate) struct LevelBuilder {
+    pub(crate) kind: SuffixKind,
+    pub(crate) levels: Vec<Level>,
+    /// The last key pushed, not yet placed, its value and its common prefix with the key
+    /// before it.
+    pending: Option<(Vec<u8>, u64, usize)>,
+    /// Value of the empty key, when pushed.
+    pub(crate) empty: Option<u64>,
+    pub(crate) keys: usize,
+}
+
+impl LevelBuilder {
+    pub(crate) fn new(kind: SuffixKind) -> Self {
+        LevelBuilder {
+            kind,
+            levels: Vec::new(),
+            pending: None,
+            empty: None,
+            keys: 0,
+        }
+    }
+
+    /// Appends a key; leaves the builder unchanged on error.
+    pub(crate) fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error> {
+        if key.len() > u32::MAX as usize {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max: u32::MAX as usize,
+            });
+        }
+        let previous: Option<&[u8]> = match &self.pending {
+            Some((k, _, _)) => Some(k),
+            None => self.empty.map(|_| &[][..]),
+        };
+        if let Some(prev) = previous {
+            match prev.cmp(key) {
+                Ordering::Less => {}
+                Ordering::Equal => return Err(Error::DuplicateKey { key: key.to_vec() }),
+                Ordering::Greater => {
+                    return Err(Error::OutOfOrder {
+                        previous: prev.to_vec(),
+                        got: key.to_vec(),
+                    });
+                }
+            }
+        }
+        self.keys += 1;
+        if key.is_empty() {
+            self.empty = Some(value);
+            return Ok(());
+        }
+        let lp = match self.pending.take() {
+            Some((prev, v, prev_lp)) => {
+                let lcp = common_prefix(&prev, key);
+                self.place(&prev, v, prev_lp, lcp);
+                lcp
+            }
+            None => 0,
+        };
+        self.pending = Some((key.to_vec(), value, lp));
+        Ok(())
+    }
+
+    /// Places the last key; the levels are then complete.
+    pub(crate) fn finish_levels(&mut self) {
+        if let Some((k, v, lp)) = self.pending.take() {
+            self.place(&k, v, lp, 0);
+        }
+    }
+
+    fn level(&mut self, l: usize) -> &mut Level {
+        if self.levels.len() <= l {
+            self.levels.resize_with(l + 1, Level::default);
+        }
+        &mut self.levels[l]
+    }
+
+    /// Places `key`, which shares `lp` bytes with the previous key and `ln` with the next.
+    fn place(&mut self, key: &[u8], value: u64, lp: usize, ln: usize) {
+        debug_assert!(lp < key.len() && ln <= key.len());
+        let last = lp.max(ln);
+        let (leaf_level, depth, terminator) = if last < key.len() {
+            (last, last + 1, false)
+        } else {
+            // `key` is a proper prefix of the next key: its path ends in a terminator node.
+            (key.len(), key.len(), true)
+        };
+        let label_end = if terminator { key.len() } else { last + 1 };
+        for (l, &byte) in key.iter().enumerate().take(label_end).skip(lp) {
+            let lv = self.level(l);
+            let new_node = l > lp || lv.labels.is_empty();
+            lv.push(byte, terminator || l < last, new_node);
+        }
+        if terminator {
+            self.level(leaf_level).push(TERMINATOR, false, true);
+        }
+        let kind = self.kind;
+        let lv = &mut self.levels[leaf_level];
+        lv.values.push(value);
+        match kind {
+            SuffixKind::None => {}
+            SuffixKind::Full => {
+                let rest = &key[depth..];
+                lv.suffix_bytes.extend_from_slice(rest);
+                for _ in 0..rest.len() {
+                    lv.suffix_ends.push(false);
+                }
+                lv.suffix_ends.push(true);
+            }
+            _ => lv.fixed.push(kind.entry(key, depth)),
+        }
+    }
+}
+
+/// Length of the common prefix of `a` and `b`.
+#[inline]
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_prefix_matches_naive() {
+        let cases: [(&[u8], &[u8]); 6] = [
+            (b"", b"abc"),
+            (b"abc", b"abd"),
+            (b"abcdefghij", b"abcdefghik"),
+            (b"abcdefgh", b"abcdefgh"),
+            (b"abcdefghijklmnopq", b"abcdefghijklmnopr"),
+            (b"\xff\x00", b"\xff\x01"),
+        ];
+        for (a, b) in cases {
+            let naive = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            assert_eq!(common_prefix(a, b), naive);
+            assert_eq!(common_prefix(b, a), naive);
+        }
+    }
+
+    #[test]
+    fn levels_of_a_small_trie() {
+        // Keys: "ab", "abc", "b" → level 0: node {a, b}; level 1: node {b}; level 2: node
+        // {terminator, c}.
+        let mut b = LevelBuilder::new(SuffixKind::Full);
+        for (i, k) in [&b"ab"[..], b"abc", b"b"].iter().enumerate() {
+            b.push(k, i as u64).unwrap();
+        }
+        assert!(matches!(b.push(b"a", 9), Err(Error::OutOfOrder { .. })));
+        assert!(matches!(b.push(b"b", 9), Err(Error::DuplicateKey { .. })));
+        b.finish_levels();
+        assert_eq!(b.levels.len(), 3);
+        assert_eq!(b.levels[0].labels, b"ab");
+        assert_eq!(b.levels[1].labels, b"b");
+        assert_eq!(b.levels[2].labels, [TERMINATOR, b'c']);
+        assert_eq!(b.levels[0].values, [2]);
+        assert_eq!(b.levels[2].values, [0, 1]);
+        assert_eq!(b.levels[2].louds.count_ones(), 1);
+    }
+}

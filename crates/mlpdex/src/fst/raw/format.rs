@@ -1,0 +1,324 @@
+//! The serialized form of an FST or a SuRF (format version 1). All integers little-endian.
+//!
+//! ```text
+//! offset  size  field
+//! 0       8     magic: "MLPDXFST" (FST) or "MLPDSURF" (SuRF)
+//! 8       4     format version (1)
+//! 12      1     suffix kind: 0 none, 1 full, 2 hash, 3 real, 4 mixed
+//! 13      1     hash bits (0 unless hash or mixed)
+//! 14      1     real bits (0 unless real or mixed)
+//! 15      1     flags: bit 0 the empty key is present; other bits reserved, must be 0
+//! 16      4     dense ratio R the structure was built with (informational)
+//! 20      4     reserved, must be 0
+//! 24      8     number of keys
+//! 32      8     value of the empty key (0 when absent)
+//! 40      8     LOUDS-Dense levels
+//! 48      8     trie levels
+//! 56      8     LOUDS-Dense nodes
+//! then sections, each a u64 length followed by that many items:
+//!         d_labels, d_has_child, d_is_prefix     bit vectors: u64 bit count, then words
+//!         s_labels                               u64 byte count, then bytes, zero-padded to 8
+//!         s_has_child, s_louds                   bit vectors
+//!         values                                 u64 count, then u64s (FST only; 0 for SuRF)
+//!         suffix bytes                           u64 byte count, bytes, zero-padded to 8
+//!         suffix ends, fixed suffix bits         bit vectors
+//! last 8        XXH3-64 (seed 0) of every byte before it
+//! ```
+//!
+//! Loading checks the magic, the version, the checksum, every length against the buffer, the
+//! reserved fields, and then the trie's structural invariants ([`super::trie::Trie::validate`])
+//! and that every leaf has its value and suffix, so no query on a loaded structure can index
+//! out of bounds. Any failure is an [`Error::Format`] naming the problem and the offset, or
+//! [`Error::Version`]. Loading copies the buffer into aligned vectors (one pass).
+
+use super::suffix::{FixedSuffixes, FullSuffixes, SuffixKind};
+use super::trie::Trie;
+use crate::Error;
+use crate::substrate::BitVec;
+use crate::substrate::hash::hash_bytes;
+
+/// Version written and the newest one read.
+pub(crate) const VERSION: u32 = 1;
+/// Magic of a serialized FST.
+pub(crate) const FST_MAGIC: [u8; 8] = *b"MLPDXFST";
+/// Magic of a serialized SuRF.
+pub(crate) const SURF_MAGIC: [u8; 8] = *b"MLPDSURF";
+
+/// Everything a serialized structure holds.
+pub(crate) struct Image {
+    pub(crate) kind: SuffixKind,
+    pub(crate) ratio: u32,
+    pub(crate) keys: u64,
+    pub(crate) empty: Option<u64>,
+    pub(crate) trie: Trie,
+    pub(crate) values: Vec<u64>,
+    pub(crate) full: Option<FullSuffixes>,
+    pub(crate) fixed: Option<FixedSuffixes>,
+}
+
+fn kind_code(kind: SuffixKind) -> (u8, u8, u8) {
+    match kind {
+        SuffixKind::None => (0, 0, 0),
+        SuffixKind::Full => (1, 0, 0),
+        SuffixKind::Hash(n) => (2, n, 0),
+        SuffixKind::Real(n) => (3, 0, n),
+        SuffixKind::Mixed { hash, real } => (4, hash, real),
+    }
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u64(&mut self, x: u64) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    fn bits(&mut self, b: &BitVec) {
+        self.u64(b.len() as u64);
+        for &w in b.words() {
+            self.u64(w);
+        }
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u64(b.len() as u64);
+        self.0.extend_from_slice(b);
+        let pad = b.len().next_multiple_of(8) - b.len();
+        self.0.extend(core::iter::repeat_n(0, pad));
+    }
+}
+
+/// Serializes a structure.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write(
+    magic: [u8; 8],
+    kind: SuffixKind,
+    ratio: u32,
+    keys: u64,
+    empty: Option<u64>,
+    trie: &Trie,
+    values: &[u64],
+    full: Option<&FullSuffixes>,
+    fixed: Option<&FixedSuffixes>,
+) -> Vec<u8> {
+    let parts = trie.parts();
+    let mut w = Writer(Vec::with_capacity(
+        trie.memory_usage() + values.len() * 8 + 256,
+    ));
+    w.0.extend_from_slice(&magic);
+    w.0.extend_from_slice(&VERSION.to_le_bytes());
+    let (k, h, r) = kind_code(kind);
+    w.0.extend_from_slice(&[k, h, r, empty.is_some() as u8]);
+    w.0.extend_from_slice(&ratio.to_le_bytes());
+    w.0.extend_from_slice(&0u32.to_le_bytes());
+    w.u64(keys);
+    w.u64(empty.unwrap_or(0));
+    w.u64(parts.dense_height as u64);
+    w.u64(parts.height as u64);
+    w.u64(parts.d_is_prefix.len() as u64);
+    w.bits(parts.d_labels);
+    w.bits(parts.d_has_child);
+    w.bits(parts.d_is_prefix);
+    w.bytes(parts.s_labels);
+    w.bits(parts.s_has_child);
+    w.bits(parts.s_louds);
+    w.u64(values.len() as u64);
+    for &v in values {
+        w.u64(v);
+    }
+    let empty_bits = BitVec::new();
+    let (sb, se) = full.map_or((&[][..], &empty_bits), |f| f.parts());
+    w.bytes(sb);
+    w.bits(se);
+    w.bits(fixed.map_or(&empty_bits, |f| f.bits()));
+    let sum = hash_bytes(&w.0, 0);
+    w.u64(sum);
+    w.0
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+fn bad(what: &'static str, offset: usize) -> Error {
+    Error::Format { what, offset }
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], Error> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or(bad(what, self.at))?;
+        let s = &self.buf[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u64(&mut self, what: &'static str) -> Result<u64, Error> {
+        let s = self.take(8, what)?;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(s);
+        Ok(u64::from_le_bytes(b))
+    }
+    fn count(&mut self, what: &'static str) -> Result<usize, Error> {
+        let at = self.at;
+        let n = self.u64(what)?;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= self.buf.len().saturating_mul(8))
+            .ok_or(bad(what, at))
+    }
+    fn words(&mut self, n: usize, what: &'static str) -> Result<Vec<u64>, Error> {
+        let bytes = self.take(n.checked_mul(8).ok_or(bad(what, self.at))?, what)?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect())
+    }
+    fn bits(&mut self, what: &'static str) -> Result<BitVec, Error> {
+        let at = self.at;
+        let len = self.count(what)?;
+        let words = self.words(len.div_ceil(64), what)?;
+        BitVec::from_words(words, len).ok_or(bad(what, at))
+    }
+    fn bytes(&mut self, what: &'static str) -> Result<Vec<u8>, Error> {
+        let len = self.count(what)?;
+        let s = self.take(len, what)?.to_vec();
+        let pad = len.next_multiple_of(8) - len;
+        let at = self.at;
+        if self.take(pad, what)?.iter().any(|&b| b != 0) {
+            return Err(bad("nonzero padding", at));
+        }
+        Ok(s)
+    }
+}
+
+/// Parses and checks a serialized structure with the given magic.
+pub(crate) fn read(buf: &[u8], magic: [u8; 8]) -> Result<Image, Error> {
+    if buf.len() < 72 {
+        return Err(bad("truncated header", buf.len()));
+    }
+    if buf[..8] != magic {
+        return Err(bad("bad magic", 0));
+    }
+    let version = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]);
+    if version != VERSION {
+        return Err(Error::Version {
+            found: version,
+            supported: VERSION,
+        });
+    }
+    let body = buf.len() - 8;
+    let mut sum = [0u8; 8];
+    sum.copy_from_slice(&buf[body..]);
+    if hash_bytes(&buf[..body], 0) != u64::from_le_bytes(sum) {
+        return Err(bad("checksum mismatch", body));
+    }
+    let (k, h, r, flags) = (buf[12], buf[13], buf[14], buf[15]);
+    let kind = match (k, h, r) {
+        (0, 0, 0) => SuffixKind::None,
+        (1, 0, 0) => SuffixKind::Full,
+        (2, n, 0) => SuffixKind::Hash(n),
+        (3, 0, n) => SuffixKind::Real(n),
+        (4, hash, real) => SuffixKind::Mixed { hash, real },
+        _ => return Err(bad("unknown suffix kind", 12)),
+    };
+    kind.validate()
+        .map_err(|_| bad("suffix bits out of range", 13))?;
+    if flags > 1 {
+        return Err(bad("reserved flag set", 15));
+    }
+    let ratio = u32::from_le_bytes([buf[16], buf[17], buf[18], buf[19]]);
+    if buf[20..24] != [0; 4] {
+        return Err(bad("reserved field set", 20));
+    }
+    let mut rd = Reader {
+        buf: &buf[..body],
+        at: 24,
+    };
+    let keys = rd.u64("truncated header")?;
+    let empty_value = rd.u64("truncated header")?;
+    let dense_height = rd.count("truncated header")?;
+    let height = rd.count("truncated header")?;
+    let dense_nodes = rd.count("truncated header")?;
+    let d_labels = rd.bits("truncated d_labels")?;
+    let d_has_child = rd.bits("truncated d_has_child")?;
+    let at = rd.at;
+    let d_is_prefix = rd.bits("truncated d_is_prefix")?;
+    if d_is_prefix.len() != dense_nodes {
+        return Err(bad("dense node count disagrees", at));
+    }
+    let s_labels = rd.bytes("truncated s_labels")?;
+    let s_has_child = rd.bits("truncated s_has_child")?;
+    let s_louds = rd.bits("truncated s_louds")?;
+    let at = rd.at;
+    let nvalues = rd.count("truncated values")?;
+    let values = rd.words(nvalues, "truncated values")?;
+    let suffix_bytes = rd.bytes("truncated suffix bytes")?;
+    let suffix_ends = rd.bits("truncated suffix ends")?;
+    let fixed_bits = rd.bits("truncated suffix bits")?;
+    if rd.at != body {
+        return Err(bad("trailing bytes", rd.at));
+    }
+    let trie = Trie::assemble(
+        dense_height,
+        height,
+        d_labels,
+        d_has_child,
+        d_is_prefix,
+        s_labels,
+        s_has_child,
+        s_louds,
+    )
+    .map_err(|_| bad("trie too large", 24))?;
+    trie.validate().map_err(|what| bad(what, 24))?;
+    let leaves = trie.leaves();
+    let empty = (flags & 1 == 1).then_some(empty_value);
+    if keys != leaves as u64 + empty.is_some() as u64 {
+        return Err(bad("key count disagrees with the trie", 24));
+    }
+    if magic == FST_MAGIC && values.len() != leaves || magic != FST_MAGIC && !values.is_empty() {
+        return Err(bad("value count disagrees with the trie", at));
+    }
+    let full = if kind == SuffixKind::Full {
+        let f = FullSuffixes::new(suffix_bytes, suffix_ends).map_err(|_| bad("suffixes", at))?;
+        let (b, e) = f.parts();
+        if f.len() != leaves || e.len() != b.len() + leaves {
+            return Err(bad("suffix count disagrees with the trie", at));
+        }
+        Some(f)
+    } else {
+        if !suffix_bytes.is_empty() || !suffix_ends.is_empty() {
+            return Err(bad("suffix bytes without full suffixes", at));
+        }
+        None
+    };
+    let fixed = match kind {
+        SuffixKind::None | SuffixKind::Full => {
+            if !fixed_bits.is_empty() {
+                return Err(bad("suffix bits without a fixed-width kind", at));
+            }
+            None
+        }
+        _ => {
+            if fixed_bits.len() != leaves * kind.width() as usize {
+                return Err(bad("suffix bit count disagrees with the trie", at));
+            }
+            Some(FixedSuffixes::from_bits(kind, fixed_bits))
+        }
+    };
+    Ok(Image {
+        kind,
+        ratio,
+        keys,
+        empty,
+        trie,
+        values,
+        full,
+        fixed,
+    })
+}

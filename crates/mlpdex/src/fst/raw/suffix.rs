@@ -1,0 +1,308 @@
+//! What a leaf keeps of its key beyond the trie: nothing, the whole rest of the key, or a few
+//! bits of it (memory-efficient-search-trees.txt §4.1).
+//!
+//! The trie is always cut at each key's unique prefix (the shortest prefix no other key shares,
+//! or the whole key when it is a prefix of another). Leaf `i` (in the trie's leaf order) then
+//! owns entry `i` of one suffix store:
+//!
+//! - [`FullSuffixes`]: the rest of the key, so the trie plus the store hold every key exactly
+//!   (FST's default). Bytes are concatenated; a bit vector with `len` zeros and then a one per
+//!   leaf marks where each ends, so suffix `i` ends at `select1(i) - i`.
+//! - [`FixedSuffixes`]: `w` bits per leaf: a hash of the whole key, the next `w` real bits after
+//!   the unique prefix, or both (SuRF-Hash, -Real, -Mixed).
+
+use core::cmp::Ordering;
+
+use crate::Error;
+use crate::substrate::BitVec;
+use crate::substrate::hash::hash_bytes;
+use crate::substrate::rank::SelectBits;
+
+/// Seed of the suffix hash; part of the serialized format.
+pub(crate) const HASH_SEED: u64 = 0x5355_5246_4841_5348; // "SURFHASH"
+
+/// What each leaf stores beyond the trie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SuffixKind {
+    /// Nothing: the trie holds unique prefixes only.
+    None,
+    /// The rest of every key: the structure holds complete keys.
+    Full,
+    /// `n` bits (1..=64) of a hash of the whole key.
+    Hash(u8),
+    /// The `n` bits (1..=64) of the key that follow its unique prefix, zero-padded.
+    Real(u8),
+    /// `hash` hash bits followed by `real` real bits (each 1..=32).
+    Mixed {
+        /// Hash bits.
+        hash: u8,
+        /// Real bits.
+        real: u8,
+    },
+}
+
+impl SuffixKind {
+    /// Checks the bit counts.
+    pub(crate) fn validate(self) -> Result<(), Error> {
+        let ok = match self {
+            SuffixKind::None | SuffixKind::Full => true,
+            SuffixKind::Hash(n) | SuffixKind::Real(n) => (1..=64).contains(&n),
+            SuffixKind::Mixed { hash, real } => {
+                (1..=32).contains(&hash) && (1..=32).contains(&real)
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfig {
+                what: "suffix bits must be 1..=64 (hash or real) or 1..=32 each (mixed)",
+            })
+        }
+    }
+
+    /// Bits per leaf of a fixed-width kind (0 for `None` and `Full`).
+    pub(crate) fn width(self) -> u32 {
+        match self {
+            SuffixKind::None | SuffixKind::Full => 0,
+            SuffixKind::Hash(n) | SuffixKind::Real(n) => n as u32,
+            SuffixKind::Mixed { hash, real } => (hash + real) as u32,
+        }
+    }
+
+    fn hash_bits(self) -> u32 {
+        match self {
+            SuffixKind::Hash(n) => n as u32,
+            SuffixKind::Mixed { hash, .. } => hash as u32,
+            _ => 0,
+        }
+    }
+
+    fn real_bits(self) -> u32 {
+        match self {
+            SuffixKind::Real(n) => n as u32,
+            SuffixKind::Mixed { real, .. } => real as u32,
+            _ => 0,
+        }
+    }
+
+    /// The fixed-width entry of `key`, whose unique prefix is `key[..depth]`.
+    pub(crate) fn entry(self, key: &[u8], depth: usize) -> u64 {
+        let (h, r) = (self.hash_bits(), self.real_bits());
+        let mut v = 0;
+        if h > 0 {
+            v = hash_bytes(key, HASH_SEED) & mask(h);
+        }
+        if r > 0 {
+            v = v << r | real_bits(key, depth, r);
+        }
+        v
+    }
+}
+
+#[inline]
+fn mask(n: u32) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
+}
+
+/// The `n` bits of `key` after byte `depth`, most significant first, zero-padded past the end.
+#[inline]
+pub(crate) fn real_bits(key: &[u8], depth: usize, n: u32) -> u64 {
+    let rest = key.get(depth..).unwrap_or(&[]);
+    let mut buf = [0u8; 8];
+    let take = rest.len().min(8);
+    buf[..take].copy_from_slice(&rest[..take]);
+    let word = u64::from_be_bytes(buf);
+    if n >= 64 { word } else { word >> (64 - n) }
+}
+
+/// The rest of every key after its unique prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FullSuffixes {
+    bytes: Vec<u8>,
+    /// Per leaf: one zero per suffix byte, then a one.
+    ends: SelectBits,
+}
+
+impl FullSuffixes {
+    pub(crate) fn new(bytes: Vec<u8>, ends: BitVec) -> Result<Self, Error> {
+        let ends = SelectBits::new(ends).ok_or(Error::Capacity {
+            what: "key suffixes exceed 2^32 bytes",
+        })?;
+        Ok(FullSuffixes { bytes, ends })
+    }
+
+    pub(crate) fn parts(&self) -> (&[u8], &BitVec) {
+        (&self.bytes, self.ends.bits())
+    }
+
+    /// Number of leaves.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.count_ones()
+    }
+
+    /// The suffix of leaf `i` (empty past the last leaf).
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        let Some(end_bit) = self.ends.select1(i) else {
+            return &[];
+        };
+        let end = end_bit - i;
+        let start = if i == 0 || end_bit == 0 {
+            0
+        } else {
+            // The previous leaf's one is the last one before `end_bit`.
+            self.ends.prev_one(end_bit - 1).map_or(0, |p| p + 1 - i)
+        };
+        self.bytes.get(start..end).unwrap_or(&[])
+    }
+
+    /// Orders leaf `i`'s suffix against `rest`.
+    #[inline]
+    pub(crate) fn cmp(&self, i: usize, rest: &[u8]) -> Ordering {
+        self.get(i).cmp(rest)
+    }
+
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.bytes.capacity() + self.ends.memory_usage()
+    }
+}
+
+/// `width` bits per leaf, packed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FixedSuffixes {
+    kind: SuffixKind,
+    bits: BitVec,
+}
+
+impl FixedSuffixes {
+    pub(crate) fn new(kind: SuffixKind, entries: &[u64]) -> Self {
+        let w = kind.width();
+        let mut bits = BitVec::new();
+        for &e in entries {
+            bits.push_bits(e, w);
+        }
+        bits.shrink_to_fit();
+        FixedSuffixes { kind, bits }
+    }
+
+    pub(crate) fn from_bits(kind: SuffixKind, bits: BitVec) -> Self {
+        FixedSuffixes { kind, bits }
+    }
+
+    pub(crate) fn kind(&self) -> SuffixKind {
+        self.kind
+    }
+
+    pub(crate) fn bits(&self) -> &BitVec {
+        &self.bits
+    }
+
+    /// Entry of leaf `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        let w = self.kind.width() as usize;
+        if w == 0 {
+            return 0;
+        }
+        let at = i * w;
+        let words = self.bits.words();
+        let (wi, off) = (at / 64, at % 64);
+        let Some(&lo) = words.get(wi) else {
+            return 0;
+        };
+        let mut v = lo >> off;
+        if off + w > 64 {
+            v |= words.get(wi + 1).copied().unwrap_or(0) << (64 - off);
+        }
+        v & mask(w as u32)
+    }
+
+    /// False when leaf `i` certainly does not hold `key` (whose unique prefix ends at `depth`).
+    #[inline]
+    pub(crate) fn may_match(&self, i: usize, key: &[u8], depth: usize) -> bool {
+        self.get(i) == self.kind.entry(key, depth)
+    }
+
+    /// Orders the real bits of leaf `i` against those of `key` after `depth`; `None` when the
+    /// store has no real bits or they are equal (the order of the full keys is unknown).
+    #[inline]
+    pub(crate) fn cmp_real(&self, i: usize, key: &[u8], depth: usize) -> Option<Ordering> {
+        let r = self.kind.real_bits();
+        if r == 0 {
+            return None;
+        }
+        let stored = self.get(i) & mask(r);
+        let probe = real_bits(key, depth, r);
+        match stored.cmp(&probe) {
+            Ordering::Equal => None,
+            o => Some(o),
+        }
+    }
+
+    /// The real bits of leaf `i` and their count.
+    pub(crate) fn real(&self, i: usize) -> (u64, u32) {
+        let r = self.kind.real_bits();
+        (self.get(i) & mask(r), r)
+    }
+
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.bits.memory_usage()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_suffixes_round_trip_with_empty_ones() {
+        let sufs: Vec<&[u8]> = vec![b"", b"abc", b"", b"", b"\xff\x00", b"x", b""];
+        let mut bytes = Vec::new();
+        let mut ends = BitVec::new();
+        for s in &sufs {
+            bytes.extend_from_slice(s);
+            for _ in 0..s.len() {
+                ends.push(false);
+            }
+            ends.push(true);
+        }
+        let f = FullSuffixes::new(bytes, ends).unwrap();
+        assert_eq!(f.len(), sufs.len());
+        for (i, s) in sufs.iter().enumerate() {
+            assert_eq!(f.get(i), *s, "leaf {i}");
+        }
+        assert_eq!(f.get(sufs.len()), b"");
+    }
+
+    #[test]
+    fn fixed_entries_pack_and_compare() {
+        for kind in [
+            SuffixKind::Hash(1),
+            SuffixKind::Hash(13),
+            SuffixKind::Hash(64),
+            SuffixKind::Real(7),
+            SuffixKind::Real(64),
+            SuffixKind::Mixed { hash: 4, real: 8 },
+            SuffixKind::Mixed { hash: 32, real: 32 },
+        ] {
+            kind.validate().unwrap();
+            let keys: Vec<Vec<u8>> = (0..300u32).map(|i| i.to_be_bytes().to_vec()).collect();
+            let entries: Vec<u64> = keys.iter().map(|k| kind.entry(k, 2)).collect();
+            let f = FixedSuffixes::new(kind, &entries);
+            for (i, k) in keys.iter().enumerate() {
+                assert_eq!(f.get(i), entries[i]);
+                assert!(f.may_match(i, k, 2));
+                if kind.real_bits() > 0 {
+                    assert_eq!(f.cmp_real(i, k, 2), None);
+                }
+            }
+        }
+        assert!(SuffixKind::Hash(0).validate().is_err());
+        assert!(SuffixKind::Real(65).validate().is_err());
+        assert!(SuffixKind::Mixed { hash: 0, real: 3 }.validate().is_err());
+        assert_eq!(real_bits(b"\x80", 0, 1), 1);
+        assert_eq!(real_bits(b"ab\x01\x02", 2, 16), 0x0102);
+        assert_eq!(real_bits(b"ab", 2, 16), 0);
+        assert_eq!(real_bits(b"ab", 5, 16), 0);
+    }
+}

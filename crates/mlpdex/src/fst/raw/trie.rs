@@ -1,0 +1,871 @@
+//! LOUDS-DS: the trie's upper levels in LOUDS-Dense, the rest in LOUDS-Sparse
+//! (memory-efficient-search-trees.txt §3.2–3.4), and the per-level cursor ([`Path`]) that
+//! seeks and iterates.
+//!
+//! ```text
+//! LOUDS-Dense, per node n (positions n*256 + byte):
+//!   d_labels[p]     the node has a branch for this byte          rank, 64-bit blocks
+//!   d_has_child[p]  that branch leads to a node (else a leaf)    rank, 64-bit blocks
+//!   d_is_prefix[n]  the path to n is itself a key                rank, 64-bit blocks
+//! LOUDS-Sparse, per label p:
+//!   s_labels[p]     the byte (sorted within a node; a terminator first)
+//!   s_has_child[p]  as above                                     rank, 512-bit blocks
+//!   s_louds[p]      p is the first label of its node             select, every 64th one
+//! ```
+//!
+//! Nodes are numbered in level order over both parts (the root is 0); the child of the branch
+//! at `p` is node `1 + (branches with a child before p)`, found with one rank, and a sparse
+//! node's first label with one select. Leaves are numbered in the same level order: dense
+//! leaves first (a node's prefix key before its labels), then sparse ones; leaf `i` owns value
+//! and suffix `i`.
+//!
+//! Terminator rule (§3.3, made unambiguous): in LOUDS-Sparse a prefix key is a 0xFF label
+//! without a child placed first in its node. A real 0xFF byte sorts last, so it can be first
+//! only as the node's single label; hence a node's first label is a terminator exactly when it
+//! is 0xFF, has no child, and the node has another label (a node that holds a prefix key always
+//! has a longer key below it). The empty key is never in the trie.
+//!
+//! Invariants (checked by [`Trie::validate`] on load): every node has at least one label; the
+//! labels of a node are strictly increasing after an optional terminator; branches with a
+//! child number one less than the nodes; dense bitmaps have `d_has_child ⊆ d_labels`.
+
+use core::cmp::Ordering;
+
+use super::build::{Level, TERMINATOR};
+use crate::Error;
+use crate::substrate::labels;
+use crate::substrate::rank::{RankBits, SelectBits, next_one, prev_one};
+use crate::substrate::{BitVec, prefetch::prefetch_read};
+
+/// The LOUDS-DS encoded trie (no leaf payloads).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Trie {
+    pub(crate) dense_height: usize,
+    pub(crate) height: usize,
+    d_labels: RankBits<1>,
+    d_has_child: RankBits<1>,
+    d_is_prefix: RankBits<1>,
+    dense_nodes: usize,
+    dense_children: usize,
+    dense_leaves: usize,
+    /// Labels followed by [`LABEL_PAD`] bytes.
+    s_labels: Vec<u8>,
+    s_len: usize,
+    s_has_child: RankBits<8>,
+    s_louds: SelectBits,
+    leaves: usize,
+}
+
+/// Space of the parts of a trie, in bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TrieStats {
+    /// LOUDS-Dense levels.
+    pub dense_levels: usize,
+    /// Trie levels.
+    pub levels: usize,
+    /// Nodes in LOUDS-Dense.
+    pub dense_nodes: usize,
+    /// Nodes in LOUDS-Sparse.
+    pub sparse_nodes: usize,
+    /// Labels (branches and terminators) in LOUDS-Sparse.
+    pub sparse_labels: usize,
+    /// Bits of LOUDS-Dense: bitmaps and rank directories.
+    pub dense_bits: usize,
+    /// Bits of LOUDS-Sparse: labels, bit vectors, rank and select directories.
+    pub sparse_bits: usize,
+}
+
+impl TrieStats {
+    /// LOUDS-Sparse bits per sparse node, counting every label as a node as §3.5 does.
+    pub fn sparse_bits_per_node(&self) -> f64 {
+        self.sparse_bits as f64 / self.sparse_labels.max(1) as f64
+    }
+}
+
+fn capacity(what: &'static str) -> Error {
+    Error::Capacity { what }
+}
+
+impl Trie {
+    /// Encodes finished levels; levels `0..h` go to LOUDS-Dense, where `h` is the most levels
+    /// whose dense size times `ratio` stays within the sparse size of the rest.
+    pub(crate) fn from_levels(levels: &[Level], ratio: u32) -> Result<Trie, Error> {
+        let dense_height = choose_dense_height(levels, ratio);
+        let dense_nodes: usize = levels[..dense_height].iter().map(Level::nodes).sum();
+        let dense_bits = dense_nodes
+            .checked_mul(256)
+            .filter(|&b| b <= crate::substrate::rank::MAX_BITS)
+            .ok_or(capacity("LOUDS-Dense exceeds 2^32 bits"))?;
+        let mut d_labels = BitVec::zeros(dense_bits);
+        let mut d_has_child = BitVec::zeros(dense_bits);
+        let mut d_is_prefix = BitVec::zeros(dense_nodes);
+        let mut node = 0usize;
+        for lv in &levels[..dense_height] {
+            let mut i = 0;
+            while i < lv.labels.len() {
+                let end = next_one(lv.louds.words(), i + 1).unwrap_or(lv.labels.len());
+                let mut j = i;
+                if is_terminator(&lv.labels, &lv.has_child, i, end) {
+                    d_is_prefix.set(node, true);
+                    j += 1;
+                }
+                for p in j..end {
+                    let pos = node * 256 + lv.labels[p] as usize;
+                    d_labels.set(pos, true);
+                    let child = lv.has_child.get(p) == Some(true);
+                    d_has_child.set(pos, child);
+                }
+                node += 1;
+                i = end;
+            }
+        }
+        let mut s_labels = Vec::new();
+        let mut s_has_child = BitVec::new();
+        let mut s_louds = BitVec::new();
+        for lv in &levels[dense_height..] {
+            s_labels.extend_from_slice(&lv.labels);
+            append(&mut s_has_child, &lv.has_child);
+            append(&mut s_louds, &lv.louds);
+        }
+        Self::assemble(
+            dense_height,
+            levels.len(),
+            d_labels,
+            d_has_child,
+            d_is_prefix,
+            s_labels,
+            s_has_child,
+            s_louds,
+        )
+    }
+
+    /// Builds the directories over encoded parts and derives the counts.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn assemble(
+        dense_height: usize,
+        height: usize,
+        d_labels: BitVec,
+        d_has_child: BitVec,
+        d_is_prefix: BitVec,
+        s_labels: Vec<u8>,
+        s_has_child: BitVec,
+        s_louds: BitVec,
+    ) -> Result<Trie, Error> {
+        let s_len = s_labels.len();
+        if s_len > crate::substrate::rank::MAX_BITS {
+            return Err(capacity("LOUDS-Sparse exceeds 2^32 labels"));
+        }
+        let d_labels = RankBits::new(d_labels).ok_or(capacity("LOUDS-Dense too large"))?;
+        let d_has_child = RankBits::new(d_has_child).ok_or(capacity("LOUDS-Dense too large"))?;
+        let d_is_prefix = RankBits::new(d_is_prefix).ok_or(capacity("LOUDS-Dense too large"))?;
+        let s_has_child = RankBits::new(s_has_child).ok_or(capacity("LOUDS-Sparse too large"))?;
+        let s_louds = SelectBits::new(s_louds).ok_or(capacity("LOUDS-Sparse too large"))?;
+        let dense_nodes = d_is_prefix.len();
+        let dense_children = d_has_child.count_ones();
+        let dense_leaves = d_labels.count_ones() - dense_children + d_is_prefix.count_ones();
+        let leaves = dense_leaves + s_len - s_has_child.count_ones();
+        Ok(Trie {
+            dense_height,
+            height,
+            d_labels,
+            d_has_child,
+            d_is_prefix,
+            dense_nodes,
+            dense_children,
+            dense_leaves,
+            s_labels: labels::padded(s_labels),
+            s_len,
+            s_has_child,
+            s_louds,
+            leaves,
+        })
+    }
+
+    /// Checks the invariants a loaded trie must satisfy for every query to stay in bounds, by
+    /// walking the levels: level 0 is one node, level `l + 1` has as many nodes as level `l`
+    /// has branches with a child, dense nodes are consecutive, sparse nodes start where the
+    /// previous one ended, and nothing is left over.
+    pub(crate) fn validate(&self) -> Result<(), &'static str> {
+        let dl = self.d_labels.bits().words();
+        let dc = self.d_has_child.bits().words();
+        if self.d_labels.len() != self.dense_nodes * 256
+            || self.d_has_child.len() != self.d_labels.len()
+        {
+            return Err("LOUDS-Dense bitmap sizes disagree");
+        }
+        if self.s_has_child.len() != self.s_len || self.s_louds.len() != self.s_len {
+            return Err("LOUDS-Sparse sequence sizes disagree");
+        }
+        if self.height < self.dense_height {
+            return Err("dense height above trie height");
+        }
+        if self.height == 0 {
+            return if self.dense_nodes == 0 && self.s_len == 0 {
+                Ok(())
+            } else {
+                Err("empty trie with nodes")
+            };
+        }
+        let mut nodes = 1usize;
+        let mut dense_node = 0usize;
+        for _ in 0..self.dense_height {
+            let end = dense_node
+                .checked_add(nodes)
+                .filter(|&e| e <= self.dense_nodes)
+                .ok_or("more dense nodes than encoded")?;
+            let mut children = 0usize;
+            for n in dense_node..end {
+                let (l, c) = (&dl[n * 4..n * 4 + 4], &dc[n * 4..n * 4 + 4]);
+                if l.iter().all(|&x| x == 0) {
+                    return Err("dense node without labels");
+                }
+                if l.iter().zip(c).any(|(l, c)| c & !l != 0) {
+                    return Err("dense branch with a child but no label");
+                }
+                children += c.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+            }
+            dense_node = end;
+            nodes = children;
+        }
+        if dense_node != self.dense_nodes {
+            return Err("dense nodes left over");
+        }
+        let mut at = 0usize;
+        for _ in self.dense_height..self.height {
+            if nodes == 0 {
+                return Err("trie level without nodes");
+            }
+            let mut children = 0usize;
+            for _ in 0..nodes {
+                if at >= self.s_len || !self.s_louds.get(at) {
+                    return Err("sparse node missing");
+                }
+                let end = self.sparse_end(at);
+                let s = at + self.sparse_terminator(at, end) as usize;
+                if self.s_labels[s..end].windows(2).any(|w| w[0] >= w[1]) {
+                    return Err("sparse node labels out of order");
+                }
+                children += self.s_has_child.rank1(end) - self.s_has_child.rank1(at);
+                at = end;
+            }
+            nodes = children;
+        }
+        if at != self.s_len {
+            return Err("sparse labels left over");
+        }
+        if nodes != 0 {
+            return Err("branches below the last level");
+        }
+        Ok(())
+    }
+
+    /// Number of leaves (keys in the trie).
+    pub(crate) fn leaves(&self) -> usize {
+        self.leaves
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.height == 0
+    }
+
+    pub(crate) fn parts(&self) -> TrieParts<'_> {
+        TrieParts {
+            dense_height: self.dense_height,
+            height: self.height,
+            d_labels: self.d_labels.bits(),
+            d_has_child: self.d_has_child.bits(),
+            d_is_prefix: self.d_is_prefix.bits(),
+            s_labels: &self.s_labels[..self.s_len],
+            s_has_child: self.s_has_child.bits(),
+            s_louds: self.s_louds.bits(),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> TrieStats {
+        TrieStats {
+            dense_levels: self.dense_height,
+            levels: self.height,
+            dense_nodes: self.dense_nodes,
+            sparse_nodes: self.s_louds.count_ones(),
+            sparse_labels: self.s_len,
+            dense_bits: 8
+                * (self.d_labels.memory_usage()
+                    + self.d_has_child.memory_usage()
+                    + self.d_is_prefix.memory_usage()),
+            sparse_bits: 8
+                * (self.s_len + self.s_has_child.memory_usage() + self.s_louds.memory_usage()),
+        }
+    }
+
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.d_labels.memory_usage()
+            + self.d_has_child.memory_usage()
+            + self.d_is_prefix.memory_usage()
+            + self.s_labels.capacity()
+            + self.s_has_child.memory_usage()
+            + self.s_louds.memory_usage()
+    }
+
+    // ---- navigation primitives -------------------------------------------------------------
+
+    #[inline]
+    fn sparse_end(&self, start: usize) -> usize {
+        self.s_louds.next_one(start + 1).unwrap_or(self.s_len)
+    }
+
+    /// Whether the sparse node `[start, end)` begins with a terminator.
+    #[inline]
+    fn sparse_terminator(&self, start: usize, end: usize) -> bool {
+        end - start > 1 && self.s_labels[start] == TERMINATOR && !self.s_has_child.get(start)
+    }
+
+    /// Whether the node starting at `start` on `level` holds a prefix key.
+    #[inline]
+    pub(crate) fn has_prefix_key(&self, level: usize, start: usize) -> bool {
+        if level < self.dense_height {
+            self.d_is_prefix.get(start / 256)
+        } else {
+            self.sparse_terminator(start, self.sparse_end(start))
+        }
+    }
+
+    #[inline]
+    pub(crate) fn has_child(&self, level: usize, pos: usize) -> bool {
+        if level < self.dense_height {
+            self.d_has_child.get(pos)
+        } else {
+            self.s_has_child.get(pos)
+        }
+    }
+
+    #[inline]
+    pub(crate) fn label(&self, level: usize, pos: usize) -> u8 {
+        if level < self.dense_height {
+            pos as u8
+        } else {
+            self.s_labels[pos]
+        }
+    }
+
+    /// Start of the node the branch at `pos` on `level` leads to.
+    #[inline]
+    pub(crate) fn child(&self, level: usize, pos: usize) -> usize {
+        let node = if level < self.dense_height {
+            self.d_has_child.rank1(pos + 1)
+        } else {
+            self.dense_children + self.s_has_child.rank1(pos + 1)
+        };
+        if level + 1 < self.dense_height {
+            node * 256
+        } else {
+            // A valid trie has the node; a corrupt one cannot pass `validate`.
+            let start = self
+                .s_louds
+                .select1(node.wrapping_sub(self.dense_nodes))
+                .unwrap_or(self.s_len);
+            prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
+            start
+        }
+    }
+
+    /// Leaf number of the branch at `pos` (which has no child) on `level`.
+    #[inline]
+    pub(crate) fn leaf(&self, level: usize, pos: usize) -> usize {
+        if level < self.dense_height {
+            self.d_labels.rank1(pos) - self.d_has_child.rank1(pos)
+                + self.d_is_prefix.rank1(pos / 256 + 1)
+        } else {
+            self.dense_leaves + pos - self.s_has_child.rank1(pos)
+        }
+    }
+
+    /// Leaf number of the prefix key of the node starting at `start` on `level`.
+    #[inline]
+    pub(crate) fn prefix_leaf(&self, level: usize, start: usize) -> usize {
+        if level < self.dense_height {
+            self.d_labels.rank1(start) - self.d_has_child.rank1(start)
+                + self.d_is_prefix.rank1(start / 256)
+        } else {
+            self.leaf(level, start)
+        }
+    }
+
+    /// First label of a node at or after byte offset `from` (dense), as a position.
+    #[inline]
+    fn dense_next(&self, start: usize, from: usize) -> Option<usize> {
+        if from >= 256 {
+            return None;
+        }
+        next_one(self.d_labels.bits().words(), start + from).filter(|&p| p < start + 256)
+    }
+
+    /// Last label of a node at or before byte offset `upto` (dense), as a position.
+    #[inline]
+    fn dense_prev(&self, start: usize, upto: usize) -> Option<usize> {
+        prev_one(self.d_labels.bits().words(), start + upto).filter(|&p| p >= start)
+    }
+
+    /// The node's first item: `(pos, true)` for its prefix key, else its first label.
+    #[inline]
+    fn first_item(&self, level: usize, start: usize) -> (usize, bool) {
+        if level < self.dense_height {
+            if self.d_is_prefix.get(start / 256) {
+                (start, true)
+            } else {
+                (self.dense_next(start, 0).unwrap_or(start), false)
+            }
+        } else {
+            (start, self.sparse_terminator(start, self.sparse_end(start)))
+        }
+    }
+
+    /// The node's last label.
+    #[inline]
+    fn last_item(&self, level: usize, start: usize) -> usize {
+        if level < self.dense_height {
+            self.dense_prev(start, 255).unwrap_or(start)
+        } else {
+            self.sparse_end(start) - 1
+        }
+    }
+
+    /// The label after item `(pos, term)` in its node.
+    #[inline]
+    fn next_item(&self, level: usize, pos: usize, term: bool) -> Option<usize> {
+        if level < self.dense_height {
+            let start = pos & !255;
+            let from = if term { 0 } else { pos % 256 + 1 };
+            self.dense_next(start, from)
+        } else {
+            let n = pos + 1;
+            (n < self.s_len && !self.s_louds.get(n)).then_some(n)
+        }
+    }
+
+    /// The item before label `pos` in its node.
+    #[inline]
+    fn prev_item(&self, level: usize, pos: usize) -> Option<(usize, bool)> {
+        if level < self.dense_height {
+            let start = pos & !255;
+            if !pos.is_multiple_of(256)
+                && let Some(p) = self.dense_prev(start, pos % 256 - 1)
+            {
+                return Some((p, false));
+            }
+            self.d_is_prefix.get(start / 256).then_some((start, true))
+        } else {
+            if self.s_louds.get(pos) {
+                return None;
+            }
+            let p = pos - 1;
+            let term =
+                self.s_louds.get(p) && self.s_labels[p] == TERMINATOR && !self.s_has_child.get(p);
+            Some((p, term))
+        }
+    }
+
+    /// First label `≥ b` of the node at `start` (its terminator excluded).
+    #[inline]
+    fn find_ge(&self, level: usize, start: usize, b: u8) -> Option<usize> {
+        if level < self.dense_height {
+            self.dense_next(start, b as usize)
+        } else {
+            let end = self.sparse_end(start);
+            let s = start + self.sparse_terminator(start, end) as usize;
+            labels::find_ge(&self.s_labels, s, end, b).map(|i| s + i)
+        }
+    }
+
+    /// Last label `≤ b` of the node at `start` (its terminator excluded).
+    #[inline]
+    fn find_le(&self, level: usize, start: usize, b: u8) -> Option<usize> {
+        if level < self.dense_height {
+            self.dense_prev(start, b as usize)
+        } else {
+            let end = self.sparse_end(start);
+            let s = start + self.sparse_terminator(start, end) as usize;
+            let first_above = if b == u8::MAX {
+                None
+            } else {
+                labels::find_ge(&self.s_labels, s, end, b + 1).map(|i| s + i)
+            };
+            let p = first_above.unwrap_or(end);
+            (p > s).then(|| p - 1)
+        }
+    }
+
+    /// Exact search: the leaf where `key` (non-empty) would end, and the length of the prefix
+    /// of `key` the trie consumed to reach it; `None` when no key can match.
+    #[inline]
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<(usize, usize)> {
+        debug_assert!(!key.is_empty());
+        if self.height == 0 {
+            return None;
+        }
+        let mut level = 0;
+        let mut pos = 0;
+        while level < self.dense_height {
+            if level == key.len() {
+                let node = pos / 256;
+                return self
+                    .d_is_prefix
+                    .get(node)
+                    .then(|| self.prefix_leaf(level, pos))
+                    .map(|leaf| (leaf, level));
+            }
+            let p = pos + key[level] as usize;
+            if !self.d_labels.get(p) {
+                return None;
+            }
+            if !self.d_has_child.get(p) {
+                return Some((self.leaf(level, p), level + 1));
+            }
+            pos = self.child(level, p);
+            level += 1;
+        }
+        loop {
+            let end = self.sparse_end(pos);
+            let term = self.sparse_terminator(pos, end);
+            if level == key.len() {
+                return term.then(|| (self.leaf(level, pos), level));
+            }
+            let s = pos + term as usize;
+            let p = s + labels::find_eq(&self.s_labels, s, end, key[level])?;
+            if !self.s_has_child.get(p) {
+                return Some((self.leaf(level, p), level + 1));
+            }
+            pos = self.child(level, p);
+            level += 1;
+        }
+    }
+}
+
+/// The encoded parts of a trie, for serialization.
+pub(crate) struct TrieParts<'a> {
+    pub(crate) dense_height: usize,
+    pub(crate) height: usize,
+    pub(crate) d_labels: &'a BitVec,
+    pub(crate) d_has_child: &'a BitVec,
+    pub(crate) d_is_prefix: &'a BitVec,
+    pub(crate) s_labels: &'a [u8],
+    pub(crate) s_has_child: &'a BitVec,
+    pub(crate) s_louds: &'a BitVec,
+}
+
+fn is_terminator(labels: &[u8], has_child: &BitVec, start: usize, end: usize) -> bool {
+    end - start > 1 && labels[start] == TERMINATOR && has_child.get(start) == Some(false)
+}
+
+fn append(dst: &mut BitVec, src: &BitVec) {
+    let mut left = src.len();
+    for &w in src.words() {
+        let n = left.min(64) as u32;
+        dst.push_bits(w, n);
+        left -= n as usize;
+    }
+}
+
+/// Most dense levels whose size times `ratio` stays within the sparse size of the rest.
+fn choose_dense_height(levels: &[Level], ratio: u32) -> usize {
+    // Dense: two 256-bit maps and a prefix bit per node; sparse: 10 bits per label.
+    let dense: Vec<u128> = levels.iter().map(|l| l.nodes() as u128 * 513).collect();
+    let sparse: Vec<u128> = levels.iter().map(|l| l.labels.len() as u128 * 10).collect();
+    let mut best = 0;
+    let mut dense_sum = 0u128;
+    let mut sparse_rest: u128 = sparse.iter().sum();
+    for h in 1..=levels.len() {
+        dense_sum += dense[h - 1];
+        sparse_rest -= sparse[h - 1];
+        if dense_sum * ratio as u128 <= sparse_rest {
+            best = h;
+        } else {
+            break;
+        }
+    }
+    best
+}
+
+/// A root-to-leaf position in a trie: one cursor per level (§3.4's per-level cursors) and the
+/// key those labels spell.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Path {
+    /// Position on each level from the root; the last is the leaf.
+    pos: Vec<usize>,
+    /// The leaf is the prefix key of the node at `pos[last]`.
+    term: bool,
+    /// Labels on the path (the leaf's label included unless `term`).
+    key: Vec<u8>,
+}
+
+/// What a leaf's stored suffix says about a probe: the order of the stored key against the
+/// probe's rest, or `None` when the store cannot tell.
+pub(crate) type LeafCmp<'a> = &'a dyn Fn(usize, usize) -> Option<Ordering>;
+
+impl Path {
+    pub(crate) fn is_valid(&self) -> bool {
+        !self.pos.is_empty()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.pos.clear();
+        self.key.clear();
+        self.term = false;
+    }
+
+    /// The labels on the path: the key's unique prefix.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// Leaf number of the current position.
+    pub(crate) fn leaf(&self, t: &Trie) -> usize {
+        let l = self.pos.len() - 1;
+        if self.term {
+            t.prefix_leaf(l, self.pos[l])
+        } else {
+            t.leaf(l, self.pos[l])
+        }
+    }
+
+    fn push(&mut self, t: &Trie, pos: usize, term: bool) {
+        let level = self.pos.len();
+        self.pos.push(pos);
+        self.term = term;
+        if !term {
+            self.key.push(t.label(level, pos));
+        }
+    }
+
+    fn pop(&mut self) -> (usize, bool) {
+        let p = self.pos.pop().unwrap_or(0);
+        let t = self.term;
+        if !t {
+            self.key.pop();
+        }
+        self.term = false;
+        (p, t)
+    }
+
+    fn leftmost(&mut self, t: &Trie, mut level: usize, mut start: usize) {
+        loop {
+            let (p, term) = t.first_item(level, start);
+            self.push(t, p, term);
+            if term || !t.has_child(level, p) {
+                return;
+            }
+            start = t.child(level, p);
+            level += 1;
+        }
+    }
+
+    fn rightmost(&mut self, t: &Trie, mut level: usize, mut start: usize) {
+        loop {
+            let p = t.last_item(level, start);
+            self.push(t, p, false);
+            if !t.has_child(level, p) {
+                return;
+            }
+            start = t.child(level, p);
+            level += 1;
+        }
+    }
+
+    /// Positions at the first leaf; false for an empty trie.
+    pub(crate) fn first(&mut self, t: &Trie) -> bool {
+        self.clear();
+        if t.is_empty() {
+            return false;
+        }
+        self.leftmost(t, 0, 0);
+        true
+    }
+
+    /// Positions at the last leaf; false for an empty trie.
+    pub(crate) fn last(&mut self, t: &Trie) -> bool {
+        self.clear();
+        if t.is_empty() {
+            return false;
+        }
+        self.rightmost(t, 0, 0);
+        true
+    }
+
+    /// Moves to the next leaf; false (and cleared) past the last.
+    pub(crate) fn next(&mut self, t: &Trie) -> bool {
+        while self.is_valid() {
+            let level = self.pos.len() - 1;
+            let (p, term) = self.pop();
+            if let Some(n) = t.next_item(level, p, term) {
+                self.push(t, n, false);
+                if t.has_child(level, n) {
+                    self.leftmost(t, level + 1, t.child(level, n));
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Moves to the previous leaf; false (and cleared) before the first.
+    pub(crate) fn prev(&mut self, t: &Trie) -> bool {
+        while self.is_valid() {
+            let level = self.pos.len() - 1;
+            let (p, term) = self.pop();
+            if term {
+                continue;
+            }
+            if let Some((n, nterm)) = t.prev_item(level, p) {
+                self.push(t, n, nterm);
+                if !nterm && t.has_child(level, n) {
+                    self.rightmost(t, level + 1, t.child(level, n));
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Positions at the first leaf whose key is `≥ key` (`> key` when `strict`). `cmp(leaf,
+    /// depth)` orders the leaf's stored key against `key` when the trie path alone matched
+    /// `key[..depth]`; `None` (unknown) keeps the leaf. False when no leaf qualifies.
+    pub(crate) fn seek_ge(&mut self, t: &Trie, key: &[u8], strict: bool, cmp: LeafCmp) -> bool {
+        self.clear();
+        if t.is_empty() {
+            return false;
+        }
+        let mut level = 0;
+        let mut start = 0;
+        loop {
+            if level == key.len() {
+                // Everything below is ≥ key; the prefix key, if any, equals it.
+                self.leftmost(t, level, start);
+                if strict && self.term && self.pos.len() == level + 1 {
+                    return self.next(t);
+                }
+                return true;
+            }
+            let b = key[level];
+            let Some(p) = t.find_ge(level, start, b) else {
+                // Every key of this node is < key: continue after the branch above.
+                return self.next(t);
+            };
+            self.push(t, p, false);
+            let child = t.has_child(level, p);
+            if t.label(level, p) > b {
+                if child {
+                    self.leftmost(t, level + 1, t.child(level, p));
+                }
+                return true;
+            }
+            if child {
+                start = t.child(level, p);
+                level += 1;
+                continue;
+            }
+            let leaf = t.leaf(level, p);
+            return match cmp(leaf, level + 1) {
+                Some(Ordering::Less) => self.next(t),
+                Some(Ordering::Equal) if strict => self.next(t),
+                _ => true,
+            };
+        }
+    }
+
+    /// Positions at the last leaf whose key is `≤ key` (`< key` when `strict`); `cmp` as for
+    /// [`seek_ge`](Self::seek_ge), `None` keeping the leaf.
+    pub(crate) fn seek_le(&mut self, t: &Trie, key: &[u8], strict: bool, cmp: LeafCmp) -> bool {
+        self.clear();
+        if t.is_empty() {
+            return false;
+        }
+        let mut level = 0;
+        let mut start = 0;
+        loop {
+            if level == key.len() {
+                // Everything below is > key except the prefix key, which equals it.
+                if !strict && t.has_prefix_key(level, start) {
+                    self.push(t, start, true);
+                    return true;
+                }
+                return self.prev(t);
+            }
+            let b = key[level];
+            let Some(p) = t.find_le(level, start, b) else {
+                if t.has_prefix_key(level, start) {
+                    // The prefix key is key[..level], shorter than key.
+                    self.push(t, start, true);
+                    return true;
+                }
+                return self.prev(t);
+            };
+            self.push(t, p, false);
+            let child = t.has_child(level, p);
+            if t.label(level, p) < b {
+                if child {
+                    self.rightmost(t, level + 1, t.child(level, p));
+                }
+                return true;
+            }
+            if child {
+                start = t.child(level, p);
+                level += 1;
+                continue;
+            }
+            let leaf = t.leaf(level, p);
+            return match cmp(leaf, level + 1) {
+                Some(Ordering::Greater) => self.prev(t),
+                Some(Ordering::Equal) if strict => self.prev(t),
+                _ => true,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::fst::raw::build::LevelBuilder;
+    use crate::fst::raw::suffix::SuffixKind;
+
+    pub(crate) fn trie_of(keys: &[&[u8]], ratio: u32) -> Trie {
+        let mut b = LevelBuilder::new(SuffixKind::None);
+        for (i, k) in keys.iter().enumerate() {
+            b.push(k, i as u64).unwrap();
+        }
+        b.finish_levels();
+        Trie::from_levels(&b.levels, ratio).unwrap()
+    }
+
+    #[test]
+    fn iteration_spells_unique_prefixes_in_order_both_ways() {
+        let keys: [&[u8]; 7] = [b"a", b"ab", b"abc", b"b\xff", b"b\xff\xff", b"ba", b"c"];
+        for ratio in [0, 1, 64, u32::MAX] {
+            let t = trie_of(&keys, ratio);
+            t.validate().unwrap();
+            let mut p = Path::default();
+            let mut fwd = Vec::new();
+            let mut ok = p.first(&t);
+            while ok {
+                fwd.push((p.key().to_vec(), p.leaf(&t)));
+                ok = p.next(&t);
+            }
+            let want: Vec<&[u8]> = vec![b"a", b"ab", b"abc", b"b\xff", b"b\xff\xff", b"ba", b"c"];
+            assert_eq!(
+                fwd.iter().map(|(k, _)| k.as_slice()).collect::<Vec<_>>(),
+                want,
+                "ratio {ratio}"
+            );
+            let mut leaves: Vec<usize> = fwd.iter().map(|x| x.1).collect();
+            leaves.sort();
+            assert_eq!(leaves, (0..keys.len()).collect::<Vec<_>>());
+            let mut back = Vec::new();
+            let mut ok = p.last(&t);
+            while ok {
+                back.push(p.key().to_vec());
+                ok = p.prev(&t);
+            }
+            back.reverse();
+            assert_eq!(back, fwd.iter().map(|x| x.0.clone()).collect::<Vec<_>>());
+        }
+    }
+}

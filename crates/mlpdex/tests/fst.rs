@@ -1,0 +1,173 @@
+#![cfg(feature = "testing")]
+//! Integration tests of [`mlpdex::fst::Fst`] through its public API (needs the `testing`
+//! feature: `cargo test -p mlpdex --features testing --test fst`).
+//!
+//! 1. **Differential runs**: maps built from key sets of every [`KeyShape`] (several seeds and
+//!    sizes), under several dense ratios (all dense, default, all sparse) and both key storages,
+//!    checked against the `BTreeMap` oracle by the driver's `check_static` (lookups of present
+//!    and absent keys, seeks, cursors over ranges with every bound kind, both directions).
+//! 2. **Builder contract**: `check_builder_rejects` (out-of-order and duplicate keys name the
+//!    key and leave the builder unchanged).
+//! 3. **Serialization**: round trips of every map of (1); every truncation and single-byte
+//!    corruption of small images is an error (never a panic); version and magic checks.
+
+use std::collections::BTreeMap;
+
+use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage};
+use mlpdex::testing::{KeyShape, TestRng, check_builder_rejects, check_static};
+use mlpdex::{Error, RangeCursor, StaticMap};
+
+fn key_set(shape: KeyShape, seed: u64, n: usize) -> BTreeMap<Vec<u8>, u64> {
+    let mut rng = TestRng::new(seed);
+    (0..n)
+        .map(|_| (shape.gen_key(&mut rng), rng.next_u64()))
+        .collect()
+}
+
+fn build(set: &BTreeMap<Vec<u8>, u64>, config: Config) -> Fst {
+    let mut b = FstBuilder::with_config(config);
+    for (k, &v) in set {
+        b.push(k, v).unwrap();
+    }
+    b.finish().unwrap()
+}
+
+const SHAPES: &[KeyShape] = &[
+    KeyShape::RandomBytes,
+    KeyShape::SharedPrefix,
+    KeyShape::PrefixChains,
+    KeyShape::ZeroFf,
+    KeyShape::Long,
+    KeyShape::U64,
+    KeyShape::Mixed,
+];
+
+#[test]
+fn differential_complete_keys_every_shape_and_ratio() {
+    for &shape in SHAPES {
+        for (seed, n) in [(1, 0), (2, 1), (3, 7), (4, 300), (5, 3000)] {
+            let set = key_set(shape, seed, n);
+            for ratio in [0, 1, 64, u32::MAX] {
+                let cfg = Config {
+                    dense_ratio: ratio,
+                    keys: KeyStorage::Complete,
+                };
+                let fst = build(&set, cfg);
+                check_static(&fst, &set, shape, seed * 31 + ratio as u64, 400);
+                let back = Fst::from_bytes(&fst.to_bytes()).unwrap();
+                assert_eq!(back, fst);
+            }
+        }
+    }
+}
+
+#[test]
+fn unique_prefix_maps_find_every_key_and_iterate_prefixes_in_order() {
+    for &shape in SHAPES {
+        let set = key_set(shape, 9, 2000);
+        for ratio in [0, 64, u32::MAX] {
+            let cfg = Config {
+                dense_ratio: ratio,
+                keys: KeyStorage::UniquePrefixes,
+            };
+            let fst = build(&set, cfg);
+            for (k, &v) in &set {
+                assert_eq!(fst.get(k), Some(v), "{shape:?} {k:?}");
+            }
+            let mut c = fst.iter();
+            let mut n = 0;
+            let mut prev: Option<Vec<u8>> = None;
+            let keys: Vec<&Vec<u8>> = set.keys().collect();
+            while let Some((p, v)) = c.next() {
+                assert!(
+                    keys[n].starts_with(p),
+                    "{p:?} not a prefix of {:?}",
+                    keys[n]
+                );
+                assert_eq!(v, set[keys[n]]);
+                if let Some(q) = &prev {
+                    assert!(q.as_slice() < p);
+                }
+                prev = Some(p.to_vec());
+                n += 1;
+            }
+            assert_eq!(n, set.len());
+            let back = Fst::from_bytes(&fst.to_bytes()).unwrap();
+            assert_eq!(back, fst);
+        }
+    }
+}
+
+#[test]
+fn builder_rejects_bad_input() {
+    check_builder_rejects(FstBuilder::new);
+    check_builder_rejects(|| {
+        FstBuilder::with_config(Config {
+            dense_ratio: 0,
+            keys: KeyStorage::Complete,
+        })
+    });
+}
+
+#[test]
+fn corrupt_and_truncated_images_are_errors() {
+    for &shape in SHAPES {
+        let set = key_set(shape, 11, 40);
+        for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
+            let fst = build(
+                &set,
+                Config {
+                    dense_ratio: 1,
+                    keys,
+                },
+            );
+            let img = fst.to_bytes();
+            for len in 0..img.len() {
+                assert!(Fst::from_bytes(&img[..len]).is_err(), "truncated to {len}");
+            }
+            let mut bad = img.clone();
+            for i in 0..img.len().min(4096) {
+                bad[i] ^= 0x5A;
+                // An error, or (if the checksum were fooled) a map that still answers safely.
+                if let Ok(m) = Fst::from_bytes(&bad) {
+                    let _ = m.get(b"a");
+                }
+                bad[i] = img[i];
+            }
+            let mut v = img.clone();
+            v[8] = 9;
+            assert!(matches!(
+                Fst::from_bytes(&v),
+                Err(Error::Version { found: 9, .. })
+            ));
+            let mut m = img.clone();
+            m[0] = b'X';
+            assert!(matches!(Fst::from_bytes(&m), Err(Error::Format { .. })));
+        }
+    }
+}
+
+#[test]
+fn cursor_meets_in_the_middle() {
+    let set = key_set(KeyShape::Mixed, 5, 500);
+    let fst = build(&set, Config::default());
+    let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, &v)| (k.clone(), v)).collect();
+    for split in [0, 1, 250, 499, 500] {
+        let mut c = StaticMap::range::<[u8], _>(&fst, ..);
+        let mut front = Vec::new();
+        for _ in 0..split {
+            match RangeCursor::next(&mut c) {
+                Some((k, v)) => front.push((k.to_vec(), v)),
+                None => break,
+            }
+        }
+        let mut back = Vec::new();
+        while let Some((k, v)) = RangeCursor::next_back(&mut c) {
+            back.push((k.to_vec(), v));
+        }
+        assert!(RangeCursor::next(&mut c).is_none());
+        back.reverse();
+        front.extend(back);
+        assert_eq!(front, want, "split {split}");
+    }
+}
