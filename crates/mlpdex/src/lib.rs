@@ -19,6 +19,8 @@
 //!   along the towers, so long scans overlap their DRAM misses.
 //! - [`fst`]: the Fast Succinct Trie, a static ordered map in about ten bits per trie node
 //!   (LOUDS-Dense over LOUDS-Sparse), serializable.
+//! - [`surf`]: SuRF, the succinct range filter on the FST trie (point and range queries,
+//!   approximate counts, no false negatives).
 //! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
 //! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.
@@ -44,6 +46,7 @@ pub mod key;
 pub mod mlp_index;
 pub mod skiplist;
 pub mod substrate;
+pub mod surf;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

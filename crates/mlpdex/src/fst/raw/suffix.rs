@@ -93,7 +93,9 @@ impl SuffixKind {
             v = hash_bytes(key, HASH_SEED) & mask(h);
         }
         if r > 0 {
-            v = v << r | real_bits(key, depth, r);
+            // `h + r <= 64`, and `h == 0` when `r == 64`.
+            let real = real_bits(key, depth, r);
+            v = if h == 0 { real } else { v << r | real };
         }
         v
     }
@@ -187,10 +189,6 @@ impl FixedSuffixes {
 
     pub(crate) fn from_bits(kind: SuffixKind, bits: BitVec) -> Self {
         FixedSuffixes { kind, bits }
-    }
-
-    pub(crate) fn kind(&self) -> SuffixKind {
-        self.kind
     }
 
     pub(crate) fn bits(&self) -> &BitVec {

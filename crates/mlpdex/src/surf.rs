@@ -1,0 +1,462 @@
+//! SuRF, the Succinct Range Filter (memory-efficient-search-trees.txt, chapter 4): an
+//! approximate-membership filter that answers point *and range* queries with one-sided errors,
+//! built on the [`crate::fst`] trie.
+//!
+//! # What it is
+//!
+//! The FST trie cut at each key's unique prefix, keeping per key a few suffix bits instead of
+//! the rest of the key (§4.1):
+//!
+//! | kind | per key | point FPR | range FPR |
+//! |---|---|---|---|
+//! | [`SurfKind::Base`] | nothing | key set dependent (keys sharing long prefixes hurt) | same |
+//! | [`SurfKind::Hash`]`(n)` | `n` bits of a hash of the key | about 2^-n of Base's | Base's |
+//! | [`SurfKind::Real`]`(n)` | the `n` key bits after the unique prefix | lower | lower |
+//! | [`SurfKind::Mixed`] | hash bits and real bits | lower | lower |
+//!
+//! A query walks the trie like an FST lookup; reaching a leaf means "a key with this unique
+//! prefix exists", and the suffix bits refine that. Never a false negative: a stored key always
+//! reaches its own leaf, its hash bits match, and its real bits order it consistently
+//! (proofs beside each method).
+//!
+//! # When to use it
+//!
+//! In front of storage that is expensive to probe (SSTables, remote shards) when queries
+//! include ranges or prefixes: a Bloom filter cannot answer those. For point-only filtering a
+//! cache-blocked Bloom filter is faster at the same bits per key (see the README's table).
+//! Static: any change is a rebuild.
+//!
+//! # Contract
+//!
+//! - Built in one pass by [`SurfBuilder`] from keys in strictly increasing order; bad input is
+//!   [`Error::OutOfOrder`] / [`Error::DuplicateKey`]. Every byte string is a legal key.
+//! - `may_contain*` returns `true` for every stored key or range holding one; a `true` may be
+//!   false. `approx_count` counts the stored unique prefixes inside the range; it is exact for
+//!   keys strictly inside and may count one key too many at each end.
+//! - `Surf` is immutable and `Send + Sync`. [`Surf::to_bytes`] / [`Surf::from_bytes`] use the
+//!   FST format (`fst::raw::format`) with its own magic; corrupt buffers are errors.
+
+use core::cmp::Ordering;
+use core::ops::{Bound, RangeBounds};
+
+use crate::Error;
+use crate::api::RangeFilter;
+use crate::fst::TrieStats;
+use crate::fst::raw::build::LevelBuilder;
+use crate::fst::raw::format::{self, SURF_MAGIC};
+use crate::fst::raw::suffix::{FixedSuffixes, SuffixKind};
+use crate::fst::raw::trie::{Path, Trie};
+use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
+
+/// Which suffix bits a SuRF keeps per key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SurfKind {
+    /// SuRF-Base: the trie of unique prefixes alone.
+    Base,
+    /// SuRF-Hash: `n` hashed bits (1..=64).
+    Hash(u8),
+    /// SuRF-Real: `n` real bits (1..=64).
+    Real(u8),
+    /// SuRF-Mixed: `hash` hashed and `real` real bits (1..=32 each).
+    Mixed {
+        /// Hashed bits.
+        hash: u8,
+        /// Real bits.
+        real: u8,
+    },
+}
+
+impl SurfKind {
+    fn suffix(self) -> SuffixKind {
+        match self {
+            SurfKind::Base => SuffixKind::None,
+            SurfKind::Hash(n) => SuffixKind::Hash(n),
+            SurfKind::Real(n) => SuffixKind::Real(n),
+            SurfKind::Mixed { hash, real } => SuffixKind::Mixed { hash, real },
+        }
+    }
+
+    fn from_suffix(kind: SuffixKind) -> Option<SurfKind> {
+        Some(match kind {
+            SuffixKind::None => SurfKind::Base,
+            SuffixKind::Hash(n) => SurfKind::Hash(n),
+            SuffixKind::Real(n) => SurfKind::Real(n),
+            SuffixKind::Mixed { hash, real } => SurfKind::Mixed { hash, real },
+            SuffixKind::Full => return None,
+        })
+    }
+}
+
+/// Builds a [`Surf`] from keys in strictly increasing order.
+pub struct SurfBuilder {
+    levels: LevelBuilder,
+    kind: SurfKind,
+    ratio: u32,
+}
+
+impl core::fmt::Debug for SurfBuilder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SurfBuilder")
+            .field("kind", &self.kind)
+            .field("keys", &self.levels.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SurfBuilder {
+    /// A builder of `kind` with the default dense ratio (64); [`Error::InvalidConfig`] for bit
+    /// counts out of range.
+    pub fn new(kind: SurfKind) -> Result<Self, Error> {
+        Self::with_dense_ratio(kind, 64)
+    }
+
+    /// A builder with dense ratio `ratio` (see [`crate::fst::Config::dense_ratio`]).
+    pub fn with_dense_ratio(kind: SurfKind, ratio: u32) -> Result<Self, Error> {
+        kind.suffix().validate()?;
+        Ok(SurfBuilder {
+            levels: LevelBuilder::new(kind.suffix()),
+            kind,
+            ratio,
+        })
+    }
+
+    /// Appends `key`; fails (changing nothing) unless it sorts strictly after the previous key.
+    pub fn push(&mut self, key: &[u8]) -> Result<(), Error> {
+        self.levels.push(key, 0)
+    }
+
+    /// Finishes the filter.
+    pub fn finish(mut self) -> Result<Surf, Error> {
+        self.levels.finish_levels();
+        let trie = Trie::from_levels(&self.levels.levels, self.ratio)?;
+        let fixed = match self.kind {
+            SurfKind::Base => None,
+            _ => {
+                let mut entries = Vec::with_capacity(trie.leaves());
+                for lv in &mut self.levels.levels {
+                    entries.append(&mut lv.fixed);
+                }
+                Some(FixedSuffixes::new(self.kind.suffix(), &entries))
+            }
+        };
+        Ok(Surf {
+            trie,
+            fixed,
+            has_empty: self.levels.empty.is_some(),
+            len: self.levels.keys,
+            kind: self.kind,
+            ratio: self.ratio,
+        })
+    }
+}
+
+/// The Succinct Range Filter (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Surf {
+    trie: Trie,
+    fixed: Option<FixedSuffixes>,
+    has_empty: bool,
+    len: usize,
+    kind: SurfKind,
+    ratio: u32,
+}
+
+impl Surf {
+    /// A filter of `kind` over keys in strictly increasing order.
+    pub fn from_sorted<K: AsRef<[u8]>>(
+        kind: SurfKind,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Result<Surf, Error> {
+        let mut b = SurfBuilder::new(kind)?;
+        for k in keys {
+            b.push(k.as_ref())?;
+        }
+        b.finish()
+    }
+
+    /// The kind of suffix bits kept.
+    pub fn kind(&self) -> SurfKind {
+        self.kind
+    }
+
+    /// Number of keys the filter was built from.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when built from no key.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Sizes of the trie's parts.
+    pub fn stats(&self) -> TrieStats {
+        self.trie.stats()
+    }
+
+    /// Bits of memory per key (trie, directories and suffix bits).
+    pub fn bits_per_key(&self) -> f64 {
+        self.memory_usage() as f64 * 8.0 / self.len.max(1) as f64
+    }
+
+    /// False only when `key` is certainly absent.
+    ///
+    /// No false negative: a stored key's walk follows its own path to its own leaf (its unique
+    /// prefix is a prefix of it, or it is the prefix key there), and that leaf's hash and real
+    /// bits were computed from the same key at the same depth.
+    #[inline]
+    pub fn may_contain(&self, key: &[u8]) -> bool {
+        if key.is_empty() {
+            return self.has_empty;
+        }
+        match self.trie.lookup(key) {
+            None => false,
+            Some((leaf, depth)) => self
+                .fixed
+                .as_ref()
+                .is_none_or(|f| f.may_match(leaf, key, depth)),
+        }
+    }
+
+    /// False only when no stored key lies within `range`.
+    ///
+    /// Seeks the first leaf that may hold a key within the start bound (a leaf whose order
+    /// against the bound is unknown is kept), then asks whether the smallest key that leaf can
+    /// hold (its unique prefix, extended by its real bits with trailing zero bytes dropped)
+    /// lies within the end bound. No false negative: a stored key `k` in range is `≥ start`,
+    /// so the seek stops at `k`'s leaf or an earlier one, whose smallest possible key is `≤ k`.
+    pub fn may_contain_range<K, R>(&self, range: R) -> bool
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        let (start, end) = byte_bounds(&range);
+        if is_empty_range(start, end) {
+            return false;
+        }
+        if self.has_empty && after_start(b"", start) && before_end(b"", end) {
+            return true;
+        }
+        let mut c = self.cursor();
+        if !c.seek(start) {
+            return false;
+        }
+        let mut smallest = Vec::new();
+        c.smallest_key(&mut smallest);
+        before_end(&smallest, end)
+    }
+
+    /// About how many stored keys lie within `range` (see the module docs for the error).
+    pub fn approx_count<K, R>(&self, range: R) -> u64
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        let (start, end) = byte_bounds(&range);
+        if is_empty_range(start, end) {
+            return 0;
+        }
+        let empty = (self.has_empty && after_start(b"", start) && before_end(b"", end)) as u64;
+        let mut front = self.cursor();
+        if !front.seek(start) {
+            return empty;
+        }
+        let mut back = self.cursor();
+        if !back.seek_back(end) {
+            return empty;
+        }
+        empty + self.trie.count_between(&front.path, &back.path) as u64
+    }
+
+    /// A cursor over the stored unique prefixes, for the iterator operations a storage engine
+    /// needs (seek, next, prev, the prefix, whether it may be a false positive).
+    pub fn cursor(&self) -> SurfCursor<'_> {
+        SurfCursor {
+            surf: self,
+            path: Path::default(),
+            maybe_fp: false,
+        }
+    }
+
+    /// Bytes of memory owned: trie, directories and suffix bits.
+    pub fn memory_usage(&self) -> usize {
+        self.trie.memory_usage() + self.fixed.as_ref().map_or(0, FixedSuffixes::memory_usage)
+    }
+
+    /// Serializes the filter (the FST format with magic `MLPDSURF`).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        format::write(
+            SURF_MAGIC,
+            self.kind.suffix(),
+            self.ratio,
+            self.len as u64,
+            self.has_empty.then_some(0),
+            &self.trie,
+            &[],
+            None,
+            self.fixed.as_ref(),
+        )
+    }
+
+    /// Loads a filter written by [`to_bytes`](Self::to_bytes), checking everything.
+    pub fn from_bytes(buf: &[u8]) -> Result<Surf, Error> {
+        let img = format::read(buf, SURF_MAGIC)?;
+        let kind = SurfKind::from_suffix(img.kind).ok_or(Error::Format {
+            what: "a SuRF stores no full suffixes",
+            offset: 12,
+        })?;
+        Ok(Surf {
+            trie: img.trie,
+            fixed: img.fixed,
+            has_empty: img.empty.is_some(),
+            len: img.keys as usize,
+            kind,
+            ratio: img.ratio,
+        })
+    }
+
+    /// Orders leaf `leaf`'s key against `key` by real bits when the trie matched `key[..depth]`.
+    #[inline]
+    fn leaf_cmp(&self, key: &[u8], leaf: usize, depth: usize) -> Option<Ordering> {
+        self.fixed.as_ref()?.cmp_real(leaf, key, depth)
+    }
+}
+
+impl RangeFilter for Surf {
+    fn may_contain(&self, key: &[u8]) -> bool {
+        Surf::may_contain(self, key)
+    }
+
+    fn may_contain_range<K, R>(&self, range: R) -> bool
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        Surf::may_contain_range(self, range)
+    }
+
+    fn approx_count<K, R>(&self, range: R) -> u64
+    where
+        K: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<K>,
+    {
+        Surf::approx_count(self, range)
+    }
+
+    fn memory_usage(&self) -> usize {
+        Surf::memory_usage(self)
+    }
+}
+
+/// A position among a SuRF's stored keys (their unique prefixes, in order). The empty key, if
+/// stored, is not visited: [`Surf::may_contain`] answers it.
+#[derive(Clone, Debug)]
+pub struct SurfCursor<'a> {
+    surf: &'a Surf,
+    path: Path,
+    maybe_fp: bool,
+}
+
+impl SurfCursor<'_> {
+    /// Moves to the first stored key that may lie within `bound` from below (`≥ k`, `> k`, or
+    /// the first key); false when none can. [`maybe_false_positive`](Self::maybe_false_positive)
+    /// then tells whether the key found may in fact lie below the bound.
+    pub fn seek(&mut self, bound: Bound<&[u8]>) -> bool {
+        let t = &self.surf.trie;
+        self.maybe_fp = false;
+        match bound {
+            Bound::Unbounded => self.path.first(t),
+            Bound::Included(k) | Bound::Excluded(k) => {
+                let strict = matches!(bound, Bound::Excluded(_));
+                let unknown = core::cell::Cell::new(false);
+                let cmp = |leaf, depth| {
+                    let o = self.surf.leaf_cmp(k, leaf, depth);
+                    unknown.set(o.is_none());
+                    o
+                };
+                let found = self.path.seek_ge(t, k, strict, &cmp);
+                // Unknown order only matters if the seek stopped at that very leaf, which
+                // extends the bound's prefix.
+                self.maybe_fp = found && unknown.get() && k.starts_with(self.path.key());
+                found
+            }
+        }
+    }
+
+    /// Moves to the last stored key that may lie within `bound` from above; false when none.
+    pub fn seek_back(&mut self, bound: Bound<&[u8]>) -> bool {
+        let t = &self.surf.trie;
+        self.maybe_fp = false;
+        match bound {
+            Bound::Unbounded => self.path.last(t),
+            Bound::Included(k) | Bound::Excluded(k) => {
+                let strict = matches!(bound, Bound::Excluded(_));
+                let unknown = core::cell::Cell::new(false);
+                let cmp = |leaf, depth| {
+                    let o = self.surf.leaf_cmp(k, leaf, depth);
+                    unknown.set(o.is_none());
+                    o
+                };
+                let found = self.path.seek_le(t, k, strict, &cmp);
+                self.maybe_fp = found && unknown.get() && k.starts_with(self.path.key());
+                found
+            }
+        }
+    }
+
+    /// Moves to the next stored key; false past the last.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> bool {
+        self.maybe_fp = false;
+        self.path.next(&self.surf.trie)
+    }
+
+    /// Moves to the previous stored key; false before the first.
+    pub fn prev(&mut self) -> bool {
+        self.maybe_fp = false;
+        self.path.prev(&self.surf.trie)
+    }
+
+    /// True while the cursor is at a key.
+    pub fn is_valid(&self) -> bool {
+        self.path.is_valid()
+    }
+
+    /// The unique prefix of the current key (empty when not valid).
+    pub fn prefix(&self) -> &[u8] {
+        self.path.key()
+    }
+
+    /// The real suffix bits stored for the current key and their count (`(0, 0)` without real
+    /// bits or when not valid).
+    pub fn real_suffix(&self) -> (u64, u32) {
+        match (&self.surf.fixed, self.path.is_valid()) {
+            (Some(f), true) => f.real(self.path.leaf(&self.surf.trie)),
+            _ => (0, 0),
+        }
+    }
+
+    /// True when the last seek stopped at a key whose order against the bound is unknown: the
+    /// key shares the bound's prefix and the stored bits cannot tell the rest.
+    pub fn maybe_false_positive(&self) -> bool {
+        self.maybe_fp
+    }
+
+    /// Writes the smallest key the current entry can stand for: the unique prefix and the real
+    /// suffix bits, trailing zero bytes of the bits dropped.
+    pub fn smallest_key(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(self.prefix());
+        let (bits, n) = self.real_suffix();
+        if n > 0 {
+            let aligned = bits << (64 - n);
+            let bytes = aligned.to_be_bytes();
+            let used = (n as usize).div_ceil(8);
+            let mut take = used;
+            while take > 0 && bytes[take - 1] == 0 {
+                take -= 1;
+            }
+            out.extend_from_slice(&bytes[..take]);
+        }
+    }
+}

@@ -1,0 +1,291 @@
+#![cfg(feature = "testing")]
+//! Integration tests of [`mlpdex::surf::Surf`] (needs the `testing` feature).
+//!
+//! 1. **No false negatives**, for every kind (Base, Hash, Real, Mixed at several widths) over
+//!    every [`KeyShape`], several seeds and sizes, and dense ratios: every stored key passes
+//!    `may_contain`; every range holding a stored key passes `may_contain_range` — ranges
+//!    around each stored key with every bound kind, and random ranges checked against the
+//!    oracle.
+//! 2. **Counts**: `approx_count` is never below the exact count and at most two above it.
+//! 3. **False-positive rates** on random 8-byte keys and on string keys: SuRF-Hash-8 points
+//!    ≤ 1% (the thesis: about 2^-8 of Base's), SuRF-Real-8 ranges below Base's, Base's point
+//!    FPR on random integers small; bounds loose enough not to flake, tight enough to catch a
+//!    filter that answers `true` too often.
+//! 4. **Cursor**: walking from the first key yields every stored key's unique prefix in order.
+//! 5. **Serialization**: round trips, truncations and corruptions are errors.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use mlpdex::surf::{Surf, SurfBuilder, SurfKind};
+use mlpdex::testing::{KeyShape, TestRng};
+use mlpdex::{Error, RangeFilter};
+
+const KINDS: &[SurfKind] = &[
+    SurfKind::Base,
+    SurfKind::Hash(4),
+    SurfKind::Hash(8),
+    SurfKind::Real(1),
+    SurfKind::Real(8),
+    SurfKind::Real(13),
+    SurfKind::Real(64),
+    SurfKind::Mixed { hash: 4, real: 4 },
+    SurfKind::Mixed { hash: 3, real: 9 },
+];
+
+const SHAPES: &[KeyShape] = &[
+    KeyShape::RandomBytes,
+    KeyShape::SharedPrefix,
+    KeyShape::PrefixChains,
+    KeyShape::ZeroFf,
+    KeyShape::Long,
+    KeyShape::U64,
+    KeyShape::Mixed,
+];
+
+fn key_set(shape: KeyShape, seed: u64, n: usize) -> BTreeSet<Vec<u8>> {
+    let mut rng = TestRng::new(seed);
+    (0..n).map(|_| shape.gen_key(&mut rng)).collect()
+}
+
+fn build(set: &BTreeSet<Vec<u8>>, kind: SurfKind, ratio: u32) -> Surf {
+    let mut b = SurfBuilder::with_dense_ratio(kind, ratio).unwrap();
+    for k in set {
+        b.push(k).unwrap();
+    }
+    b.finish().unwrap()
+}
+
+/// Keys of `sorted` within `(lo, hi)`, by two binary searches.
+fn exact_count(sorted: &[&Vec<u8>], lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> u64 {
+    if mlpdex::key::is_empty_range(lo, hi) {
+        return 0;
+    }
+    let a = sorted.partition_point(|k| !mlpdex::key::after_start(k, lo));
+    let b = sorted.partition_point(|k| mlpdex::key::before_end(k, hi));
+    b.saturating_sub(a) as u64
+}
+
+fn bounds_around(k: &[u8]) -> Vec<Bound<Vec<u8>>> {
+    let mut v = vec![Bound::Included(k.to_vec()), Bound::Unbounded];
+    let mut longer = k.to_vec();
+    longer.push(0);
+    v.push(Bound::Excluded(longer.clone()));
+    v.push(Bound::Included(longer));
+    if let Some(&last) = k.last() {
+        let mut shorter = k.to_vec();
+        shorter.pop();
+        v.push(Bound::Included(shorter.clone()));
+        v.push(Bound::Excluded(shorter.clone()));
+        if last > 0 {
+            let mut below = shorter.clone();
+            below.push(last - 1);
+            v.push(Bound::Excluded(below.clone()));
+            below.push(0xFF);
+            v.push(Bound::Included(below));
+        }
+        if last < 0xFF {
+            let mut above = shorter;
+            above.push(last + 1);
+            v.push(Bound::Excluded(above));
+        }
+    }
+    v
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
+
+#[test]
+fn no_false_negatives_points_and_ranges() {
+    for &shape in SHAPES {
+        for (seed, n) in [(1, 1), (2, 9), (3, 400), (4, 2500)] {
+            // Multi-KiB keys make tries thousands of levels deep, and a count walks every
+            // level: keep those sets small.
+            let n = if shape == KeyShape::Long { n.min(150) } else { n };
+            let set = key_set(shape, seed, n);
+            for &kind in KINDS {
+                for ratio in [0, 64] {
+                    let s = build(&set, kind, ratio);
+                    assert_eq!(s.len(), set.len());
+                    let keys: Vec<&Vec<u8>> = set.iter().collect();
+                    for (i, k) in keys.iter().enumerate() {
+                        assert!(s.may_contain(k), "{shape:?} {kind:?} lost {k:?}");
+                        // Bounds around at most 15 keys per filter (each costs 169 ranges).
+                        if i % keys.len().div_ceil(15) != 0 {
+                            continue;
+                        }
+                        let around = bounds_around(k);
+                        for lo in &around {
+                            for hi in &around {
+                                let (lo, hi) = (as_ref(lo), as_ref(hi));
+                                let exact = exact_count(&keys, lo, hi);
+                                let got = s.may_contain_range::<[u8], _>((lo, hi));
+                                assert!(
+                                    exact == 0 || got,
+                                    "{shape:?} {kind:?}: range {lo:?}..{hi:?} holds {exact} keys"
+                                );
+                                let c = s.approx_count::<[u8], _>((lo, hi));
+                                assert!(
+                                    c >= exact && c <= exact + 2,
+                                    "{shape:?} {kind:?}: count {c} for exact {exact} in {lo:?}..{hi:?}"
+                                );
+                            }
+                        }
+                    }
+                    // Random ranges from the same universe.
+                    let mut rng = TestRng::new(seed ^ 0xABCD);
+                    for _ in 0..100 {
+                        let a = shape.gen_key(&mut rng);
+                        let b = shape.gen_key(&mut rng);
+                        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                        for (lo, hi) in [
+                            (Bound::Included(&a[..]), Bound::Included(&b[..])),
+                            (Bound::Excluded(&a[..]), Bound::Excluded(&b[..])),
+                            (Bound::Included(&a[..]), Bound::Unbounded),
+                            (Bound::Unbounded, Bound::Excluded(&b[..])),
+                        ] {
+                            let exact = exact_count(&keys, lo, hi);
+                            assert!(exact == 0 || s.may_contain_range::<[u8], _>((lo, hi)));
+                            let c = s.approx_count::<[u8], _>((lo, hi));
+                            assert!(c >= exact && c <= exact + 2, "{c} vs {exact}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cursor_visits_unique_prefixes_in_order() {
+    for &shape in SHAPES {
+        let set = key_set(shape, 7, 1500);
+        let s = build(&set, SurfKind::Real(8), 64);
+        let stored: Vec<&Vec<u8>> = set.iter().filter(|k| !k.is_empty()).collect();
+        let mut c = s.cursor();
+        let mut ok = c.seek(Bound::Unbounded);
+        let mut i = 0;
+        while ok {
+            assert!(stored[i].starts_with(c.prefix()));
+            i += 1;
+            ok = c.next();
+        }
+        assert_eq!(i, stored.len());
+        // Seeking each stored key lands on its own prefix, never flagged when real bits
+        // settle it.
+        for k in &stored {
+            assert!(c.seek(Bound::Included(k)));
+            assert!(k.starts_with(c.prefix()), "{k:?} -> {:?}", c.prefix());
+        }
+    }
+}
+
+fn fpr(s: &Surf, set: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) -> f64 {
+    let neg: Vec<&Vec<u8>> = probes.iter().filter(|p| !set.contains(*p)).collect();
+    let fp = neg.iter().filter(|p| s.may_contain(p)).count();
+    fp as f64 / neg.len().max(1) as f64
+}
+
+#[test]
+fn false_positive_rates_are_bounded() {
+    let mut rng = TestRng::new(99);
+    let all: Vec<Vec<u8>> = (0..400_000)
+        .map(|_| rng.next_u64().to_be_bytes().to_vec())
+        .collect();
+    let set: BTreeSet<Vec<u8>> = all.iter().step_by(2).cloned().collect();
+    let base = build(&set, SurfKind::Base, 64);
+    let hash8 = build(&set, SurfKind::Hash(8), 64);
+    let real8 = build(&set, SurfKind::Real(8), 64);
+    let f_base = fpr(&base, &set, &all);
+    let f_hash = fpr(&hash8, &set, &all);
+    let f_real = fpr(&real8, &set, &all);
+    assert!(f_hash <= 0.01, "hash-8 point FPR {f_hash}");
+    assert!(f_real <= f_base, "real-8 {f_real} vs base {f_base}");
+    // 200k random keys, about three per 16-bit prefix: a prefix holding one key ends its
+    // path at two bytes, so Base answers yes to a sizeable share of absent keys.
+    assert!(f_base < 0.3, "base point FPR {f_base}");
+    assert!(f_hash <= f_base / 50.0, "hash-8 {f_hash} vs base {f_base}");
+    // Ranges [K + 2^37, K + 2^38]: real bits must help.
+    let range_fpr = |s: &Surf| {
+        let mut neg = 0;
+        let mut fp = 0;
+        for k in &all {
+            let x = u64::from_be_bytes(k[..].try_into().unwrap());
+            let lo = x.saturating_add(1 << 37).to_be_bytes();
+            let hi = x.saturating_add(1 << 38).to_be_bytes();
+            let r = (Bound::Included(&lo[..]), Bound::Included(&hi[..]));
+            let truth = set.range::<[u8], _>(r).next().is_some();
+            let ans = s.may_contain_range::<[u8], _>(r);
+            assert!(ans || !truth);
+            if !truth {
+                neg += 1;
+                fp += ans as u32;
+            }
+        }
+        fp as f64 / neg.max(1) as f64
+    };
+    let r_base = range_fpr(&base);
+    let r_real = range_fpr(&real8);
+    assert!(r_real < r_base, "real-8 range {r_real} vs base {r_base}");
+    assert!(r_real <= 0.05, "real-8 range FPR {r_real}");
+}
+
+#[test]
+fn serialization_round_trips_and_rejects_damage() {
+    for &kind in KINDS {
+        let set = key_set(KeyShape::Mixed, 3, 60);
+        let s = build(&set, kind, 1);
+        let img = s.to_bytes();
+        assert_eq!(Surf::from_bytes(&img).unwrap(), s);
+        for len in 0..img.len() {
+            assert!(Surf::from_bytes(&img[..len]).is_err());
+        }
+        let mut bad = img.clone();
+        for i in 0..img.len() {
+            bad[i] ^= 0x21;
+            if let Ok(x) = Surf::from_bytes(&bad) {
+                let _ = x.may_contain(b"abc");
+            }
+            bad[i] = img[i];
+        }
+        // An FST image is not a SuRF image.
+        let f = mlpdex::fst::Fst::from_sorted(set.iter().map(|k| (k, 1u64))).unwrap();
+        assert!(matches!(
+            Surf::from_bytes(&f.to_bytes()),
+            Err(Error::Format { .. })
+        ));
+    }
+}
+
+#[test]
+fn builder_and_kind_errors() {
+    assert!(matches!(
+        SurfBuilder::new(SurfKind::Hash(0)),
+        Err(Error::InvalidConfig { .. })
+    ));
+    assert!(matches!(
+        SurfBuilder::new(SurfKind::Real(65)),
+        Err(Error::InvalidConfig { .. })
+    ));
+    assert!(SurfBuilder::new(SurfKind::Mixed { hash: 33, real: 1 }).is_err());
+    let mut b = SurfBuilder::new(SurfKind::Base).unwrap();
+    b.push(b"b").unwrap();
+    assert!(matches!(b.push(b"a"), Err(Error::OutOfOrder { .. })));
+    assert!(matches!(b.push(b"b"), Err(Error::DuplicateKey { .. })));
+    b.push(b"c").unwrap();
+    let s = b.finish().unwrap();
+    assert_eq!(s.len(), 2);
+    assert!(s.may_contain(b"b") && s.may_contain(b"c"));
+    assert!(!s.may_contain(b"a") && !s.may_contain(b""));
+    let empty = Surf::from_sorted(SurfKind::Base, Vec::<Vec<u8>>::new()).unwrap();
+    assert!(!empty.may_contain(b"x"));
+    assert!(!empty.may_contain_range::<[u8], _>(..));
+    assert_eq!(empty.approx_count::<[u8], _>(..), 0);
+    let only_empty = Surf::from_sorted(SurfKind::Real(8), [b""]).unwrap();
+    assert!(only_empty.may_contain(b""));
+    assert!(only_empty.may_contain_range::<[u8], _>(..));
+    assert!(!only_empty.may_contain_range::<&[u8], _>(&b"a"[..]..));
+    assert_eq!(RangeFilter::approx_count::<[u8], _>(&only_empty, ..), 1);
+}
