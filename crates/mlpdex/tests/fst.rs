@@ -171,3 +171,56 @@ fn cursor_meets_in_the_middle() {
         assert_eq!(front, want, "split {split}");
     }
 }
+
+#[test]
+fn seeks_match_the_oracle_with_every_bound_kind() {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    for &shape in SHAPES {
+        let set = key_set(shape, 21, 800);
+        for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
+            let fst = build(
+                &set,
+                Config {
+                    dense_ratio: 64,
+                    keys,
+                },
+            );
+            let mut rng = TestRng::new(5);
+            let mut probes: Vec<Vec<u8>> = (0..300).map(|_| shape.gen_key(&mut rng)).collect();
+            probes.extend(set.keys().take(100).cloned());
+            for p in &probes {
+                for b in [Included(&p[..]), Excluded(&p[..]), Unbounded] {
+                    let want_lo = set.range::<[u8], _>((b, Unbounded)).next();
+                    let want_hi = set.range::<[u8], _>((Unbounded, b)).next_back();
+                    if keys == KeyStorage::Complete {
+                        assert_eq!(
+                            fst.lower_bound(b),
+                            want_lo.map(|(k, &v)| (k.clone(), v)),
+                            "{shape:?} lower_bound {b:?}"
+                        );
+                        assert_eq!(fst.lower_bound_value(b), want_lo.map(|(_, &v)| v));
+                        assert_eq!(
+                            fst.upper_bound(b),
+                            want_hi.map(|(k, &v)| (k.clone(), v)),
+                            "{shape:?} upper_bound {b:?}"
+                        );
+                    } else if let Some(v) = fst.lower_bound_value(b) {
+                        // A unique-prefix map may stop one key early, at the last key not
+                        // above the probe (its record then fails the bound), never later.
+                        let first = want_lo.map(|(_, &v)| v);
+                        let prev = match b {
+                            Unbounded => None,
+                            _ => set
+                                .range::<[u8], _>((Unbounded, Included(&p[..])))
+                                .next_back()
+                                .map(|(_, &v)| v),
+                        };
+                        assert!(Some(v) == first || Some(v) == prev, "{shape:?} {b:?}");
+                    } else {
+                        assert_eq!(want_lo, None);
+                    }
+                }
+            }
+        }
+    }
+}

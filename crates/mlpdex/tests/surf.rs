@@ -103,7 +103,11 @@ fn no_false_negatives_points_and_ranges() {
         for (seed, n) in [(1, 1), (2, 9), (3, 400), (4, 2500)] {
             // Multi-KiB keys make tries thousands of levels deep, and a count walks every
             // level: keep those sets small.
-            let n = if shape == KeyShape::Long { n.min(150) } else { n };
+            let n = if shape == KeyShape::Long {
+                n.min(150)
+            } else {
+                n
+            };
             let set = key_set(shape, seed, n);
             for &kind in KINDS {
                 for ratio in [0, 64] {

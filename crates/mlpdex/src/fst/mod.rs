@@ -37,7 +37,8 @@
 //!
 //! # Invariants
 //!
-//! 1. Leaf `i` of the trie (level order) owns `values[i]` and suffix `i`.
+//! 1. Leaf `i` of the trie (level order) owns value `i` and suffix `i` (stored together for
+//!    complete keys, see `raw::suffix::FullSuffixes`).
 //! 2. A LOUDS-Sparse node's labels strictly increase after an optional terminator (0xFF without
 //!    a child, first in a node of two or more labels); see `raw::trie` for why a real 0xFF byte
 //!    is never mistaken for it.
@@ -128,7 +129,7 @@ impl FstBuilder {
     pub fn finish(mut self) -> Result<Fst, Error> {
         self.levels.finish_levels();
         let trie = Trie::from_levels(&self.levels.levels, self.config.dense_ratio)?;
-        let mut values = Vec::with_capacity(trie.leaves());
+        let mut values = Vec::new();
         let mut bytes = Vec::new();
         let mut ends = crate::substrate::BitVec::new();
         for lv in &mut self.levels.levels {
@@ -143,7 +144,7 @@ impl FstBuilder {
             lv.suffix_ends = Default::default();
         }
         self.levels.levels = Vec::new();
-        debug_assert_eq!(values.len(), trie.leaves());
+        values.shrink_to_fit();
         let suffixes = match self.config.keys {
             KeyStorage::Complete => {
                 bytes.shrink_to_fit();
@@ -220,12 +221,13 @@ impl Fst {
             return self.empty;
         }
         let (leaf, depth) = self.trie.lookup(key)?;
-        if let Some(s) = &self.suffixes
-            && s.get(leaf) != &key[depth..]
-        {
-            return None;
+        match &self.suffixes {
+            Some(s) => {
+                let (value, suffix) = s.get(leaf);
+                (suffix == &key[depth..]).then_some(value)
+            }
+            None => self.values.get(leaf).copied(),
         }
-        self.values.get(leaf).copied()
     }
 
     /// True when `key` is stored (see [`get`](Self::get) for unique-prefix maps).
@@ -272,7 +274,7 @@ impl Fst {
         }
         let mut p = Path::default();
         self.seek_front(&mut p, bound)
-            .then(|| self.values[p.leaf(&self.trie)])
+            .then(|| self.value(p.leaf(&self.trie)))
     }
 
     /// The last key within `bound` from above and its value (`≤ k`, `< k`, or the last key).
@@ -288,7 +290,11 @@ impl Fst {
 
     /// Bytes of the structure alone: trie and suffixes, values excluded.
     pub fn structure_bytes(&self) -> usize {
-        self.trie.memory_usage() + self.suffix_bytes()
+        let values = match &self.suffixes {
+            Some(s) => s.len() * 8,
+            None => self.values.capacity() * 8,
+        };
+        self.memory_usage() - values
     }
 
     fn suffix_bytes(&self) -> usize {
@@ -342,6 +348,15 @@ impl Fst {
         })
     }
 
+    /// The value of leaf `leaf`.
+    #[inline]
+    fn value(&self, leaf: usize) -> u64 {
+        match &self.suffixes {
+            Some(s) => s.get(leaf).0,
+            None => self.values.get(leaf).copied().unwrap_or(0),
+        }
+    }
+
     fn kind(&self) -> SuffixKind {
         match self.config.keys {
             KeyStorage::Complete => SuffixKind::Full,
@@ -386,7 +401,7 @@ impl Fst {
         out.clear();
         out.extend_from_slice(p.key());
         if let Some(s) = &self.suffixes {
-            out.extend_from_slice(s.get(p.leaf(&self.trie)));
+            out.extend_from_slice(s.get(p.leaf(&self.trie)).1);
         }
     }
 }
@@ -492,7 +507,7 @@ impl<'a> Cursor<'a> {
             }
         }
         let t = &self.fst.trie;
-        let value = self.fst.values[f.path.leaf(t)];
+        let value = self.fst.value(f.path.leaf(t));
         core::mem::swap(&mut self.out, &mut f.key);
         if f.path.next(t) {
             self.fst.key_at(&f.path, &mut f.key);
@@ -523,7 +538,7 @@ impl<'a> Cursor<'a> {
                     core::cmp::Ordering::Greater => {}
                 }
                 if b.key >= self.front.key {
-                    let value = self.fst.values[b.path.leaf(t)];
+                    let value = self.fst.value(b.path.leaf(t));
                     core::mem::swap(&mut self.out, &mut b.key);
                     if b.path.prev(t) {
                         self.fst.key_at(&b.path, &mut b.key);

@@ -29,11 +29,12 @@ impl<const W: usize> RankBits<W> {
     const BLOCK_BITS: usize = 64 * W;
 
     /// The rank directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
-    pub fn new(bits: BitVec) -> Option<Self> {
+    pub fn new(mut bits: BitVec) -> Option<Self> {
         const { assert!(W == 1 || W == 8, "rank blocks are 64 or 512 bits") };
         if bits.len() > MAX_BITS {
             return None;
         }
+        bits.shrink_to_fit();
         let words = bits.words();
         let blocks = words.len().div_ceil(W);
         let mut lut = Vec::with_capacity(blocks + 1);
@@ -126,10 +127,11 @@ pub struct SelectBits {
 
 impl SelectBits {
     /// The select directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
-    pub fn new(bits: BitVec) -> Option<Self> {
+    pub fn new(mut bits: BitVec) -> Option<Self> {
         if bits.len() > MAX_BITS {
             return None;
         }
+        bits.shrink_to_fit();
         let mut samples = Vec::new();
         let mut ones = 0usize;
         for p in bits.iter_ones() {
@@ -138,6 +140,7 @@ impl SelectBits {
             }
             ones += 1;
         }
+        samples.shrink_to_fit();
         Some(SelectBits {
             bits,
             samples,

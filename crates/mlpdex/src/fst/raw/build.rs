@@ -146,11 +146,12 @@ impl LevelBuilder {
         }
         let kind = self.kind;
         let lv = &mut self.levels[leaf_level];
-        lv.values.push(value);
         match kind {
-            SuffixKind::None => {}
+            SuffixKind::None => lv.values.push(value),
             SuffixKind::Full => {
+                // The value travels with the suffix (see `FullSuffixes`).
                 let rest = &key[depth..];
+                lv.suffix_bytes.extend_from_slice(&value.to_le_bytes());
                 lv.suffix_bytes.extend_from_slice(rest);
                 for _ in 0..rest.len() {
                     lv.suffix_ends.push(false);
@@ -217,8 +218,8 @@ mod tests {
         assert_eq!(b.levels[0].labels, b"ab");
         assert_eq!(b.levels[1].labels, b"b");
         assert_eq!(b.levels[2].labels, [TERMINATOR, b'c']);
-        assert_eq!(b.levels[0].values, [2]);
-        assert_eq!(b.levels[2].values, [0, 1]);
+        assert_eq!(b.levels[0].suffix_bytes, 2u64.to_le_bytes());
+        assert_eq!(b.levels[2].suffix_bytes.len(), 16);
         assert_eq!(b.levels[2].louds.count_ones(), 1);
     }
 }

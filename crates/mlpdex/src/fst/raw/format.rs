@@ -19,8 +19,10 @@
 //!         d_labels, d_has_child, d_is_prefix     bit vectors: u64 bit count, then words
 //!         s_labels                               u64 byte count, then bytes, zero-padded to 8
 //!         s_has_child, s_louds                   bit vectors
-//!         values                                 u64 count, then u64s (FST only; 0 for SuRF)
-//!         suffix bytes                           u64 byte count, bytes, zero-padded to 8
+//!         values                                 u64 count, then u64s (unique-prefix FST only)
+//!         suffix records                         u64 byte count, bytes, zero-padded to 8: per
+//!                                                leaf its value (u64) and its suffix
+//!                                                (complete-key FST only)
 //!         suffix ends, fixed suffix bits         bit vectors
 //! last 8        XXH3-64 (seed 0) of every byte before it
 //! ```
@@ -281,13 +283,14 @@ pub(crate) fn read(buf: &[u8], magic: [u8; 8]) -> Result<Image, Error> {
     if keys != leaves as u64 + empty.is_some() as u64 {
         return Err(bad("key count disagrees with the trie", 24));
     }
-    if magic == FST_MAGIC && values.len() != leaves || magic != FST_MAGIC && !values.is_empty() {
+    let wants_values = magic == FST_MAGIC && kind == SuffixKind::None;
+    if values.len() != if wants_values { leaves } else { 0 } {
         return Err(bad("value count disagrees with the trie", at));
     }
     let full = if kind == SuffixKind::Full {
-        let f = FullSuffixes::new(suffix_bytes, suffix_ends).map_err(|_| bad("suffixes", at))?;
-        let (b, e) = f.parts();
-        if f.len() != leaves || e.len() != b.len() + leaves {
+        let f = FullSuffixes::new(suffix_bytes, suffix_ends)
+            .map_err(|_| bad("suffix records disagree with their end markers", at))?;
+        if f.len() != leaves {
             return Err(bad("suffix count disagrees with the trie", at));
         }
         Some(f)

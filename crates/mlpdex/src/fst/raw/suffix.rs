@@ -117,24 +117,41 @@ pub(crate) fn real_bits(key: &[u8], depth: usize, n: u32) -> u64 {
     if n >= 64 { word } else { word >> (64 - n) }
 }
 
-/// The rest of every key after its unique prefix.
+/// The rest of every key after its unique prefix, each preceded by the key's value.
+///
+/// Leaf `i`'s record is its value (u64, little-endian) followed by its suffix; records are
+/// back to back. `ends` has, per leaf, one zero per suffix byte and then a one, so suffix bytes
+/// before leaf `i` number `select1(i - 1) - (i - 1)` and its record starts 8·i bytes later: one
+/// select finds both, and the value arrives with the suffix's cache line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FullSuffixes {
-    bytes: Vec<u8>,
-    /// Per leaf: one zero per suffix byte, then a one.
+    records: Vec<u8>,
     ends: SelectBits,
 }
 
+/// Bytes of the value in front of each suffix.
+const VALUE: usize = 8;
+
 impl FullSuffixes {
-    pub(crate) fn new(bytes: Vec<u8>, ends: BitVec) -> Result<Self, Error> {
+    /// Checks that `records` holds exactly one value per leaf and the suffix bytes `ends`
+    /// counts.
+    pub(crate) fn new(records: Vec<u8>, ends: BitVec) -> Result<Self, Error> {
         let ends = SelectBits::new(ends).ok_or(Error::Capacity {
             what: "key suffixes exceed 2^32 bytes",
         })?;
-        Ok(FullSuffixes { bytes, ends })
+        let leaves = ends.count_ones();
+        let suffix_bytes = ends.len() - leaves;
+        if Some(records.len()) != leaves.checked_mul(VALUE).map(|v| v + suffix_bytes) {
+            return Err(Error::Format {
+                what: "suffix records disagree with their end markers",
+                offset: 0,
+            });
+        }
+        Ok(FullSuffixes { records, ends })
     }
 
     pub(crate) fn parts(&self) -> (&[u8], &BitVec) {
-        (&self.bytes, self.ends.bits())
+        (&self.records, self.ends.bits())
     }
 
     /// Number of leaves.
@@ -142,30 +159,39 @@ impl FullSuffixes {
         self.ends.count_ones()
     }
 
-    /// The suffix of leaf `i` (empty past the last leaf).
+    /// The value and suffix of leaf `i` (`(0, [])` past the last leaf).
     #[inline]
-    pub(crate) fn get(&self, i: usize) -> &[u8] {
+    pub(crate) fn get(&self, i: usize) -> (u64, &[u8]) {
         let Some(end_bit) = self.ends.select1(i) else {
-            return &[];
+            return (0, &[]);
         };
-        let end = end_bit - i;
-        let start = if i == 0 || end_bit == 0 {
+        let end = end_bit - i + VALUE * (i + 1);
+        let start = if i == 0 {
             0
         } else {
             // The previous leaf's one is the last one before `end_bit`.
-            self.ends.prev_one(end_bit - 1).map_or(0, |p| p + 1 - i)
+            self.ends
+                .prev_one(end_bit.wrapping_sub(1))
+                .map_or(0, |p| p + 1 - i + VALUE * i)
         };
-        self.bytes.get(start..end).unwrap_or(&[])
+        match self.records.get(start..end) {
+            Some(r) if r.len() >= VALUE => {
+                let mut v = [0u8; VALUE];
+                v.copy_from_slice(&r[..VALUE]);
+                (u64::from_le_bytes(v), &r[VALUE..])
+            }
+            _ => (0, &[]),
+        }
     }
 
     /// Orders leaf `i`'s suffix against `rest`.
     #[inline]
     pub(crate) fn cmp(&self, i: usize, rest: &[u8]) -> Ordering {
-        self.get(i).cmp(rest)
+        self.get(i).1.cmp(rest)
     }
 
     pub(crate) fn memory_usage(&self) -> usize {
-        self.bytes.capacity() + self.ends.memory_usage()
+        self.records.capacity() + self.ends.memory_usage()
     }
 }
 
@@ -257,19 +283,21 @@ mod tests {
         let sufs: Vec<&[u8]> = vec![b"", b"abc", b"", b"", b"\xff\x00", b"x", b""];
         let mut bytes = Vec::new();
         let mut ends = BitVec::new();
-        for s in &sufs {
+        for (i, s) in sufs.iter().enumerate() {
+            bytes.extend_from_slice(&(i as u64 * 77).to_le_bytes());
             bytes.extend_from_slice(s);
             for _ in 0..s.len() {
                 ends.push(false);
             }
             ends.push(true);
         }
+        assert!(FullSuffixes::new(bytes[1..].to_vec(), ends.clone()).is_err());
         let f = FullSuffixes::new(bytes, ends).unwrap();
         assert_eq!(f.len(), sufs.len());
         for (i, s) in sufs.iter().enumerate() {
-            assert_eq!(f.get(i), *s, "leaf {i}");
+            assert_eq!(f.get(i), (i as u64 * 77, *s), "leaf {i}");
         }
-        assert_eq!(f.get(sufs.len()), b"");
+        assert_eq!(f.get(sufs.len()), (0, &b""[..]));
     }
 
     #[test]

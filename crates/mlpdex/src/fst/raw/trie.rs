@@ -363,7 +363,16 @@ impl Trie {
                 .s_louds
                 .select1(node.wrapping_sub(self.dense_nodes))
                 .unwrap_or(self.s_len);
+            // The next step reads the node's labels and child bits (§3.6: prefetch across
+            // sequences once the position is known).
             prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
+            prefetch_read(
+                self.s_has_child
+                    .bits()
+                    .words()
+                    .as_ptr()
+                    .wrapping_add(start / 64),
+            );
             start
         }
     }
@@ -634,24 +643,27 @@ fn append(dst: &mut BitVec, src: &BitVec) {
     }
 }
 
-/// Most dense levels whose size times `ratio` stays within the sparse size of the rest.
+/// How many top levels to encode dense: the longest run of levels from the root each of
+/// which either keeps the dense part within `1/ratio` of the sparse rest (§3.4's cutoff R) or
+/// is no larger dense than sparse (§3.5: nodes with more than about 51 branches; with rank
+/// directories counted, about 76). The second rule only ever saves space, and a dense level
+/// costs one bitmap probe where a sparse one costs a select and a label search.
 fn choose_dense_height(levels: &[Level], ratio: u32) -> usize {
-    // Dense: two 256-bit maps and a prefix bit per node; sparse: 10 bits per label.
-    let dense: Vec<u128> = levels.iter().map(|l| l.nodes() as u128 * 513).collect();
-    let sparse: Vec<u128> = levels.iter().map(|l| l.labels.len() as u128 * 10).collect();
-    let mut best = 0;
+    // Bits with directories: dense two 256-bit maps with 50% rank tables and a prefix bit per
+    // node; sparse a label byte, a child bit with a 6.25% rank table, and a LOUDS bit.
+    let dense = |l: &Level| l.nodes() as u128 * 770;
+    let sparse = |l: &Level| l.labels.len() as u128 * 101 / 10;
     let mut dense_sum = 0u128;
-    let mut sparse_rest: u128 = sparse.iter().sum();
-    for h in 1..=levels.len() {
-        dense_sum += dense[h - 1];
-        sparse_rest -= sparse[h - 1];
-        if dense_sum * ratio as u128 <= sparse_rest {
-            best = h;
-        } else {
-            break;
+    let mut sparse_rest: u128 = levels.iter().map(sparse).sum();
+    for (h, lv) in levels.iter().enumerate() {
+        dense_sum += dense(lv);
+        sparse_rest -= sparse(lv);
+        let within_ratio = dense_sum * ratio as u128 <= sparse_rest;
+        if !within_ratio && dense(lv) > sparse(lv) {
+            return h;
         }
     }
-    best
+    levels.len()
 }
 
 /// A root-to-leaf position in a trie: one cursor per level (§3.4's per-level cursors) and the
@@ -907,7 +919,7 @@ pub(crate) mod tests {
 
     #[test]
     fn iteration_spells_unique_prefixes_in_order_both_ways() {
-        let keys: [&[u8]; 7] = [b"a", b"ab", b"abc", b"b\xff", b"b\xff\xff", b"ba", b"c"];
+        let keys: [&[u8]; 7] = [b"a", b"ab", b"abc", b"ba", b"b\xff", b"b\xff\xff", b"c"];
         for ratio in [0, 1, 64, u32::MAX] {
             let t = trie_of(&keys, ratio);
             t.validate().unwrap();
@@ -918,7 +930,7 @@ pub(crate) mod tests {
                 fwd.push((p.key().to_vec(), p.leaf(&t)));
                 ok = p.next(&t);
             }
-            let want: Vec<&[u8]> = vec![b"a", b"ab", b"abc", b"b\xff", b"b\xff\xff", b"ba", b"c"];
+            let want: Vec<&[u8]> = vec![b"a", b"ab", b"abc", b"ba", b"b\xff", b"b\xff\xff", b"c"];
             assert_eq!(
                 fwd.iter().map(|(k, _)| k.as_slice()).collect::<Vec<_>>(),
                 want,
