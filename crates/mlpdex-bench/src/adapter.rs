@@ -71,6 +71,13 @@ pub trait BenchIndex: Sized + Send + Sync {
     fn mapped_bytes(&self) -> usize {
         0
     }
+
+    /// Facts about the loaded index worth a note beside its records (e.g. the space of its
+    /// parts), given the number of keys.
+    fn notes(&self, keys: usize) -> Vec<String> {
+        let _ = keys;
+        Vec::new()
+    }
 }
 
 /// Reached only if the runner breaks its contract of checking [`Caps`] first.

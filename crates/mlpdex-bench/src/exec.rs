@@ -248,6 +248,7 @@ pub enum Request {
 
 /// The outcome of a [`Request`].
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one reply per measurement: its size does not matter
 pub enum Reply {
     /// The measurement.
     Record(Record),
@@ -409,6 +410,12 @@ fn load_index<I: BenchIndex>(
             huge as f64 / 1048576.0
         ));
     }
+    notes.extend(
+        index
+            .notes(n)
+            .into_iter()
+            .map(|note| format!("{name}: {note}")),
+    );
     let bytes_per_key = owned as f64 / n.max(1) as f64;
     let load = plan.report_load.then(|| {
         let mode = if I::CAPS.writes && load_threads == 1 {
@@ -459,6 +466,8 @@ fn record(
         dram_rt_per_op: plan.dram_ns.map(|d| ns_per_op / d),
         bytes_per_key: Some(bytes_per_key),
         overhead_bytes_per_key: Some(bytes_per_key - plan.dataset.raw_bytes_per_key()),
+        fpr: None,
+        bits_per_key: None,
     }
 }
 

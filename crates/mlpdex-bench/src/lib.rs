@@ -20,6 +20,14 @@
 //! 5. [`table::format_table`] prints the comparison; [`table::append_json`] writes
 //!    [`record::Record`]s; [`report::write_report`] draws SVG charts from them later.
 //!
+//! # Filters
+//!
+//! `mlpdex-bench filter` measures approximate-membership filters instead of indexes: SuRF
+//! variants against a Bloom filter, for false-positive rate, query speed and build speed at
+//! each filter's bits per key (memory-efficient-search-trees.txt §4.3). It runs in one process,
+//! without children or the DRAM probe: see [`filter`]. `report` draws its false-positive rates
+//! as Figure 4.4.
+//!
 //! # Adding an index
 //!
 //! Implement [`adapter::BenchIndex`] for a thin wrapper (declare [`adapter::Caps`]; return
@@ -40,6 +48,7 @@ pub mod alloc;
 pub mod baselines;
 pub mod dataset;
 pub mod exec;
+pub mod filter;
 pub mod keys;
 pub mod ours;
 pub mod probe;

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use mlpdex_bench::exec::{Mode, Plan, PlanSpec};
 use mlpdex_bench::record::Record;
 use mlpdex_bench::workload::{Distribution, Workload};
-use mlpdex_bench::{alloc, dataset, exec, probe, registry, report, table};
+use mlpdex_bench::{alloc, dataset, exec, filter, probe, registry, report, table};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -31,9 +31,12 @@ enum Command {
     List,
     /// Measure DRAM latency and memory-level parallelism on this machine (and cache the latency).
     MlpProbe(ProbeArgs),
+    /// Measure range filters (SuRF) and Bloom filters: false-positive rate, query and build
+    /// speed at each filter's bits per key (memory-efficient-search-trees.txt §4.3).
+    Filter(FilterArgs),
     /// Write SVG charts from a JSON results file.
     Report {
-        /// JSON-lines results file written by `run --json`.
+        /// JSON-lines results file written by `run --json` or `filter --json`.
         #[arg(long)]
         json: PathBuf,
         /// Directory for the SVG files.
@@ -103,6 +106,35 @@ struct RunArgs {
 }
 
 #[derive(clap::Args, Debug)]
+struct FilterArgs {
+    /// Comma-separated filters: surf-base, surf-hash-N, surf-real-N, surf-mixed-H-R, bloom-B,
+    /// bloom (as many bits per key as the SuRF before it). Default: a Figure 4.4 sweep.
+    #[arg(long, default_value = filter::DEFAULT_INDEXES)]
+    index: String,
+    /// Dataset (see `list`); 8-byte keys get integer range queries, others string ranges.
+    #[arg(long, default_value = "rand-8")]
+    dataset: String,
+    /// Dataset size (accepts 10M, 500k); a random half of it is stored in the filters.
+    #[arg(long, default_value = "10M", value_parser = parse_count)]
+    keys: usize,
+    /// Comma-separated query workloads: point, range, mixed.
+    #[arg(long, default_value = "point,range,mixed")]
+    query: String,
+    /// Queries per workload, keys drawn uniformly from the whole dataset.
+    #[arg(long, default_value = "1M", value_parser = parse_count)]
+    ops: usize,
+    /// Seed for the dataset, the stored half, the queries and the Bloom filters' hashing.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Rounds: every filter is built and queried this many times; each figure is the median.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Append one JSON object per measurement to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
 struct ProbeArgs {
     /// Size of the probed array (accepts 4G, 512M).
     #[arg(long, default_value = "4G", value_parser = parse_bytes)]
@@ -165,6 +197,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Command::MlpProbe(args) => mlp_probe(args),
+        Command::Filter(args) => filter_bench(args),
         Command::Report { json, out } => {
             let files = report::write_report(&json, &out)?;
             for f in files {
@@ -583,6 +616,58 @@ fn plan_spec(args: &RunArgs) -> Result<PlanSpec> {
     })
 }
 
+/// `filter`: builds the filters from a random half of the dataset in this process (filters are
+/// small and static, so no child processes), times the query loops, prints a table and
+/// optionally appends JSON. A false negative fails the command.
+fn filter_bench(args: FilterArgs) -> Result<()> {
+    let indexes = filter::parse_indexes(&args.index).map_err(anyhow::Error::msg)?;
+    let queries: Vec<filter::QueryKind> = parse_list(&args.query)?;
+    if queries.is_empty() {
+        bail!("--query needs at least one of point, range, mixed");
+    }
+    let t = Instant::now();
+    let ds = dataset::load(&args.dataset, args.keys, args.seed)?;
+    eprintln!(
+        "dataset {}: {} keys (mean {:.1} bytes, {} range queries), built in {:.1} s",
+        ds.name,
+        ds.keys.len(),
+        ds.keys.mean_len(),
+        if ds.keys.fixed_width() == Some(8) {
+            "integer"
+        } else {
+            "string"
+        },
+        t.elapsed().as_secs_f64()
+    );
+    let plan = filter::FilterPlan {
+        indexes,
+        queries,
+        ops: args.ops,
+        seed: args.seed,
+        rounds: args.repeat.max(1),
+    };
+    let results = filter::measure(&ds, &plan)?;
+    if let Some(path) = &args.json {
+        table::append_json(path, &results.records)?;
+    }
+    println!(
+        "\n{} of {} keys of {} stored; {} queries per workload; median of {} round(s)\n",
+        results.stored,
+        ds.keys.len(),
+        ds.name,
+        args.ops,
+        plan.rounds
+    );
+    print!("{}", table::format_filter_table(&results.records));
+    if !results.notes.is_empty() {
+        println!();
+        for n in &results.notes {
+            println!("note: {n}");
+        }
+    }
+    Ok(())
+}
+
 /// The arguments of the child process that serves `index`.
 fn child_args(
     args: &RunArgs,
@@ -644,6 +729,10 @@ fn list() {
     for (name, about) in mlpdex_bench::workload::WORKLOADS {
         println!("  {name:<14} {about}");
     }
+    println!("filters (the filter subcommand):");
+    for (name, about) in filter::FILTERS {
+        println!("  {name:<14} {about}");
+    }
 }
 
 fn mlp_probe(args: ProbeArgs) -> Result<()> {
@@ -683,6 +772,8 @@ mod tests {
             dram_rt_per_op: None,
             bytes_per_key: None,
             overhead_bytes_per_key: None,
+            fpr: None,
+            bits_per_key: None,
         }
     }
 

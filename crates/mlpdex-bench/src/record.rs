@@ -2,7 +2,12 @@
 //!
 //! The JSON object has exactly these fields, in this order (other tools parse it):
 //! `index, dataset, keys, workload, distribution, mode, threads, ops, seconds, mops, ns_per_op,
-//! dram_rt_per_op, bytes_per_key, overhead_bytes_per_key`. Unknown values are `null`.
+//! dram_rt_per_op, bytes_per_key, overhead_bytes_per_key, fpr, bits_per_key`. Unknown values are
+//! `null`: every record has every field.
+//!
+//! `fpr` and `bits_per_key` came last, with the `filter` subcommand; they are `null` in the
+//! records of `run`. A line written before they existed (14 fields) still reads, with both
+//! `None`.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,10 +42,19 @@ pub struct Record {
     pub bytes_per_key: Option<f64>,
     /// `bytes_per_key` minus the raw key and value bytes per key.
     pub overhead_bytes_per_key: Option<f64>,
+    /// Filters only (`filter-*` workloads): the false-positive rate as a fraction in `[0, 1]`,
+    /// false positives divided by the queries whose true answer is negative (`None` when no
+    /// query was negative).
+    #[serde(default)]
+    pub fpr: Option<f64>,
+    /// Filters only (`filter-*` and their `build` records): the filter's memory in bits per
+    /// stored key.
+    #[serde(default)]
+    pub bits_per_key: Option<f64>,
 }
 
 /// The JSON field names, in output order.
-pub const FIELDS: [&str; 14] = [
+pub const FIELDS: [&str; 16] = [
     "index",
     "dataset",
     "keys",
@@ -55,6 +69,8 @@ pub const FIELDS: [&str; 14] = [
     "dram_rt_per_op",
     "bytes_per_key",
     "overhead_bytes_per_key",
+    "fpr",
+    "bits_per_key",
 ];
 
 #[cfg(test)]
@@ -78,6 +94,8 @@ mod tests {
             dram_rt_per_op: None,
             bytes_per_key: Some(40.0),
             overhead_bytes_per_key: Some(24.0),
+            fpr: None,
+            bits_per_key: Some(10.5),
         };
         let line = serde_json::to_string(&r).unwrap();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -91,6 +109,21 @@ mod tests {
             last = at;
         }
         assert!(obj["dram_rt_per_op"].is_null());
+        assert!(
+            obj["fpr"].is_null(),
+            "None is written as null, not left out"
+        );
         assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), r);
+    }
+
+    #[test]
+    fn lines_without_the_filter_fields_still_read() {
+        let old = r#"{"index":"btreemap","dataset":"rand-8","keys":10,"workload":"c",
+            "distribution":"uniform","mode":"dependent","threads":1,"ops":5,"seconds":1e-6,
+            "mops":5.0,"ns_per_op":200.0,"dram_rt_per_op":null,"bytes_per_key":40.0,
+            "overhead_bytes_per_key":24.0}"#;
+        let r: Record = serde_json::from_str(old).unwrap();
+        assert_eq!((r.fpr, r.bits_per_key), (None, None));
+        assert_eq!(r.bytes_per_key, Some(40.0));
     }
 }

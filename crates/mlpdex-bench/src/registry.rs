@@ -8,10 +8,12 @@
 use anyhow::Result;
 
 use crate::baselines::{
-    btree::BTree, congee::Art, fst::FstMap, hash::Hash, skipmap::Skip, sorted_vec::SortedVec,
+    btree::BTree, congee::Art, fst::FstMap, fst::FstSet, hash::Hash, skipmap::Skip,
+    sorted_vec::SortedVec,
 };
 use crate::exec::{self, Driver, Plan};
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
+use crate::ours::fst::FstIndex;
 use crate::ours::mlp_index::Mlp;
 use crate::ours::skiplist::Skiplist;
 
@@ -112,6 +114,18 @@ pub const INDEXES: &[Entry] = &[
         about: "the fst crate's static Map (built once)",
         variant: false,
         run: exec::serve::<FstMap>,
+    },
+    Entry {
+        name: "fst-crate-set",
+        about: "the fst crate's static Set (keys only: its size is the structure without values)",
+        variant: true,
+        run: exec::serve::<FstSet>,
+    },
+    Entry {
+        name: "fst",
+        about: "mlpdex Fast Succinct Trie (memory-efficient-search-trees.txt ch. 3), complete keys",
+        variant: false,
+        run: exec::serve::<FstIndex>,
     },
     Entry {
         name: "cuckoo-trie",

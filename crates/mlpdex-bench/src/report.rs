@@ -14,6 +14,16 @@
 //!    memory-efficient-search-trees.txt §3.7.1, which treats performance and memory as equally
 //!    important, so points on one curve are "indifferent" and lower curves are better. On log-log
 //!    axes every such curve is a straight line of slope −1.
+//! 3. **False-positive rate versus size** (`fpr-<dataset>-<keys>-<point|range|mixed>.svg`), only
+//!    when the file holds records of `mlpdex-bench filter`: the shape of
+//!    memory-efficient-search-trees.txt Figure 4.4, one chart per (dataset, keys stored, query
+//!    kind). The x axis is the filter's bits per key, the y axis its false-positive rate in per
+//!    cent; each filter family is one line through its configurations in order of size
+//!    (SuRF-Hash, SuRF-Real and SuRF-Mixed over their suffix bits, Bloom over its bits per key),
+//!    each point labelled with its suffix bits (`4+4`: hashed + real) or Bloom bits, and
+//!    SuRF-Base is a single point. Families have fixed colours, the same on every such chart.
+//!    (A filter run's `build` and query records also appear in charts 1 and 2: Figures 4.5 and
+//!    4.6 in another form.)
 //!
 //! How: records are read and de-duplicated (the last record for an (index, dataset, keys,
 //! workload, distribution, mode, threads) wins, so a re-run measurement replaces the old one),
@@ -29,6 +39,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::filter::{FilterKind, QueryKind};
 use crate::record::Record;
 
 /// Reads a JSON-lines results file: one [`Record`] object per line, blank lines skipped.
@@ -54,9 +65,10 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
     Ok(records)
 }
 
-/// Writes the throughput and cost charts for the results in `json` into `out_dir` (created if
-/// missing) and returns the paths of the SVG files written: throughput charts first, then cost
-/// charts, each in order of their group keys.
+/// Writes the throughput, cost and (for filter records) false-positive-rate charts for the
+/// results in `json` into `out_dir` (created if missing) and returns the paths of the SVG files
+/// written: throughput charts first, then cost charts, then FPR charts, each in order of their
+/// group keys.
 pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let records = dedup_last(read_records(json)?);
     std::fs::create_dir_all(out_dir)
@@ -119,7 +131,188 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
         let svg = cost_chart(&title, rs, &colours)?;
         written.push(write_svg(out_dir, &name, &svg)?);
     }
+
+    // Chart 3: false-positive rate versus bits per key, per dataset and query kind.
+    let mut groups: BTreeMap<FprGroup, Vec<&Record>> = BTreeMap::new();
+    for r in &records {
+        let Some(kind) = QueryKind::from_workload(&r.workload) else {
+            continue;
+        };
+        if fpr_point(r).is_some() {
+            groups
+                .entry((&r.dataset, r.keys, kind))
+                .or_default()
+                .push(r);
+        }
+    }
+    for ((dataset, keys, kind), rs) in &groups {
+        let name = names.claim(&format!("fpr-{}-{keys}-{kind}", sanitise(dataset)));
+        let title = format!("False positive rate: {dataset}, {keys} keys stored, {kind} queries");
+        let svg = fpr_chart(&title, rs)?;
+        written.push(write_svg(out_dir, &name, &svg)?);
+    }
     Ok(written)
+}
+
+/// An FPR chart's records share (dataset, keys, query kind); charts of one dataset come in the
+/// order point, range, mixed.
+type FprGroup<'a> = (&'a str, u64, QueryKind);
+
+/// `(bits_per_key, fpr in per cent)` of a filter record when both are known and finite.
+fn fpr_point(r: &Record) -> Option<(f64, f64)> {
+    let (b, f) = (r.bits_per_key?, r.fpr?);
+    (b.is_finite() && f.is_finite()).then_some((b, f * 100.0))
+}
+
+/// The filter families of an FPR chart in drawing order, with their fixed colours; names that
+/// are no known filter form families of their own after these.
+const FAMILIES: [(&str, RGBColor); 5] = [
+    ("SuRF-Base", RGBColor(0x22, 0x22, 0x22)),
+    ("SuRF-Hash", PALETTE[0]),
+    ("SuRF-Real", PALETTE[2]),
+    ("SuRF-Mixed", PALETTE[3]),
+    ("Bloom", PALETTE[1]),
+];
+
+/// One line of an FPR chart: the family, its colour, and its points (bits per key, FPR in per
+/// cent, label), in order of size.
+type FprSeries = (String, RGBColor, Vec<(f64, f64, String)>);
+
+/// FPR (per cent, linear) against bits per key: one line per filter family, as Figure 4.4.
+fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
+    let mut series: Vec<FprSeries> = FAMILIES
+        .iter()
+        .map(|&(f, c)| (f.to_owned(), c, Vec::new()))
+        .collect();
+    for r in rs {
+        let Some((bits, fpr)) = fpr_point(r) else {
+            continue;
+        };
+        let (family, label) = match r.index.parse::<FilterKind>() {
+            Ok(kind) => (kind.family().to_owned(), kind.label()),
+            Err(_) => (r.index.clone(), String::new()),
+        };
+        match series.iter_mut().find(|s| s.0 == family) {
+            Some(s) => s.2.push((bits, fpr, label)),
+            None => {
+                let colour = PALETTE[4 + (series.len() - FAMILIES.len()) % (PALETTE.len() - 4)];
+                series.push((family, colour, vec![(bits, fpr, label)]));
+            }
+        }
+    }
+    series.retain(|s| !s.2.is_empty());
+    for s in &mut series {
+        s.2.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let all = || series.iter().flat_map(|s| &s.2);
+    let x_lo = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x_hi = all().map(|p| p.0).fold(0.0, f64::max);
+    let (x0, x1) = ((x_lo - 1.0).floor().max(0.0), (x_hi + 1.0).ceil());
+    let y_hi = all().map(|p| p.1).fold(0.0, f64::max);
+    // Headroom above the highest point for its label.
+    let y1 = if y_hi > 0.0 { y_hi * 1.12 } else { 1.0 };
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 640)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, TITLE_FONT)
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .map_err(plot_err)?;
+        let fmt = |v: &f64| compact(*v);
+        chart
+            .configure_mesh()
+            .x_desc("bits per key")
+            .y_desc("false positive rate (%)")
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&fmt)
+            .axis_desc_style(DESC_FONT)
+            .label_style(LABEL_FONT)
+            .light_line_style(BLACK.mix(0.05))
+            .bold_line_style(BLACK.mix(0.15))
+            .draw()
+            .map_err(plot_err)?;
+
+        // Pixel boxes of the points and their labels: a label moves up past earlier labels
+        // (families often share a size), and the legend avoids them all.
+        let mut obstacles: Vec<[f64; 4]> = Vec::new();
+        let mut label_boxes: Vec<[f64; 4]> = Vec::new();
+        let mut widest = 0.0f64;
+        for (family, colour, points) in &series {
+            let colour = *colour;
+            widest = widest.max(text_px(family, 14.0));
+            if points.len() > 1 {
+                chart
+                    .draw_series(LineSeries::new(
+                        points.iter().map(|p| (p.0, p.1)),
+                        colour.stroke_width(2),
+                    ))
+                    .map_err(plot_err)?;
+            }
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .map(|&(b, f, _)| Circle::new((b, f), 5, colour.filled())),
+                )
+                .map_err(plot_err)?
+                .label(family.as_str())
+                .legend(move |(x, y)| {
+                    EmptyElement::at((x, y))
+                        + PathElement::new([(0, 0), (16, 0)], colour.stroke_width(2))
+                        + Circle::new((8, 0), 4, colour.filled())
+                });
+            let style = TextStyle::from(("sans-serif", 12).into_font())
+                .color(&colour)
+                .pos(Pos::new(HPos::Left, VPos::Bottom));
+            for (b, f, label) in points {
+                let (px, py) = chart.backend_coord(&(*b, *f));
+                let (px, py) = (f64::from(px), f64::from(py));
+                obstacles.push([px - 6.0, px + 6.0, py - 6.0, py + 6.0]);
+                if label.is_empty() {
+                    continue;
+                }
+                let w = text_px(label, 12.0);
+                let at = |dy: i32| {
+                    let bottom = py + f64::from(dy);
+                    [px + 6.0, px + 6.0 + w, bottom - 12.0, bottom]
+                };
+                let dy = (0..6)
+                    .map(|i| -4 - 13 * i)
+                    .find(|&dy| {
+                        let a = at(dy);
+                        !label_boxes
+                            .iter()
+                            .any(|o| a[0] < o[1] && o[0] < a[1] && a[2] < o[3] && o[2] < a[3])
+                    })
+                    .unwrap_or(-4);
+                label_boxes.push(at(dy));
+                chart
+                    .draw_series(std::iter::once(
+                        EmptyElement::at((*b, *f))
+                            + Text::new(label.clone(), (6, dy), style.clone()),
+                    ))
+                    .map_err(plot_err)?;
+            }
+        }
+        obstacles.extend(label_boxes);
+        let (xr, yr) = chart.plotting_area().get_pixel_range();
+        let legend = (widest + 60.0, 18.0 * series.len() as f64 + 20.0);
+        chart
+            .configure_series_labels()
+            .position(legend_corner(xr, yr, legend, &obstacles))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(LABEL_FONT)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
 }
 
 /// A throughput chart's records share (dataset, keys, distribution, mode, threads).
@@ -734,6 +927,8 @@ mod tests {
             dram_rt_per_op: None,
             bytes_per_key: bytes,
             overhead_bytes_per_key: bytes.map(|b| b - 16.0),
+            fpr: None,
+            bits_per_key: None,
         }
     }
 
@@ -789,6 +984,108 @@ mod tests {
         assert!(!c.contains("mlpdex"));
         // The duplicate btreemap/c record: the last one (50 B/key) is plotted.
         assert!(c.contains("50 B/key") && !c.contains("48 B/key"));
+    }
+
+    fn filter_rec(index: &str, dataset: &str, workload: &str, bits: f64, fpr: f64) -> Record {
+        Record {
+            dataset: dataset.into(),
+            keys: 500,
+            fpr: Some(fpr),
+            bits_per_key: Some(bits),
+            bytes_per_key: Some(bits / 8.0),
+            overhead_bytes_per_key: None,
+            ..rec(index, workload, 4.0, None)
+        }
+    }
+
+    #[test]
+    fn filter_records_get_fpr_charts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut records = vec![rec("btreemap", "c", 3.0, Some(48.0))];
+        for (ds, base) in [("rand-8", 10.0), ("email", 14.0)] {
+            records.push(filter_rec("surf-base", ds, "filter-point", base, 0.04));
+            for n in [2u32, 4, 8] {
+                let fpr = 0.04 / f64::from(1 << n);
+                let bits = base + f64::from(n);
+                records.push(filter_rec(
+                    &format!("surf-hash-{n}"),
+                    ds,
+                    "filter-point",
+                    bits,
+                    fpr,
+                ));
+                records.push(filter_rec(
+                    &format!("surf-real-{n}"),
+                    ds,
+                    "filter-point",
+                    bits,
+                    0.02,
+                ));
+                records.push(filter_rec(
+                    &format!("surf-real-{n}"),
+                    ds,
+                    "filter-range",
+                    bits,
+                    0.1,
+                ));
+                records.push(filter_rec(
+                    &format!("bloom-{bits}"),
+                    ds,
+                    "filter-point",
+                    bits,
+                    fpr,
+                ));
+            }
+            records.push(filter_rec(
+                "surf-mixed-2-2",
+                ds,
+                "filter-mixed",
+                base + 4.0,
+                0.01,
+            ));
+            // A build record has no FPR: it makes no FPR point.
+            let mut build = filter_rec("surf-base", ds, "build", base, 0.0);
+            build.fpr = None;
+            records.push(build);
+        }
+        let json = write_lines(dir.path(), &records);
+        let written = write_report(&json, &dir.path().join("charts")).unwrap();
+        let fpr: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("fpr-"))
+            .collect();
+        assert_eq!(
+            fpr,
+            [
+                "fpr-email-500-point.svg",
+                "fpr-email-500-range.svg",
+                "fpr-email-500-mixed.svg",
+                "fpr-rand-8-500-point.svg",
+                "fpr-rand-8-500-range.svg",
+                "fpr-rand-8-500-mixed.svg",
+            ]
+        );
+        let point =
+            std::fs::read_to_string(dir.path().join("charts/fpr-rand-8-500-point.svg")).unwrap();
+        for family in [
+            "SuRF-Base",
+            "SuRF-Hash",
+            "SuRF-Real",
+            "Bloom",
+            "bits per key",
+        ] {
+            assert!(point.contains(family), "{family} missing");
+        }
+        assert!(
+            !point.contains("SuRF-Mixed"),
+            "no mixed filter made point queries"
+        );
+        // Lines join a family's points; the lone SuRF-Base point has none of its own.
+        assert!(point.contains("<polyline"), "family lines are drawn");
+        let range =
+            std::fs::read_to_string(dir.path().join("charts/fpr-rand-8-500-range.svg")).unwrap();
+        assert!(range.contains("SuRF-Real") && !range.contains("Bloom"));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The comparison table printed on stdout, and the JSON-lines output.
+//! The comparison tables printed on stdout (indexes: [`format_table`]; filters:
+//! [`format_filter_table`]), and the JSON-lines output.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -96,6 +97,94 @@ pub fn format_table(records: &[Record]) -> String {
     out
 }
 
+/// Formats the records of `mlpdex-bench filter` as an aligned table: one row per (filter, query
+/// kind), grouped by query kind, with the filter's false-positive rate (per cent), size (bits per
+/// key) and build throughput (million keys per second, from its `build` record).
+pub fn format_filter_table(records: &[Record]) -> String {
+    let header = [
+        "index",
+        "dataset",
+        "keys",
+        "query",
+        "Mops/s",
+        "ns/op",
+        "FPR %",
+        "bits/key",
+        "build Mkeys/s",
+    ];
+    let mut groups: Vec<(&str, Vec<[String; 9]>)> = Vec::new();
+    for r in records {
+        let Some(query) = r.workload.strip_prefix("filter-") else {
+            continue;
+        };
+        let build = records.iter().find(|b| {
+            b.workload == "build"
+                && b.index == r.index
+                && b.dataset == r.dataset
+                && b.keys == r.keys
+        });
+        let row = [
+            r.index.clone(),
+            r.dataset.clone(),
+            r.keys.to_string(),
+            query.to_string(),
+            format!("{:.3}", r.mops),
+            format!("{:.1}", r.ns_per_op),
+            r.fpr.map_or_else(|| "-".into(), |f| percent(f * 100.0)),
+            opt(r.bits_per_key, 2),
+            opt(build.map(|b| b.mops), 2),
+        ];
+        match groups.iter_mut().find(|(q, _)| *q == query) {
+            Some((_, rows)) => rows.push(row),
+            None => groups.push((query, vec![row])),
+        }
+    }
+    let mut widths = header.map(str::len);
+    for row in groups.iter().flat_map(|(_, rows)| rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &[String]| {
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            // Text columns left-aligned, numbers right-aligned.
+            if matches!(i, 0 | 1 | 3) {
+                let _ = write!(out, "{cell:<w$}");
+            } else {
+                let _ = write!(out, "{cell:>w$}");
+            }
+            out.push_str(if i + 1 < cells.len() { "  " } else { "\n" });
+        }
+    };
+    line(&mut out, &header.map(String::from));
+    for (g, (_, rows)) in groups.iter().enumerate() {
+        if g > 0 {
+            out.push('\n');
+        }
+        for row in rows {
+            line(&mut out, row);
+        }
+    }
+    out
+}
+
+/// A percentage with three significant digits where it matters: `47.5`, `3.44`, `0.132`,
+/// `0.0042`; exactly `0` as `0`.
+fn percent(p: f64) -> String {
+    if p == 0.0 {
+        "0".into()
+    } else if p >= 10.0 {
+        format!("{p:.1}")
+    } else if p >= 1.0 {
+        format!("{p:.2}")
+    } else if p >= 0.01 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map(|x| {
         let s = format!("{x:.digits$}");
@@ -144,6 +233,8 @@ mod tests {
             dram_rt_per_op: None,
             bytes_per_key: Some(40.0),
             overhead_bytes_per_key: Some(24.0),
+            fpr: None,
+            bits_per_key: None,
         }
     }
 
@@ -161,6 +252,52 @@ mod tests {
             1,
             "one blank line between groups:\n{t}"
         );
+    }
+
+    #[test]
+    fn filter_table_rows_per_query_with_build_speed() {
+        let mut build = rec("surf-base", "build", 20.0);
+        build.bits_per_key = Some(10.2);
+        let mut point = rec("surf-base", "filter-point", 5.0);
+        point.fpr = Some(0.0344);
+        point.bits_per_key = Some(10.2);
+        let mut bloom = rec("bloom", "filter-point", 30.0);
+        bloom.fpr = Some(0.0);
+        let mut range = rec("surf-base", "filter-range", 2.0);
+        range.fpr = Some(0.5);
+        let t = format_filter_table(&[build, point, bloom, range]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].contains("FPR %") && lines[0].contains("build Mkeys/s"),
+            "{t}"
+        );
+        assert_eq!(
+            lines.len(),
+            5,
+            "header, 2 point rows, a blank line, 1 range row:\n{t}"
+        );
+        assert!(
+            lines[1].contains("point") && lines[1].contains("3.44"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("10.20") && lines[1].trim_end().ends_with("20.00"),
+            "{t}"
+        );
+        assert!(
+            lines[2].starts_with("bloom") && lines[2].trim_end().ends_with('-'),
+            "{t}"
+        );
+        assert!(lines[3].is_empty() && lines[4].contains("50.0"), "{t}");
+    }
+
+    #[test]
+    fn percentages_keep_their_digits() {
+        assert_eq!(percent(0.0), "0");
+        assert_eq!(percent(47.51), "47.5");
+        assert_eq!(percent(3.4369), "3.44");
+        assert_eq!(percent(0.1322), "0.132");
+        assert_eq!(percent(0.0042), "4.2e-3");
     }
 
     #[test]

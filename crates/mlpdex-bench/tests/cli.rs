@@ -58,7 +58,7 @@ fn run_prints_a_table_and_writes_json_for_every_index() {
     assert_eq!(rows("sorted-vec", "e"), 0, "static index serves no inserts");
     assert_eq!(rows("hashmap", "e"), 0, "hash map serves no scans");
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 14);
+        assert_eq!(r.as_object().unwrap().len(), 16);
         assert_eq!(r["keys"], 3000);
         assert!(
             r["dram_rt_per_op"].is_null(),
@@ -140,4 +140,77 @@ fn bad_input_is_a_clear_error() {
         stderr.contains("bad.sosd"),
         "the error names the file: {stderr}"
     );
+}
+
+#[test]
+fn filter_prints_a_table_writes_json_and_reports_fpr_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("filters.json");
+    let out = bench()
+        .args(["filter", "--keys", "3000", "--ops", "2000", "--repeat", "1"])
+        .args([
+            "--index",
+            "surf-base,surf-real-4,bloom",
+            "--dataset",
+            "email",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("FPR %") && stdout.contains("surf-real-4"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("range and mixed queries skipped"),
+        "{stdout}"
+    );
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // 3 builds, 3 point rows, 2 range and 2 mixed rows (the Bloom filter answers points only).
+    assert_eq!(records.len(), 10);
+    for r in &records {
+        assert_eq!(r.as_object().unwrap().len(), 16);
+        assert_eq!(r["keys"], 1500);
+        assert!(r["bits_per_key"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["fpr"].is_null(), r["workload"] == "build", "{r}");
+    }
+    let charts = dir.path().join("charts");
+    let out = bench()
+        .args(["report", "--json"])
+        .arg(&json)
+        .arg("--out")
+        .arg(&charts)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for kind in ["point", "range", "mixed"] {
+        assert!(charts.join(format!("fpr-email-1500-{kind}.svg")).exists());
+    }
+
+    for (args, needle) in [
+        (vec!["--index", "surf-hash-0"], "out of range"),
+        (vec!["--index", "surf-trie"], "unknown filter"),
+        (vec!["--query", "count"], "unknown query kind"),
+    ] {
+        let out = bench()
+            .args(["filter", "--keys", "100", "--ops", "10"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} should fail");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
 }

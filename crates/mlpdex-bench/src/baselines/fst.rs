@@ -1,7 +1,8 @@
 //! `fst-crate`: the fst crate's `Map`, a minimal acyclic finite-state transducer built once from
-//! sorted keys (the timed `load` includes sorting).
+//! sorted keys (the timed `load` includes sorting). `fst-crate-set`: its `Set` of the same keys,
+//! whose size is the structure without values.
 
-use fst::{IntoStreamer, Map, MapBuilder, Streamer};
+use fst::{IntoStreamer, Map, MapBuilder, Set, SetBuilder, Streamer};
 
 use crate::adapter::{BenchIndex, Caps, fold, value_of};
 use crate::keys::Keys;
@@ -47,5 +48,31 @@ impl BenchIndex for FstMap {
             }
         }
         acc
+    }
+}
+
+/// `fst::Set` over an owned byte buffer: lookups answer the key's rank-free presence as 1.
+#[derive(Debug)]
+pub struct FstSet(Set<Vec<u8>>);
+
+impl BenchIndex for FstSet {
+    const CAPS: Caps = Caps {
+        writes: false,
+        ordered: false,
+        concurrent: false,
+    };
+
+    fn create(load_set: &Keys) -> anyhow::Result<Self> {
+        let order = super::sorted_order(load_set);
+        let mut b = SetBuilder::memory();
+        for &i in &order {
+            b.insert(load_set.get(i as usize))?;
+        }
+        Ok(FstSet(b.into_set()))
+    }
+
+    #[inline]
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        self.0.contains(key).then_some(1)
     }
 }
