@@ -67,6 +67,12 @@ pub enum SurfKind {
 }
 
 impl SurfKind {
+    /// Checks the bit counts: [`Error::InvalidConfig`] unless each is 1..=64 (1..=32 for
+    /// mixed).
+    pub fn validate(self) -> Result<(), Error> {
+        self.suffix().validate()
+    }
+
     fn suffix(self) -> SuffixKind {
         match self {
             SurfKind::Base => SuffixKind::None,
@@ -211,10 +217,44 @@ impl Surf {
         }
         match self.trie.lookup(key) {
             None => false,
-            Some((leaf, depth)) => self
+            Some((leaf, depth, _)) => self
                 .fixed
                 .as_ref()
                 .is_none_or(|f| f.may_match(leaf, key, depth)),
+        }
+    }
+
+    /// [`may_contain`](Self::may_contain) for many keys: `out[i]` answers `keys[i]`.
+    ///
+    /// The lookups are interleaved, 16 in flight, each step prefetching what the next step of
+    /// that query reads, so their cache misses overlap (several times the throughput of
+    /// one-by-one calls on tries larger than the cache; same answers).
+    ///
+    /// # Panics
+    ///
+    /// When `out` is shorter than `keys`.
+    pub fn may_contain_batch(&self, keys: &[&[u8]], out: &mut [bool]) {
+        assert!(out.len() >= keys.len(), "output shorter than the batch");
+        const CHUNK: usize = 64;
+        let mut hits = [None; CHUNK];
+        for (ks, os) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+            let hits = &mut hits[..ks.len()];
+            self.trie.lookup_batch(ks, hits);
+            if let Some(f) = &self.fixed {
+                for h in hits.iter().flatten() {
+                    f.prefetch(h.0);
+                }
+            }
+            for ((k, h), o) in ks.iter().zip(hits.iter()).zip(os.iter_mut()) {
+                *o = match h {
+                    _ if k.is_empty() => self.has_empty,
+                    None => false,
+                    Some((leaf, depth, _)) => self
+                        .fixed
+                        .as_ref()
+                        .is_none_or(|f| f.may_match(*leaf, k, *depth)),
+                };
+            }
         }
     }
 
@@ -241,9 +281,7 @@ impl Surf {
         if !c.seek(start) {
             return false;
         }
-        let mut smallest = Vec::new();
-        c.smallest_key(&mut smallest);
-        before_end(&smallest, end)
+        c.smallest_before_end(end)
     }
 
     /// About how many stored keys lie within `range` (see the module docs for the error).
@@ -442,21 +480,88 @@ impl SurfCursor<'_> {
         self.maybe_fp
     }
 
+    /// The real suffix bits of the current entry as bytes, trailing zero bytes dropped, and how
+    /// many of the 8 bytes that leaves.
+    fn real_tail(&self) -> ([u8; 8], usize) {
+        let (bits, n) = self.real_suffix();
+        if n == 0 {
+            return ([0; 8], 0);
+        }
+        let bytes = (bits << (64 - n)).to_be_bytes();
+        let mut take = (n as usize).div_ceil(8);
+        while take > 0 && bytes[take - 1] == 0 {
+            take -= 1;
+        }
+        (bytes, take)
+    }
+
     /// Writes the smallest key the current entry can stand for: the unique prefix and the real
     /// suffix bits, trailing zero bytes of the bits dropped.
     pub fn smallest_key(&self, out: &mut Vec<u8>) {
         out.clear();
         out.extend_from_slice(self.prefix());
-        let (bits, n) = self.real_suffix();
-        if n > 0 {
-            let aligned = bits << (64 - n);
-            let bytes = aligned.to_be_bytes();
-            let used = (n as usize).div_ceil(8);
-            let mut take = used;
-            while take > 0 && bytes[take - 1] == 0 {
-                take -= 1;
+        let (tail, n) = self.real_tail();
+        out.extend_from_slice(&tail[..n]);
+    }
+
+    /// Whether the smallest key the current entry can stand for lies within `end` (no
+    /// allocation: the prefix and the real bits are compared in place).
+    fn smallest_before_end(&self, end: Bound<&[u8]>) -> bool {
+        let e = match end {
+            Bound::Unbounded => return true,
+            Bound::Included(e) | Bound::Excluded(e) => e,
+        };
+        let (tail, n) = self.real_tail();
+        let prefix = self.prefix();
+        let k = prefix.len().min(e.len());
+        let order = match prefix[..k].cmp(&e[..k]) {
+            Ordering::Equal if prefix.len() > e.len() => Ordering::Greater,
+            Ordering::Equal => tail[..n].cmp(&e[prefix.len()..]),
+            o => o,
+        };
+        match end {
+            Bound::Included(_) => order != Ordering::Greater,
+            _ => order == Ordering::Less,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_place_end_check_agrees_with_the_built_key() {
+        let keys: Vec<Vec<u8>> = (0u32..3000)
+            .map(|i| {
+                let x = i.wrapping_mul(2_654_435_761);
+                let mut k = x.to_be_bytes()[..(1 + i as usize % 4)].to_vec();
+                k.push((i % 7) as u8 * 40);
+                k
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        for kind in [
+            SurfKind::Base,
+            SurfKind::Real(3),
+            SurfKind::Real(12),
+            SurfKind::Mixed { hash: 2, real: 17 },
+        ] {
+            let s = Surf::from_sorted(kind, &keys).unwrap();
+            let mut c = s.cursor();
+            let mut ok = c.seek(Bound::Unbounded);
+            let mut built = Vec::new();
+            let probes: Vec<&[u8]> = keys.iter().step_by(97).map(Vec::as_slice).collect();
+            while ok {
+                c.smallest_key(&mut built);
+                for e in &probes {
+                    for end in [Bound::Included(*e), Bound::Excluded(*e)] {
+                        assert_eq!(c.smallest_before_end(end), before_end(&built, end));
+                    }
+                }
+                ok = c.next();
             }
-            out.extend_from_slice(&bytes[..take]);
         }
     }
 }

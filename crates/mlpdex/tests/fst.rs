@@ -224,3 +224,31 @@ fn seeks_match_the_oracle_with_every_bound_kind() {
         }
     }
 }
+
+#[test]
+fn batched_lookups_answer_like_single_ones() {
+    for &shape in SHAPES {
+        let set = key_set(shape, 33, 1500);
+        let mut rng = TestRng::new(8);
+        let mut probes: Vec<Vec<u8>> = (0..700).map(|_| shape.gen_key(&mut rng)).collect();
+        probes.extend(set.keys().cloned());
+        probes.push(Vec::new());
+        let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
+        for ratio in [0, 64, u32::MAX] {
+            for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
+                let fst = build(
+                    &set,
+                    Config {
+                        dense_ratio: ratio,
+                        keys,
+                    },
+                );
+                let mut out = vec![Some(0); refs.len()];
+                fst.get_batch(&refs, &mut out);
+                for (k, got) in refs.iter().zip(&out) {
+                    assert_eq!(*got, fst.get(k), "{shape:?} ratio {ratio} {keys:?} {k:?}");
+                }
+            }
+        }
+    }
+}

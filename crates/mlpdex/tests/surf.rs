@@ -293,3 +293,25 @@ fn builder_and_kind_errors() {
     assert!(!only_empty.may_contain_range::<&[u8], _>(&b"a"[..]..));
     assert_eq!(RangeFilter::approx_count::<[u8], _>(&only_empty, ..), 1);
 }
+
+#[test]
+fn batched_queries_answer_like_single_ones() {
+    for &shape in SHAPES {
+        let set = key_set(shape, 12, 1500);
+        let mut rng = TestRng::new(13);
+        let mut probes: Vec<Vec<u8>> = (0..700).map(|_| shape.gen_key(&mut rng)).collect();
+        probes.extend(set.iter().cloned());
+        probes.push(Vec::new());
+        let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
+        for &kind in KINDS {
+            for ratio in [0, 64] {
+                let s = build(&set, kind, ratio);
+                let mut out = vec![false; refs.len()];
+                s.may_contain_batch(&refs, &mut out);
+                for (k, got) in refs.iter().zip(&out) {
+                    assert_eq!(*got, s.may_contain(k), "{shape:?} {kind:?} {k:?}");
+                }
+            }
+        }
+    }
+}

@@ -149,7 +149,9 @@ impl FstBuilder {
             KeyStorage::Complete => {
                 bytes.shrink_to_fit();
                 ends.shrink_to_fit();
-                Some(FullSuffixes::new(bytes, ends)?)
+                let mut s = FullSuffixes::new(bytes, ends)?;
+                s.index_levels(&trie.leaves_per_level());
+                Some(s)
             }
             KeyStorage::UniquePrefixes => None,
         };
@@ -220,13 +222,57 @@ impl Fst {
         if key.is_empty() {
             return self.empty;
         }
-        let (leaf, depth) = self.trie.lookup(key)?;
+        let (leaf, depth, level) = self.trie.lookup(key)?;
         match &self.suffixes {
             Some(s) => {
-                let (value, suffix) = s.get(leaf);
+                let (value, suffix) = s.get_at(level, leaf);
                 (suffix == &key[depth..]).then_some(value)
             }
             None => self.values.get(leaf).copied(),
+        }
+    }
+
+    /// [`get`](Self::get) for many keys: `out[i]` answers `keys[i]`.
+    ///
+    /// The lookups are interleaved, 16 in flight, each step prefetching what that query reads
+    /// next, so their cache misses overlap; then the suffix records of the hits are fetched
+    /// together. Same answers as one-by-one calls, several times the throughput on maps larger
+    /// than the cache.
+    ///
+    /// # Panics
+    ///
+    /// When `out` is shorter than `keys`.
+    pub fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>]) {
+        assert!(out.len() >= keys.len(), "output shorter than the batch");
+        const CHUNK: usize = 64;
+        let mut hits = [None; CHUNK];
+        let mut direct = [false; CHUNK];
+        for (ks, os) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+            let hits = &mut hits[..ks.len()];
+            self.trie.lookup_batch(ks, hits);
+            if let Some(s) = &self.suffixes {
+                for (h, d) in hits.iter().zip(direct.iter_mut()) {
+                    *d = h.is_some_and(|(leaf, _, level)| s.prefetch_at(level, leaf));
+                }
+                for (h, &d) in hits.iter().zip(direct.iter()) {
+                    if let (Some((leaf, _, _)), false) = (h, d) {
+                        s.prefetch_record(*leaf);
+                    }
+                }
+            }
+            for ((k, h), o) in ks.iter().zip(hits.iter()).zip(os.iter_mut()) {
+                *o = match h {
+                    _ if k.is_empty() => self.empty,
+                    None => None,
+                    Some((leaf, depth, level)) => match &self.suffixes {
+                        Some(s) => {
+                            let (value, suffix) = s.get_at(*level, *leaf);
+                            (suffix == &k[*depth..]).then_some(value)
+                        }
+                        None => self.values.get(*leaf).copied(),
+                    },
+                };
+            }
         }
     }
 
@@ -273,8 +319,7 @@ impl Fst {
             return self.empty;
         }
         let mut p = Path::default();
-        self.seek_front(&mut p, bound)
-            .then(|| self.value(p.leaf(&self.trie)))
+        self.seek_front(&mut p, bound).then(|| self.value(&p))
     }
 
     /// The last key within `bound` from above and its value (`≤ k`, `< k`, or the last key).
@@ -335,10 +380,14 @@ impl Fst {
                 });
             }
         };
+        let mut suffixes = img.full;
+        if let Some(s) = &mut suffixes {
+            s.index_levels(&img.trie.leaves_per_level());
+        }
         Ok(Fst {
             trie: img.trie,
             values: img.values,
-            suffixes: img.full,
+            suffixes,
             empty: img.empty,
             len: img.keys as usize,
             config: Config {
@@ -350,9 +399,10 @@ impl Fst {
 
     /// The value of leaf `leaf`.
     #[inline]
-    fn value(&self, leaf: usize) -> u64 {
+    fn value(&self, p: &Path) -> u64 {
+        let leaf = p.leaf(&self.trie);
         match &self.suffixes {
-            Some(s) => s.get(leaf).0,
+            Some(s) => s.get_at(p.level(), leaf).0,
             None => self.values.get(leaf).copied().unwrap_or(0),
         }
     }
@@ -367,9 +417,11 @@ impl Fst {
     /// Orders leaf `leaf`'s key against `key` when the trie matched `key[..depth]`.
     #[inline]
     fn leaf_cmp(&self, key: &[u8], leaf: usize, depth: usize) -> Option<core::cmp::Ordering> {
-        self.suffixes
-            .as_ref()
-            .map(|s| s.cmp(leaf, key.get(depth..).unwrap_or(&[])))
+        self.suffixes.as_ref().map(|s| {
+            // The seeks ask only about label leaves, whose level is `depth - 1`.
+            let suffix = s.get_at(depth.wrapping_sub(1), leaf).1;
+            suffix.cmp(key.get(depth..).unwrap_or(&[]))
+        })
     }
 
     /// Positions `p` at the first trie key within `bound` from below.
@@ -401,7 +453,7 @@ impl Fst {
         out.clear();
         out.extend_from_slice(p.key());
         if let Some(s) = &self.suffixes {
-            out.extend_from_slice(s.get(p.leaf(&self.trie)).1);
+            out.extend_from_slice(s.get_at(p.level(), p.leaf(&self.trie)).1);
         }
     }
 }
@@ -507,7 +559,7 @@ impl<'a> Cursor<'a> {
             }
         }
         let t = &self.fst.trie;
-        let value = self.fst.value(f.path.leaf(t));
+        let value = self.fst.value(&f.path);
         core::mem::swap(&mut self.out, &mut f.key);
         if f.path.next(t) {
             self.fst.key_at(&f.path, &mut f.key);
@@ -538,7 +590,7 @@ impl<'a> Cursor<'a> {
                     core::cmp::Ordering::Greater => {}
                 }
                 if b.key >= self.front.key {
-                    let value = self.fst.value(b.path.leaf(t));
+                    let value = self.fst.value(&b.path);
                     core::mem::swap(&mut self.out, &mut b.key);
                     if b.path.prev(t) {
                         self.fst.key_at(&b.path, &mut b.key);

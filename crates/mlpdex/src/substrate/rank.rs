@@ -102,6 +102,15 @@ impl<const W: usize> RankBits<W> {
         self.lut[self.lut.len() - 1] as usize
     }
 
+    /// Prefetches what `get(i)` and `rank1(i + 1)` read: the word of bit `i` and its block's
+    /// directory entry.
+    #[inline]
+    pub fn prefetch(&self, i: usize) {
+        use super::prefetch::prefetch_read;
+        prefetch_read(self.bits.words().as_ptr().wrapping_add(i / 64));
+        prefetch_read(self.lut.as_ptr().wrapping_add(i / Self::BLOCK_BITS));
+    }
+
     /// Bytes of heap memory owned: bits and directory.
     pub fn memory_usage(&self) -> usize {
         self.bits.memory_usage() + self.lut.capacity() * 4
@@ -208,6 +217,17 @@ impl SelectBits {
     #[inline]
     pub fn next_one(&self, from: usize) -> Option<usize> {
         next_one(self.bits.words(), from)
+    }
+
+    /// Prefetches the word where `select1(k)` starts scanning (the sample is read, so this
+    /// costs a cache hit on the small sample array).
+    #[inline]
+    pub fn prefetch_select(&self, k: usize) {
+        if let Some(&s) = self.samples.get(k / SELECT_SAMPLE) {
+            let w = self.bits.words().as_ptr().wrapping_add(s as usize / 64);
+            super::prefetch::prefetch_read(w);
+            super::prefetch::prefetch_read(w.wrapping_add(8));
+        }
     }
 
     /// The last one at a position `≤ at`.

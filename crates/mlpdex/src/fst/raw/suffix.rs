@@ -123,10 +123,16 @@ pub(crate) fn real_bits(key: &[u8], depth: usize, n: u32) -> u64 {
 /// back to back. `ends` has, per leaf, one zero per suffix byte and then a one, so suffix bytes
 /// before leaf `i` number `select1(i - 1) - (i - 1)` and its record starts 8·i bytes later: one
 /// select finds both, and the value arrives with the suffix's cache line.
+///
+/// Levels whose suffixes all have the same length (every level, for fixed-width keys) are also
+/// indexed by arithmetic: record `i` of such a level starts at the level's first record plus
+/// `(i - first) * (8 + len)`, with no select at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FullSuffixes {
     records: Vec<u8>,
     ends: SelectBits,
+    /// Per trie level: `(first leaf, first record's offset, suffix length)` when uniform.
+    uniform: Vec<Option<(usize, usize, usize)>>,
 }
 
 /// Bytes of the value in front of each suffix.
@@ -147,7 +153,75 @@ impl FullSuffixes {
                 offset: 0,
             });
         }
-        Ok(FullSuffixes { records, ends })
+        Ok(FullSuffixes {
+            records,
+            ends,
+            uniform: Vec::new(),
+        })
+    }
+
+    /// Finds the levels (with `per_level` leaves each, in leaf order) whose suffixes all have
+    /// one length, for [`get_at`](Self::get_at).
+    pub(crate) fn index_levels(&mut self, per_level: &[usize]) {
+        let words = self.ends.bits().words();
+        let mut uniform = Vec::with_capacity(per_level.len());
+        let (mut leaf, mut bit) = (0usize, 0usize);
+        for &n in per_level {
+            let first = leaf;
+            let offset = bit - leaf + VALUE * leaf;
+            let mut len = None;
+            let mut same = n > 0;
+            for _ in 0..n {
+                let Some(one) = crate::substrate::rank::next_one(words, bit) else {
+                    same = false;
+                    break;
+                };
+                let l = one - bit;
+                same &= *len.get_or_insert(l) == l;
+                bit = one + 1;
+                leaf += 1;
+            }
+            uniform.push(same.then(|| (first, offset, len.unwrap_or(0))));
+        }
+        self.uniform = uniform;
+    }
+
+    /// Prefetches the record of leaf `leaf` on `level` when its level is uniform, else the
+    /// end markers its select will read; true when the record itself was prefetched.
+    #[inline]
+    pub(crate) fn prefetch_at(&self, level: usize, leaf: usize) -> bool {
+        use crate::substrate::prefetch::prefetch_read;
+        if let Some(&Some((first, offset, len))) = self.uniform.get(level) {
+            let start = offset + leaf.wrapping_sub(first).wrapping_mul(VALUE + len);
+            prefetch_read(self.records.as_ptr().wrapping_add(start));
+            return true;
+        }
+        self.ends.prefetch_select(leaf);
+        false
+    }
+
+    /// Prefetches the record of leaf `leaf` found through the end markers (after
+    /// [`prefetch_at`](Self::prefetch_at) brought those in).
+    #[inline]
+    pub(crate) fn prefetch_record(&self, leaf: usize) {
+        if let Some(end_bit) = self.ends.select1(leaf) {
+            let start = (end_bit - leaf + VALUE * leaf).saturating_sub(24);
+            crate::substrate::prefetch::prefetch_read(self.records.as_ptr().wrapping_add(start));
+        }
+    }
+
+    /// The value and suffix of leaf `leaf` on trie level `level`.
+    #[inline]
+    pub(crate) fn get_at(&self, level: usize, leaf: usize) -> (u64, &[u8]) {
+        if let Some(&Some((first, offset, len))) = self.uniform.get(level) {
+            let start = offset + (leaf - first) * (VALUE + len);
+            if let Some(r) = self.records.get(start..start + VALUE + len) {
+                let mut v = [0u8; VALUE];
+                v.copy_from_slice(&r[..VALUE]);
+                return (u64::from_le_bytes(v), &r[VALUE..]);
+            }
+        }
+        self.get(leaf)
     }
 
     pub(crate) fn parts(&self) -> (&[u8], &BitVec) {
@@ -182,12 +256,6 @@ impl FullSuffixes {
             }
             _ => (0, &[]),
         }
-    }
-
-    /// Orders leaf `i`'s suffix against `rest`.
-    #[inline]
-    pub(crate) fn cmp(&self, i: usize, rest: &[u8]) -> Ordering {
-        self.get(i).1.cmp(rest)
     }
 
     pub(crate) fn memory_usage(&self) -> usize {
@@ -239,6 +307,13 @@ impl FixedSuffixes {
             v |= words.get(wi + 1).copied().unwrap_or(0) << (64 - off);
         }
         v & mask(w as u32)
+    }
+
+    /// Prefetches entry `i`.
+    #[inline]
+    pub(crate) fn prefetch(&self, i: usize) {
+        let at = i * self.kind.width() as usize;
+        crate::substrate::prefetch::prefetch_read(self.bits.words().as_ptr().wrapping_add(at / 64));
     }
 
     /// False when leaf `i` certainly does not hold `key` (whose unique prefix ends at `depth`).
