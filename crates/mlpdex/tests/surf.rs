@@ -315,3 +315,41 @@ fn batched_queries_answer_like_single_ones() {
         }
     }
 }
+
+#[test]
+fn batched_ranges_answer_like_single_ones() {
+    for &shape in SHAPES {
+        let set = key_set(shape, 14, 1200);
+        let mut rng = TestRng::new(15);
+        let bounds: Vec<(Vec<u8>, Vec<u8>)> = (0..300)
+            .map(|_| {
+                let a = shape.gen_key(&mut rng);
+                let b = shape.gen_key(&mut rng);
+                if a <= b { (a, b) } else { (b, a) }
+            })
+            .collect();
+        let mut ranges = Vec::new();
+        for (a, b) in &bounds {
+            ranges.push((Bound::Included(&a[..]), Bound::Excluded(&b[..])));
+            ranges.push((Bound::Excluded(&a[..]), Bound::Included(&b[..])));
+            ranges.push((Bound::Unbounded, Bound::Included(&a[..])));
+            ranges.push((Bound::Included(&b[..]), Bound::Unbounded));
+        }
+        for &kind in &[
+            SurfKind::Base,
+            SurfKind::Real(8),
+            SurfKind::Mixed { hash: 4, real: 4 },
+        ] {
+            let s = build(&set, kind, 64);
+            let mut out = vec![false; ranges.len()];
+            s.may_contain_range_batch(&ranges, &mut out);
+            for (r, got) in ranges.iter().zip(&out) {
+                assert_eq!(
+                    *got,
+                    s.may_contain_range::<[u8], _>(*r),
+                    "{shape:?} {kind:?}"
+                );
+            }
+        }
+    }
+}

@@ -318,8 +318,10 @@ impl Fst {
         if self.empty.is_some() && after_start(b"", bound) {
             return self.empty;
         }
-        let mut p = Path::default();
-        self.seek_front(&mut p, bound).then(|| self.value(&p))
+        let mut p = Path::spare();
+        let found = self.seek_front(&mut p, bound).then(|| self.value(&p));
+        p.recycle();
+        found
     }
 
     /// The last key within `bound` from above and its value (`≤ k`, `< k`, or the last key).

@@ -832,7 +832,33 @@ pub(crate) struct Path {
 /// probe's rest, or `None` when the store cannot tell.
 pub(crate) type LeafCmp<'a> = &'a dyn Fn(usize, usize) -> Option<Ordering>;
 
+std::thread_local! {
+    /// One spare path per thread, so one-shot seeks (range filters, `lower_bound`) reuse its
+    /// buffers instead of allocating two vectors per query.
+    static SPARE: core::cell::Cell<Path> = const { core::cell::Cell::new(Path::new()) };
+}
+
 impl Path {
+    pub(crate) const fn new() -> Path {
+        Path {
+            pos: Vec::new(),
+            term: false,
+            key: Vec::new(),
+        }
+    }
+
+    /// This thread's spare path (empty, with whatever capacity it has); give it back with
+    /// [`recycle`](Self::recycle).
+    pub(crate) fn spare() -> Path {
+        SPARE.with(|s| s.take())
+    }
+
+    /// Returns a path taken with [`spare`](Self::spare).
+    pub(crate) fn recycle(mut self) {
+        self.clear();
+        SPARE.with(|s| s.set(self));
+    }
+
     pub(crate) fn is_valid(&self) -> bool {
         !self.pos.is_empty()
     }
