@@ -252,3 +252,76 @@ fn batched_lookups_answer_like_single_ones() {
         }
     }
 }
+
+mod properties {
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+
+    use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage};
+    use mlpdex::testing::arb_key;
+    use proptest::prelude::*;
+
+    fn bound(kind: u8, k: &[u8]) -> Bound<&[u8]> {
+        match kind % 3 {
+            0 => Bound::Included(k),
+            1 => Bound::Excluded(k),
+            _ => Bound::Unbounded,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Any key set, any ratio: lookups, both seeks and a range walked from both ends agree
+        /// with a BTreeMap, and the serialized form loads back equal.
+        #[test]
+        fn any_key_set_behaves_like_a_btreemap(
+            keys in proptest::collection::btree_set(arb_key(), 0..60),
+            probes in proptest::collection::vec(arb_key(), 0..20),
+            ratio in prop_oneof![Just(0u32), Just(1), Just(64), Just(u32::MAX)],
+            kinds in (any::<u8>(), any::<u8>()),
+            split in 0usize..70,
+        ) {
+            let oracle: BTreeMap<Vec<u8>, u64> =
+                keys.iter().enumerate().map(|(i, k)| (k.clone(), i as u64 * 7 + 1)).collect();
+            let mut b = FstBuilder::with_config(Config { dense_ratio: ratio, keys: KeyStorage::Complete });
+            for (k, &v) in &oracle {
+                b.push(k, v).unwrap();
+            }
+            let fst = b.finish().unwrap();
+            prop_assert_eq!(fst.len(), oracle.len());
+            for p in probes.iter().chain(oracle.keys()) {
+                prop_assert_eq!(fst.get(p), oracle.get(p).copied());
+                let lo = bound(kinds.0, p);
+                let want = oracle.range::<[u8], _>((lo, Bound::Unbounded)).next();
+                prop_assert_eq!(fst.lower_bound(lo), want.map(|(k, &v)| (k.clone(), v)));
+                let want = oracle.range::<[u8], _>((Bound::Unbounded, lo)).next_back();
+                prop_assert_eq!(fst.upper_bound(lo), want.map(|(k, &v)| (k.clone(), v)));
+            }
+            if let (Some(a), Some(z)) = (probes.first(), probes.last()) {
+                let (lo, hi) = (bound(kinds.0, a), bound(kinds.1, z));
+                let want: Vec<(Vec<u8>, u64)> = if mlpdex::key::is_empty_range(lo, hi) {
+                    Vec::new()
+                } else {
+                    oracle.range::<[u8], _>((lo, hi)).map(|(k, &v)| (k.clone(), v)).collect()
+                };
+                let mut c = fst.range::<[u8], _>((lo, hi));
+                let mut got = Vec::new();
+                for _ in 0..split {
+                    match c.next() {
+                        Some((k, v)) => got.push((k.to_vec(), v)),
+                        None => break,
+                    }
+                }
+                let mut back = Vec::new();
+                while let Some((k, v)) = c.next_back() {
+                    back.push((k.to_vec(), v));
+                }
+                back.reverse();
+                got.extend(back);
+                prop_assert_eq!(got, want);
+            }
+            prop_assert_eq!(Fst::from_bytes(&fst.to_bytes()).unwrap(), fst);
+        }
+    }
+}

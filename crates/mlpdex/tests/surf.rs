@@ -353,3 +353,63 @@ fn batched_ranges_answer_like_single_ones() {
         }
     }
 }
+
+mod properties {
+    use std::collections::BTreeSet;
+    use std::ops::Bound;
+
+    use mlpdex::surf::{Surf, SurfKind};
+    use mlpdex::testing::arb_key;
+    use proptest::prelude::*;
+
+    fn kind() -> impl Strategy<Value = SurfKind> {
+        prop_oneof![
+            Just(SurfKind::Base),
+            (1u8..=64).prop_map(SurfKind::Hash),
+            (1u8..=64).prop_map(SurfKind::Real),
+            (1u8..=32, 1u8..=32).prop_map(|(hash, real)| SurfKind::Mixed { hash, real }),
+        ]
+    }
+
+    proptest! {
+        // Each case checks O(keys²) ranges, and counts walk every level of tries that 4 KiB
+        // keys make thousands of levels deep: fewer cases than elsewhere.
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// No false negative for any key set, kind, point or range, and counts within the
+        /// documented error.
+        #[test]
+        fn never_a_false_negative(
+            keys in proptest::collection::btree_set(arb_key(), 0..60),
+            probes in proptest::collection::vec(arb_key(), 0..12),
+            kind in kind(),
+        ) {
+            let s = Surf::from_sorted(kind, &keys).unwrap();
+            for k in &keys {
+                prop_assert!(s.may_contain(k));
+            }
+            let sorted: Vec<&Vec<u8>> = keys.iter().collect();
+            let all: BTreeSet<&Vec<u8>> = probes.iter().chain(keys.iter().step_by(3)).collect();
+            let all: Vec<&Vec<u8>> = all.into_iter().collect();
+            for a in &all {
+                for z in &all {
+                    for (lo, hi) in [
+                        (Bound::Included(&a[..]), Bound::Included(&z[..])),
+                        (Bound::Excluded(&a[..]), Bound::Excluded(&z[..])),
+                        (Bound::Included(&a[..]), Bound::Unbounded),
+                    ] {
+                        if mlpdex::key::is_empty_range(lo, hi) {
+                            continue;
+                        }
+                        let exact = sorted.iter().filter(|k| mlpdex::key::in_range(k, lo, hi)).count() as u64;
+                        if exact > 0 {
+                            prop_assert!(s.may_contain_range::<[u8], _>((lo, hi)));
+                        }
+                        let c = s.approx_count::<[u8], _>((lo, hi));
+                        prop_assert!(c >= exact && c <= exact + 2, "count {} exact {}", c, exact);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -32,6 +32,10 @@ impl BenchIndex for FstMap {
         self.0.get(key)
     }
 
+    fn notes(&self, keys: usize) -> Vec<String> {
+        vec![fst_size_note(self.0.as_fst().as_bytes().len(), keys)]
+    }
+
     #[inline]
     fn lower_bound(&self, key: &[u8]) -> Option<u64> {
         self.0.range().ge(key).into_stream().next().map(|(_, v)| v)
@@ -75,4 +79,17 @@ impl BenchIndex for FstSet {
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.contains(key).then_some(1)
     }
+
+    fn notes(&self, keys: usize) -> Vec<String> {
+        vec![fst_size_note(self.0.as_fst().as_bytes().len(), keys)]
+    }
+}
+
+/// The automaton's own size (the measured bytes per key also count its buffer's spare
+/// capacity).
+fn fst_size_note(bytes: usize, keys: usize) -> String {
+    format!(
+        "automaton {bytes} bytes, {:.1} bits/key",
+        bytes as f64 * 8.0 / keys.max(1) as f64
+    )
 }
