@@ -414,10 +414,12 @@ impl Surf {
         })
     }
 
-    /// Orders leaf `leaf`'s key against `key` by real bits when the trie matched `key[..depth]`.
+    /// Orders the key of the leaf at `pos` on `level` against `key` by real bits, when the trie
+    /// matched `key`'s first `level + 1` bytes (see `fst::raw::trie::LeafCmp`).
     #[inline]
-    fn leaf_cmp(&self, key: &[u8], leaf: usize, depth: usize) -> Option<Ordering> {
-        self.fixed.as_ref()?.cmp_real(leaf, key, depth)
+    fn leaf_cmp(&self, key: &[u8], level: usize, pos: usize) -> Option<Ordering> {
+        let f = self.fixed.as_ref().filter(|f| f.has_real())?;
+        f.cmp_real(self.trie.leaf(level, pos), key, level + 1)
     }
 }
 
@@ -468,8 +470,8 @@ impl SurfCursor<'_> {
             Bound::Included(k) | Bound::Excluded(k) => {
                 let strict = matches!(bound, Bound::Excluded(_));
                 let unknown = core::cell::Cell::new(false);
-                let cmp = |leaf, depth| {
-                    let o = self.surf.leaf_cmp(k, leaf, depth);
+                let cmp = |level, pos| {
+                    let o = self.surf.leaf_cmp(k, level, pos);
                     unknown.set(o.is_none());
                     o
                 };
@@ -491,8 +493,8 @@ impl SurfCursor<'_> {
             Bound::Included(k) | Bound::Excluded(k) => {
                 let strict = matches!(bound, Bound::Excluded(_));
                 let unknown = core::cell::Cell::new(false);
-                let cmp = |leaf, depth| {
-                    let o = self.surf.leaf_cmp(k, leaf, depth);
+                let cmp = |level, pos| {
+                    let o = self.surf.leaf_cmp(k, level, pos);
                     unknown.set(o.is_none());
                     o
                 };

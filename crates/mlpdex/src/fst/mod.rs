@@ -433,14 +433,13 @@ impl Fst {
         }
     }
 
-    /// Orders leaf `leaf`'s key against `key` when the trie matched `key[..depth]`.
+    /// Orders the key of the leaf at `pos` on `level` against `key`, whose first `level + 1`
+    /// bytes the trie matched (see `raw::trie::LeafCmp`).
     #[inline]
-    fn leaf_cmp(&self, key: &[u8], leaf: usize, depth: usize) -> Option<core::cmp::Ordering> {
-        self.suffixes.as_ref().map(|s| {
-            // The seeks ask only about label leaves, whose level is `depth - 1`.
-            let suffix = s.get_at(depth.wrapping_sub(1), leaf).1;
-            suffix.cmp(key.get(depth..).unwrap_or(&[]))
-        })
+    fn leaf_cmp(&self, key: &[u8], level: usize, pos: usize) -> Option<core::cmp::Ordering> {
+        let s = self.suffixes.as_ref()?;
+        let suffix = s.get_at(level, self.trie.leaf(level, pos)).1;
+        Some(suffix.cmp(key.get(level + 1..).unwrap_or(&[])))
     }
 
     /// Positions `p` at the first trie key within `bound` from below.
@@ -449,7 +448,7 @@ impl Fst {
             Bound::Unbounded => p.first(&self.trie),
             Bound::Included(k) | Bound::Excluded(k) => {
                 let strict = matches!(bound, Bound::Excluded(_));
-                let cmp = |leaf, depth| self.leaf_cmp(k, leaf, depth);
+                let cmp = |level, pos| self.leaf_cmp(k, level, pos);
                 p.seek_ge(&self.trie, k, strict, &cmp)
             }
         }
@@ -461,7 +460,7 @@ impl Fst {
             Bound::Unbounded => p.last(&self.trie),
             Bound::Included(k) | Bound::Excluded(k) => {
                 let strict = matches!(bound, Bound::Excluded(_));
-                let cmp = |leaf, depth| self.leaf_cmp(k, leaf, depth);
+                let cmp = |level, pos| self.leaf_cmp(k, level, pos);
                 p.seek_le(&self.trie, k, strict, &cmp)
             }
         }

@@ -322,6 +322,12 @@ impl FixedSuffixes {
         self.get(i) == self.kind.entry(key, depth)
     }
 
+    /// Whether entries hold real key bits.
+    #[inline]
+    pub(crate) fn has_real(&self) -> bool {
+        self.kind.real_bits() > 0
+    }
+
     /// Orders the real bits of leaf `i` against those of `key` after `depth`; `None` when the
     /// store has no real bits or they are equal (the order of the full keys is unknown).
     #[inline]

@@ -828,8 +828,10 @@ pub(crate) struct Path {
     key: Vec<u8>,
 }
 
-/// What a leaf's stored suffix says about a probe: the order of the stored key against the
-/// probe's rest, or `None` when the store cannot tell.
+/// What a leaf's stored suffix says about a probe, given the leaf's level and position (the
+/// trie matched the probe's first `level + 1` bytes): the order of the stored key against the
+/// probe, or `None` when the store cannot tell. Taking the position rather than the leaf
+/// number lets a store without suffixes skip the rank that numbers the leaf.
 pub(crate) type LeafCmp<'a> = &'a dyn Fn(usize, usize) -> Option<Ordering>;
 
 std::thread_local! {
@@ -987,9 +989,9 @@ impl Path {
         false
     }
 
-    /// Positions at the first leaf whose key is `≥ key` (`> key` when `strict`). `cmp(leaf,
-    /// depth)` orders the leaf's stored key against `key` when the trie path alone matched
-    /// `key[..depth]`; `None` (unknown) keeps the leaf. False when no leaf qualifies.
+    /// Positions at the first leaf whose key is `≥ key` (`> key` when `strict`). `cmp` orders a
+    /// leaf's stored key against `key` when the trie path alone matched (see [`LeafCmp`]);
+    /// `None` (unknown) keeps the leaf. False when no leaf qualifies.
     pub(crate) fn seek_ge(&mut self, t: &Trie, key: &[u8], strict: bool, cmp: LeafCmp) -> bool {
         self.clear();
         if t.is_empty() {
@@ -1024,8 +1026,7 @@ impl Path {
                 level += 1;
                 continue;
             }
-            let leaf = t.leaf(level, p);
-            return match cmp(leaf, level + 1) {
+            return match cmp(level, p) {
                 Some(Ordering::Less) => self.next(t),
                 Some(Ordering::Equal) if strict => self.next(t),
                 _ => true,
@@ -1073,8 +1074,7 @@ impl Path {
                 level += 1;
                 continue;
             }
-            let leaf = t.leaf(level, p);
-            return match cmp(leaf, level + 1) {
+            return match cmp(level, p) {
                 Some(Ordering::Greater) => self.prev(t),
                 Some(Ordering::Equal) if strict => self.prev(t),
                 _ => true,
