@@ -288,10 +288,9 @@ impl Surf {
     /// [`may_contain_range`](Self::may_contain_range) for many ranges: `out[i]` answers
     /// `ranges[i]` (start and end bounds).
     ///
-    /// Each group of 32 first walks the trie for all start bounds at once with the interleaved
-    /// lookup of [`may_contain_batch`](Self::may_contain_batch), which pulls the nodes the
-    /// seeks descend through into the cache with their misses overlapped; the seeks then run
-    /// one by one on warm nodes. Same answers as one-by-one calls.
+    /// The seeks to the start bounds are interleaved, 16 in flight, each step prefetching what
+    /// that seek reads next (as in [`may_contain_batch`](Self::may_contain_batch)), so their
+    /// cache misses overlap. Same answers as one-by-one calls.
     ///
     /// # Panics
     ///
@@ -299,19 +298,46 @@ impl Surf {
     pub fn may_contain_range_batch(&self, ranges: &[ByteRange<'_>], out: &mut [bool]) {
         assert!(out.len() >= ranges.len(), "output shorter than the batch");
         const CHUNK: usize = 32;
+        let mut paths: Vec<Path> = (0..CHUNK.min(ranges.len())).map(|_| Path::new()).collect();
         let mut starts: [&[u8]; CHUNK] = [&[]; CHUNK];
-        let mut warm = [None; CHUNK];
+        let mut strict = [false; CHUNK];
+        let mut found = [false; CHUNK];
         for (rs, os) in ranges.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            for (s, r) in starts.iter_mut().zip(rs) {
-                *s = match r.0 {
-                    Bound::Included(k) | Bound::Excluded(k) => k,
-                    Bound::Unbounded => &[],
+            let n = rs.len();
+            for (i, r) in rs.iter().enumerate() {
+                (starts[i], strict[i]) = match r.0 {
+                    Bound::Included(k) => (k, false),
+                    Bound::Excluded(k) => (k, true),
+                    // The empty key with `Included` is the first key of the trie.
+                    Bound::Unbounded => (&[][..], false),
                 };
             }
-            self.trie
-                .lookup_batch(&starts[..rs.len()], &mut warm[..rs.len()]);
-            for (r, o) in rs.iter().zip(os.iter_mut()) {
-                *o = self.may_contain_range::<[u8], _>(*r);
+            let cmp = |q: usize, level, pos| self.leaf_cmp(starts[q], level, pos);
+            self.trie.seek_ge_batch(
+                &starts[..n],
+                &strict[..n],
+                &mut paths[..n],
+                &mut found[..n],
+                &cmp,
+            );
+            for (i, (r, o)) in rs.iter().zip(os.iter_mut()).enumerate() {
+                let (start, end) = *r;
+                *o = if is_empty_range(start, end) {
+                    false
+                } else if self.has_empty && after_start(b"", start) && before_end(b"", end) {
+                    true
+                } else if !found[i] {
+                    false
+                } else {
+                    let c = SurfCursor {
+                        surf: self,
+                        path: core::mem::take(&mut paths[i]),
+                        maybe_fp: false,
+                    };
+                    let yes = c.smallest_before_end(end);
+                    paths[i] = c.path;
+                    yes
+                };
             }
         }
     }

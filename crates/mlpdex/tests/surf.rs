@@ -335,19 +335,21 @@ fn batched_ranges_answer_like_single_ones() {
             ranges.push((Bound::Unbounded, Bound::Included(&a[..])));
             ranges.push((Bound::Included(&b[..]), Bound::Unbounded));
         }
-        for &kind in &[
+        let kinds = [
             SurfKind::Base,
+            SurfKind::Hash(4),
             SurfKind::Real(8),
             SurfKind::Mixed { hash: 4, real: 4 },
-        ] {
-            let s = build(&set, kind, 64);
+        ];
+        for (kind, ratio) in kinds.iter().flat_map(|&k| [(k, 0), (k, 64)]) {
+            let s = build(&set, kind, ratio);
             let mut out = vec![false; ranges.len()];
             s.may_contain_range_batch(&ranges, &mut out);
             for (r, got) in ranges.iter().zip(&out) {
                 assert_eq!(
                     *got,
                     s.may_contain_range::<[u8], _>(*r),
-                    "{shape:?} {kind:?}"
+                    "{shape:?} {kind:?} ratio {ratio}"
                 );
             }
         }

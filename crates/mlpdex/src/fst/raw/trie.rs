@@ -768,6 +768,168 @@ impl Trie {
     }
 }
 
+/// Where one seek of a batched seek stands.
+#[derive(Clone, Copy, Debug)]
+enum Seek {
+    /// Searching the node starting at `pos` for the key's byte.
+    Descend(usize),
+    /// Taking the first item of the node starting at `pos`, down to a leaf.
+    Leftmost(usize),
+    /// About to find where sparse node `node` starts, then descend or go leftmost.
+    Select(usize, bool),
+    /// Answered.
+    Done,
+}
+
+impl Trie {
+    /// Moves a seek to the child of the branch at `pos` on `level`: a dense child is reached
+    /// directly (its label word prefetched), a sparse one after a select step (its LOUDS word
+    /// prefetched now).
+    fn seek_child(&self, level: usize, pos: usize, key: &[u8], leftmost: bool) -> Seek {
+        let node = if level < self.dense_height {
+            self.d_has_child.rank1(pos + 1)
+        } else {
+            self.dense_children + self.s_has_child.rank1(pos + 1)
+        };
+        if level + 1 < self.dense_height {
+            let start = node * 256;
+            let b = if leftmost {
+                0
+            } else {
+                key.get(level + 1).map_or(0, |&b| b as usize)
+            };
+            self.d_labels.prefetch(start + b);
+            self.d_has_child.prefetch(start + b);
+            if leftmost {
+                Seek::Leftmost(start)
+            } else {
+                Seek::Descend(start)
+            }
+        } else {
+            self.s_louds
+                .prefetch_select(node.wrapping_sub(self.dense_nodes));
+            Seek::Select(node, leftmost)
+        }
+    }
+
+    /// [`Path::seek_ge`] for many keys at once, interleaved like
+    /// [`lookup_batch`](Self::lookup_batch): up to [`LANES`] seeks advance in turn, one level
+    /// or one select per turn, prefetching what each reads next. `paths[i]` ends at the first
+    /// leaf `≥ keys[i]` (`>` when `strict[i]`) and `found[i]` says whether there is one; `cmp`
+    /// is the leaf comparison of [`LeafCmp`] with the query number first. The rare steps that
+    /// climb back up (no label at or above the key's byte) run synchronously.
+    pub(crate) fn seek_ge_batch(
+        &self,
+        keys: &[&[u8]],
+        strict: &[bool],
+        paths: &mut [Path],
+        found: &mut [bool],
+        cmp: &dyn Fn(usize, usize, usize) -> Option<Ordering>,
+    ) {
+        let mut lanes = [(0usize, 0usize, Seek::Done); LANES];
+        let mut next = 0;
+        let mut active = 0;
+        let root = Seek::Descend(0);
+        loop {
+            for lane in lanes.iter_mut() {
+                if let Seek::Done = lane.2 {
+                    while next < keys.len() {
+                        let q = next;
+                        next += 1;
+                        paths[q].clear();
+                        found[q] = false;
+                        if self.height > 0 {
+                            *lane = (q, 0, root);
+                            active += 1;
+                            break;
+                        }
+                    }
+                    if let Seek::Done = lane.2 {
+                        continue;
+                    }
+                }
+                let (q, level, mode) = *lane;
+                let key = keys[q];
+                let path = &mut paths[q];
+                let outcome: Option<bool> = match mode {
+                    Seek::Select(node, leftmost) => {
+                        let start = self
+                            .s_louds
+                            .select1(node.wrapping_sub(self.dense_nodes))
+                            .unwrap_or(self.s_len);
+                        prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
+                        self.s_has_child.prefetch(start);
+                        lane.2 = if leftmost {
+                            Seek::Leftmost(start)
+                        } else {
+                            Seek::Descend(start)
+                        };
+                        None
+                    }
+                    Seek::Leftmost(start) => {
+                        let (p, term) = self.first_item(level, start);
+                        path.push(self, p, term);
+                        if term || !self.has_child(level, p) {
+                            Some(true)
+                        } else {
+                            lane.1 = level + 1;
+                            lane.2 = self.seek_child(level, p, key, true);
+                            None
+                        }
+                    }
+                    Seek::Descend(start) => {
+                        if level == key.len() {
+                            path.leftmost(self, level, start);
+                            if strict[q] && path.term && path.pos.len() == level + 1 {
+                                Some(path.next(self))
+                            } else {
+                                Some(true)
+                            }
+                        } else {
+                            let b = key[level];
+                            match self.find_ge(level, start, b) {
+                                None => Some(path.next(self)),
+                                Some(p) => {
+                                    path.push(self, p, false);
+                                    let child = self.has_child(level, p);
+                                    if self.label(level, p) > b {
+                                        if child {
+                                            lane.1 = level + 1;
+                                            lane.2 = self.seek_child(level, p, key, true);
+                                            None
+                                        } else {
+                                            Some(true)
+                                        }
+                                    } else if child {
+                                        lane.1 = level + 1;
+                                        lane.2 = self.seek_child(level, p, key, false);
+                                        None
+                                    } else {
+                                        Some(match cmp(q, level, p) {
+                                            Some(Ordering::Less) => path.next(self),
+                                            Some(Ordering::Equal) if strict[q] => path.next(self),
+                                            _ => true,
+                                        })
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    Seek::Done => None,
+                };
+                if let Some(f) = outcome {
+                    found[q] = f;
+                    lane.2 = Seek::Done;
+                    active -= 1;
+                }
+            }
+            if active == 0 && next >= keys.len() {
+                return;
+            }
+        }
+    }
+}
+
 /// The encoded parts of a trie, for serialization.
 pub(crate) struct TrieParts<'a> {
     pub(crate) dense_height: usize,
