@@ -69,7 +69,7 @@ use crate::fst::TrieStats;
 use crate::fst::raw::build::LevelBuilder;
 use crate::fst::raw::format::{self, SURF_MAGIC};
 use crate::fst::raw::suffix::{FixedSuffixes, SuffixKind};
-use crate::fst::raw::trie::{Path, Trie};
+use crate::fst::raw::trie::{Path, Trie, recycle_paths, spare_paths};
 use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
 
 /// A range of keys as a start and an end bound, for [`Surf::may_contain_range_batch`].
@@ -297,8 +297,8 @@ impl Surf {
     /// When `out` is shorter than `ranges`.
     pub fn may_contain_range_batch(&self, ranges: &[ByteRange<'_>], out: &mut [bool]) {
         assert!(out.len() >= ranges.len(), "output shorter than the batch");
-        const CHUNK: usize = 32;
-        let mut paths: Vec<Path> = (0..CHUNK.min(ranges.len())).map(|_| Path::new()).collect();
+        const CHUNK: usize = 64;
+        let mut paths = spare_paths(CHUNK.min(ranges.len()));
         let mut starts: [&[u8]; CHUNK] = [&[]; CHUNK];
         let mut strict = [false; CHUNK];
         let mut found = [false; CHUNK];
@@ -340,6 +340,7 @@ impl Surf {
                 };
             }
         }
+        recycle_paths(paths);
     }
 
     /// False only when no stored key lies within `range`.

@@ -325,3 +325,40 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn batched_seeks_answer_like_single_ones() {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    for &shape in SHAPES {
+        let set = key_set(shape, 34, 1500);
+        let mut rng = TestRng::new(9);
+        let mut probes: Vec<Vec<u8>> = (0..400).map(|_| shape.gen_key(&mut rng)).collect();
+        probes.extend(set.keys().step_by(3).cloned());
+        probes.push(Vec::new());
+        let mut bounds = vec![Unbounded];
+        for p in &probes {
+            bounds.push(Included(&p[..]));
+            bounds.push(Excluded(&p[..]));
+        }
+        for ratio in [0, 64, u32::MAX] {
+            for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
+                let fst = build(
+                    &set,
+                    Config {
+                        dense_ratio: ratio,
+                        keys,
+                    },
+                );
+                let mut out = vec![Some(0); bounds.len()];
+                fst.lower_bound_value_batch(&bounds, &mut out);
+                for (b, got) in bounds.iter().zip(&out) {
+                    assert_eq!(
+                        *got,
+                        fst.lower_bound_value(*b),
+                        "{shape:?} {ratio} {keys:?} {b:?}"
+                    );
+                }
+            }
+        }
+    }
+}

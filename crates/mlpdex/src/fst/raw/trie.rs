@@ -1000,6 +1000,21 @@ std::thread_local! {
     /// One spare path per thread, so one-shot seeks (range filters, `lower_bound`) reuse its
     /// buffers instead of allocating two vectors per query.
     static SPARE: core::cell::Cell<Path> = const { core::cell::Cell::new(Path::new()) };
+    /// Spare paths for batched seeks, likewise.
+    static SPARE_BATCH: core::cell::Cell<Vec<Path>> = const { core::cell::Cell::new(Vec::new()) };
+}
+
+/// `n` empty paths for a batched seek, reusing this thread's spares; give them back with
+/// [`recycle_paths`].
+pub(crate) fn spare_paths(n: usize) -> Vec<Path> {
+    let mut v = SPARE_BATCH.with(|s| s.take());
+    v.resize_with(n.max(v.len()), Path::new);
+    v
+}
+
+/// Returns paths taken with [`spare_paths`].
+pub(crate) fn recycle_paths(v: Vec<Path>) {
+    SPARE_BATCH.with(|s| s.set(v));
 }
 
 impl Path {
