@@ -34,21 +34,23 @@
 //!
 //! | filter | bits/key | point FPR | point Mops/s | range FPR | range Mops/s |
 //! |---|---|---|---|---|---|
-//! | rand-8 SuRF-Base | 11.4 | 22.2% | 8.4 / 11.2 | 46.5% | 3.9 / 4.6 |
-//! | rand-8 SuRF-Hash-4 | 15.4 | 1.36% | 5.8 / 10.0 | 46.5% | 2.6 / 3.3 |
-//! | rand-8 SuRF-Real-4 | 15.4 | 1.40% | 4.7 / 9.9 | 0.85% | 2.5 / 2.9 |
-//! | rand-8 SuRF-Hash-8 | 19.4 | 0.086% | 4.3 | 46.5% | 2.6 |
-//! | rand-8 SuRF-Real-8 | 19.4 | 0.081% | 4.2 / 10.0 | 0.053% | 2.1 / 2.7 |
-//! | rand-8 Bloom (fastbloom) | 19.4 | 0.008% | 9.2 | — | — |
-//! | email SuRF-Base | 18.4 | 37.5% | 0.66 / 1.22 | 37.0% | 0.65 / 0.66 |
-//! | email SuRF-Real-8 | 26.4 | 11.3% | 0.59 / 1.29 | 10.6% | 0.49 / 0.61 |
-//! | email Bloom | 26.4 | 0.0004% | 4.4 | — | — |
+//! | rand-8 SuRF-Base | 11.4 | 22.2% | 7.1 / 10.9 | 46.5% | 4.3 / 7.2 |
+//! | rand-8 SuRF-Hash-4 | 15.4 | 1.36% | 4.7 / 9.7 | 46.5% | 2.6 / 5.2 |
+//! | rand-8 SuRF-Real-4 | 15.4 | 1.40% | 4.1 / 7.2 | 0.85% | 2.2 / 4.1 |
+//! | rand-8 SuRF-Hash-8 | 19.4 | 0.086% | 4.1 | 46.5% | 2.2 |
+//! | rand-8 SuRF-Real-8 | 19.4 | 0.081% | 3.6 / 7.5 | 0.053% | 2.1 / 3.2 |
+//! | rand-8 Bloom (fastbloom) | 19.4 | 0.008% | 12.5 | — | — |
+//! | email SuRF-Base | 18.4 | 37.5% | 0.58 / 1.31 | 37.0% | 0.53 / 0.96 |
+//! | email SuRF-Real-8 | 26.4 | 11.3% | 0.57 / 1.25 | 10.6% | 0.52 / 0.83 |
+//! | email Bloom | 26.4 | 0.0004% | 4.1 | — | — |
 //!
+//! This VM's speed drifts by 20–30% between runs: an earlier run of the same code (before the
+//! batched range seek) measured SuRF-Base points at 8.4 / 11.2 and Real-4 at 4.7 / 9.9.
 //! Builds run at 20–43 M keys/s from sorted input. At 5M random integer keys most unique
 //! prefixes are three bytes, so Base answers yes for a fifth of absent keys; suffix bits buy
 //! the FPR down as in the thesis' Figure 4.4 (`mlpdex-bench report` draws it). A cache-blocked
-//! Bloom filter of the same size is 2× faster on single point queries and far more accurate
-//! on random integers; SuRF is for when queries include ranges.
+//! Bloom filter of the same size is about 3× faster on single point queries and far more
+//! accurate on random integers; SuRF is for when queries include ranges.
 //!
 //! # Contract
 //!

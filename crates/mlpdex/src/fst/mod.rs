@@ -60,7 +60,8 @@
 //! On email-like keys a lookup descends a dozen or more LOUDS-Sparse levels, each a select and
 //! a label search in a different place of memory, where the fst crate's automaton lays a
 //! key's path out contiguously: half the fst crate's speed. [`Fst::get_batch`] interleaves 16
-//! lookups to overlap their misses.
+//! lookups to overlap their misses: 180 ns per key on rand-8 and 1090 on email (one run,
+//! 2M random present keys, against 310 and 2410–2860 one by one).
 //!
 //! When not to use it: for lookups of long string keys whose speed matters more than memory
 //! (a sorted array or the fst crate is faster there), or for data that changes.
