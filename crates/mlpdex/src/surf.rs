@@ -71,7 +71,7 @@ use crate::fst::TrieStats;
 use crate::fst::raw::build::LevelBuilder;
 use crate::fst::raw::format::{self, SURF_MAGIC};
 use crate::fst::raw::suffix::{FixedSuffixes, SuffixKind};
-use crate::fst::raw::trie::{Path, Trie, recycle_paths, spare_paths};
+use crate::fst::raw::trie::{Path, Trie, bound_key, recycle_paths, spare_paths};
 use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
 
 /// A range of keys as a start and an end bound, for [`Surf::may_contain_range_batch`].
@@ -307,12 +307,8 @@ impl Surf {
         for (rs, os) in ranges.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
             let n = rs.len();
             for (i, r) in rs.iter().enumerate() {
-                (starts[i], strict[i]) = match r.0 {
-                    Bound::Included(k) => (k, false),
-                    Bound::Excluded(k) => (k, true),
-                    // The empty key with `Included` is the first key of the trie.
-                    Bound::Unbounded => (&[][..], false),
-                };
+                // No bound seeks like `≥` the empty key: the trie's first key.
+                (starts[i], strict[i]) = bound_key(r.0).unwrap_or((&[], false));
             }
             let cmp = |q: usize, level, pos| self.leaf_cmp(starts[q], level, pos);
             self.trie.seek_ge_batch(
@@ -492,46 +488,40 @@ impl SurfCursor<'_> {
     /// the first key); false when none can. [`maybe_false_positive`](Self::maybe_false_positive)
     /// then tells whether the key found may in fact lie below the bound.
     pub fn seek(&mut self, bound: Bound<&[u8]>) -> bool {
-        let t = &self.surf.trie;
-        self.maybe_fp = false;
-        match bound {
-            Bound::Unbounded => self.path.first(t),
-            Bound::Included(k) | Bound::Excluded(k) => {
-                let strict = matches!(bound, Bound::Excluded(_));
-                let unknown = core::cell::Cell::new(false);
-                let cmp = |level, pos| {
-                    let o = self.surf.leaf_cmp(k, level, pos);
-                    unknown.set(o.is_none());
-                    o
-                };
-                let found = self.path.seek_ge(t, k, strict, &cmp);
-                // Unknown order only matters if the seek stopped at that very leaf, which
-                // extends the bound's prefix.
-                self.maybe_fp = found && unknown.get() && k.starts_with(self.path.key());
-                found
-            }
-        }
+        self.seek_toward(bound, true)
     }
 
     /// Moves to the last stored key that may lie within `bound` from above; false when none.
     pub fn seek_back(&mut self, bound: Bound<&[u8]>) -> bool {
+        self.seek_toward(bound, false)
+    }
+
+    /// [`seek`](Self::seek) (`forward`) or [`seek_back`](Self::seek_back).
+    fn seek_toward(&mut self, bound: Bound<&[u8]>, forward: bool) -> bool {
         let t = &self.surf.trie;
         self.maybe_fp = false;
-        match bound {
-            Bound::Unbounded => self.path.last(t),
-            Bound::Included(k) | Bound::Excluded(k) => {
-                let strict = matches!(bound, Bound::Excluded(_));
-                let unknown = core::cell::Cell::new(false);
-                let cmp = |level, pos| {
-                    let o = self.surf.leaf_cmp(k, level, pos);
-                    unknown.set(o.is_none());
-                    o
-                };
-                let found = self.path.seek_le(t, k, strict, &cmp);
-                self.maybe_fp = found && unknown.get() && k.starts_with(self.path.key());
-                found
-            }
-        }
+        let Some((k, strict)) = bound_key(bound) else {
+            return if forward {
+                self.path.first(t)
+            } else {
+                self.path.last(t)
+            };
+        };
+        let unknown = core::cell::Cell::new(false);
+        let cmp = |level, pos| {
+            let o = self.surf.leaf_cmp(k, level, pos);
+            unknown.set(o.is_none());
+            o
+        };
+        let found = if forward {
+            self.path.seek_ge(t, k, strict, &cmp)
+        } else {
+            self.path.seek_le(t, k, strict, &cmp)
+        };
+        // Unknown order only matters if the seek stopped at that very leaf, which extends the
+        // bound's prefix.
+        self.maybe_fp = found && unknown.get() && k.starts_with(self.path.key());
+        found
     }
 
     /// Moves to the next stored key; false past the last.

@@ -74,7 +74,7 @@ use self::raw::build::LevelBuilder;
 use self::raw::format::{self, FST_MAGIC};
 use self::raw::suffix::{FullSuffixes, SuffixKind};
 pub use self::raw::trie::TrieStats;
-use self::raw::trie::{Path, Trie, recycle_paths, spare_paths};
+use self::raw::trie::{Path, Trie, bound_key, recycle_paths, spare_paths};
 use crate::Error;
 use crate::api::{RangeCursor, StaticMap, StaticMapBuilder};
 use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
@@ -359,11 +359,8 @@ impl Fst {
         for (bs, os) in bounds.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
             let n = bs.len();
             for (i, b) in bs.iter().enumerate() {
-                (starts[i], strict[i]) = match *b {
-                    Bound::Included(k) => (k, false),
-                    Bound::Excluded(k) => (k, true),
-                    Bound::Unbounded => (&[][..], false),
-                };
+                // No bound seeks like `≥` the empty key: the trie's first key.
+                (starts[i], strict[i]) = bound_key(*b).unwrap_or((&[], false));
             }
             let cmp = |q: usize, level, pos| self.leaf_cmp(starts[q], level, pos);
             self.trie.seek_ge_batch(
@@ -487,26 +484,20 @@ impl Fst {
 
     /// Positions `p` at the first trie key within `bound` from below.
     fn seek_front(&self, p: &mut Path, bound: Bound<&[u8]>) -> bool {
-        match bound {
-            Bound::Unbounded => p.first(&self.trie),
-            Bound::Included(k) | Bound::Excluded(k) => {
-                let strict = matches!(bound, Bound::Excluded(_));
-                let cmp = |level, pos| self.leaf_cmp(k, level, pos);
-                p.seek_ge(&self.trie, k, strict, &cmp)
-            }
-        }
+        let Some((k, strict)) = bound_key(bound) else {
+            return p.first(&self.trie);
+        };
+        let cmp = |level, pos| self.leaf_cmp(k, level, pos);
+        p.seek_ge(&self.trie, k, strict, &cmp)
     }
 
     /// Positions `p` at the last trie key within `bound` from above.
     fn seek_back(&self, p: &mut Path, bound: Bound<&[u8]>) -> bool {
-        match bound {
-            Bound::Unbounded => p.last(&self.trie),
-            Bound::Included(k) | Bound::Excluded(k) => {
-                let strict = matches!(bound, Bound::Excluded(_));
-                let cmp = |level, pos| self.leaf_cmp(k, level, pos);
-                p.seek_le(&self.trie, k, strict, &cmp)
-            }
-        }
+        let Some((k, strict)) = bound_key(bound) else {
+            return p.last(&self.trie);
+        };
+        let cmp = |level, pos| self.leaf_cmp(k, level, pos);
+        p.seek_le(&self.trie, k, strict, &cmp)
     }
 
     /// Writes the key at `p` into `out`.

@@ -1004,6 +1004,16 @@ std::thread_local! {
     static SPARE_BATCH: core::cell::Cell<Vec<Path>> = const { core::cell::Cell::new(Vec::new()) };
 }
 
+/// A bound's key and whether it excludes the key; `None` for no bound.
+#[inline]
+pub(crate) fn bound_key(b: core::ops::Bound<&[u8]>) -> Option<(&[u8], bool)> {
+    match b {
+        core::ops::Bound::Included(k) => Some((k, false)),
+        core::ops::Bound::Excluded(k) => Some((k, true)),
+        core::ops::Bound::Unbounded => None,
+    }
+}
+
 /// `n` empty paths for a batched seek, reusing this thread's spares; give them back with
 /// [`recycle_paths`].
 pub(crate) fn spare_paths(n: usize) -> Vec<Path> {
