@@ -362,3 +362,77 @@ fn batched_seeks_answer_like_single_ones() {
         }
     }
 }
+
+/// Damaged images whose checksum is recomputed (as an attacker or a buggy writer could) get
+/// past the checksum to the structural validation: every load must be an error or a map that
+/// answers every query without panicking.
+#[test]
+fn damaged_images_with_valid_checksums_never_panic() {
+    use mlpdex::substrate::hash::hash_bytes;
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let mut rng = TestRng::new(77);
+    for &shape in SHAPES {
+        let set = key_set(shape, 41, 60);
+        for (ratio, keys) in [
+            (0, KeyStorage::Complete),
+            (64, KeyStorage::Complete),
+            (1, KeyStorage::UniquePrefixes),
+        ] {
+            let fst = build(
+                &set,
+                Config {
+                    dense_ratio: ratio,
+                    keys,
+                },
+            );
+            let img = fst.to_bytes();
+            let body = img.len() - 8;
+            let probes: Vec<Vec<u8>> = set
+                .keys()
+                .cloned()
+                .chain((0..10).map(|_| shape.gen_key(&mut rng)))
+                .collect();
+            let mut loaded = 0;
+            for _ in 0..300 {
+                let mut bad = img.clone();
+                for _ in 0..1 + rng.index(3) {
+                    let at = 12 + rng.index(body - 12);
+                    bad[at] = match rng.index(4) {
+                        0 => bad[at] ^ (1 << rng.index(8)),
+                        1 => 0,
+                        2 => 0xFF,
+                        _ => rng.next_u64() as u8,
+                    };
+                }
+                let sum = hash_bytes(&bad[..body], 0).to_le_bytes();
+                bad[body..].copy_from_slice(&sum);
+                let Ok(m) = Fst::from_bytes(&bad) else {
+                    continue;
+                };
+                loaded += 1;
+                for p in &probes {
+                    let _ = m.get(p);
+                    for b in [Included(&p[..]), Excluded(&p[..])] {
+                        let _ = m.lower_bound(b);
+                        let _ = m.upper_bound(b);
+                    }
+                }
+                let mut out = vec![None; probes.len()];
+                let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
+                m.get_batch(&refs, &mut out);
+                let mut c = m.range::<[u8], _>((Unbounded, Unbounded));
+                let mut steps = 0;
+                while c.next().is_some() && steps < 10 * m.len() + 10 {
+                    steps += 1;
+                }
+                let mut c = m.iter();
+                let mut steps = 0;
+                while c.next_back().is_some() && steps < 10 * m.len() + 10 {
+                    steps += 1;
+                }
+            }
+            // Some damage (to values, labels of leaves) keeps the image valid; most is caught.
+            assert!(loaded < 300, "{shape:?}: validation rejected nothing");
+        }
+    }
+}

@@ -415,3 +415,65 @@ mod properties {
         }
     }
 }
+
+/// Damaged images with recomputed checksums reach the structural validation: each load is an
+/// error or a filter that answers every query without panicking.
+#[test]
+fn damaged_images_with_valid_checksums_never_panic() {
+    use mlpdex::substrate::hash::hash_bytes;
+    let mut rng = TestRng::new(78);
+    for &shape in SHAPES {
+        let set = key_set(shape, 42, 60);
+        for &kind in &[
+            SurfKind::Base,
+            SurfKind::Hash(5),
+            SurfKind::Real(12),
+            SurfKind::Mixed { hash: 3, real: 5 },
+        ] {
+            let s = build(&set, kind, 1);
+            let img = s.to_bytes();
+            let body = img.len() - 8;
+            let probes: Vec<Vec<u8>> = set
+                .iter()
+                .cloned()
+                .chain((0..10).map(|_| shape.gen_key(&mut rng)))
+                .collect();
+            let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
+            for _ in 0..150 {
+                let mut bad = img.clone();
+                for _ in 0..1 + rng.index(3) {
+                    let at = 12 + rng.index(body - 12);
+                    bad[at] = match rng.index(3) {
+                        0 => bad[at] ^ (1 << rng.index(8)),
+                        1 => 0,
+                        _ => rng.next_u64() as u8,
+                    };
+                }
+                let sum = hash_bytes(&bad[..body], 0).to_le_bytes();
+                bad[body..].copy_from_slice(&sum);
+                let Ok(f) = Surf::from_bytes(&bad) else {
+                    continue;
+                };
+                let mut out = vec![false; refs.len()];
+                f.may_contain_batch(&refs, &mut out);
+                let ranges: Vec<_> = refs
+                    .windows(2)
+                    .map(|w| (Bound::Included(w[0]), Bound::Excluded(w[1])))
+                    .collect();
+                let mut rout = vec![false; ranges.len()];
+                f.may_contain_range_batch(&ranges, &mut rout);
+                for r in &ranges {
+                    let _ = f.may_contain_range::<[u8], _>(*r);
+                    let _ = f.approx_count::<[u8], _>(*r);
+                }
+                let mut c = f.cursor();
+                let mut ok = c.seek(Bound::Unbounded);
+                let mut steps = 0;
+                while ok && steps < 10 * f.len() + 10 {
+                    ok = c.next();
+                    steps += 1;
+                }
+            }
+        }
+    }
+}

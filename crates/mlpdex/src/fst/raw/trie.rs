@@ -162,8 +162,11 @@ impl Trie {
         let s_louds = SelectBits::new(s_louds).ok_or(capacity("LOUDS-Sparse too large"))?;
         let dense_nodes = d_is_prefix.len();
         let dense_children = d_has_child.count_ones();
-        let dense_leaves = d_labels.count_ones() - dense_children + d_is_prefix.count_ones();
-        let leaves = dense_leaves + s_len - s_has_child.count_ones();
+        // Saturating: a loaded image is only validated after assembly (a valid trie never
+        // saturates, since every branch with a child is a labelled branch).
+        let dense_leaves =
+            (d_labels.count_ones() + d_is_prefix.count_ones()).saturating_sub(dense_children);
+        let leaves = (dense_leaves + s_len).saturating_sub(s_has_child.count_ones());
         Ok(Trie {
             dense_height,
             height,
