@@ -870,6 +870,7 @@ impl Trie {
                         None
                     }
                     Seek::Leftmost(start) => {
+                        path.enter(level, start);
                         let (p, term) = self.first_item(level, start);
                         path.push(self, p, term);
                         if term || !self.has_child(level, p) {
@@ -881,6 +882,7 @@ impl Trie {
                         }
                     }
                     Seek::Descend(start) => {
+                        path.enter(level, start);
                         if level == key.len() {
                             path.leftmost(self, level, start);
                             if strict[q] && path.term && path.pos.len() == level + 1 {
@@ -991,6 +993,22 @@ pub(crate) struct Path {
     term: bool,
     /// Labels on the path (the leaf's label included unless `term`).
     key: Vec<u8>,
+    /// Start of the node last entered on each level since the path was positioned, moving in
+    /// `dir`. At least as long as `pos`; deeper entries are nodes of subtrees already left.
+    /// Moving on through the trie in key order enters the nodes of each level in level order,
+    /// so the next subtree's node is the one after (or, backwards, before) the last entered:
+    /// §3.4's per-level cursors, which step along each level instead of a rank and a select.
+    nodes: Vec<usize>,
+    dir: Dir,
+}
+
+/// Which way a path has been moving since it was positioned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Dir {
+    #[default]
+    Unmoved,
+    Forward,
+    Backward,
 }
 
 /// What a leaf's stored suffix says about a probe, given the leaf's level and position (the
@@ -1036,6 +1054,8 @@ impl Path {
             pos: Vec::new(),
             term: false,
             key: Vec::new(),
+            nodes: Vec::new(),
+            dir: Dir::Unmoved,
         }
     }
 
@@ -1059,6 +1079,69 @@ impl Path {
         self.pos.clear();
         self.key.clear();
         self.term = false;
+        self.nodes.clear();
+        self.dir = Dir::Unmoved;
+    }
+
+    /// Records entering the node starting at `start` on `level` (one below the path).
+    #[inline]
+    fn enter(&mut self, level: usize, start: usize) {
+        debug_assert!(level <= self.nodes.len() && level == self.pos.len());
+        if level < self.nodes.len() {
+            self.nodes[level] = start;
+        } else {
+            self.nodes.push(start);
+        }
+    }
+
+    /// Turns the path to move in `dir`: a change of direction forgets the nodes below the path
+    /// (they were entered going the other way).
+    #[inline]
+    fn turn(&mut self, dir: Dir) {
+        if self.dir != dir {
+            if self.dir != Dir::Unmoved {
+                self.nodes.truncate(self.pos.len());
+            }
+            self.dir = dir;
+        }
+    }
+
+    /// Start of the child of the branch at `pos` on `level`, moving forward: the node after the
+    /// last one entered on `level + 1` when known, else by rank and select.
+    #[inline]
+    fn child_forward(&self, t: &Trie, level: usize, pos: usize) -> usize {
+        let below = level + 1;
+        let start = match self.nodes.get(below) {
+            Some(&last) if self.dir == Dir::Forward => {
+                if below < t.dense_height {
+                    last + 256
+                } else {
+                    t.sparse_end(last)
+                }
+            }
+            _ => return t.child(level, pos),
+        };
+        debug_assert_eq!(start, t.child(level, pos), "per-level cursor out of step");
+        start
+    }
+
+    /// Start of the child of the branch at `pos` on `level`, moving backward: the node before
+    /// the last one entered on `level + 1` when known, else by rank and select.
+    #[inline]
+    fn child_backward(&self, t: &Trie, level: usize, pos: usize) -> usize {
+        let below = level + 1;
+        let start = match self.nodes.get(below) {
+            Some(&last) if self.dir == Dir::Backward && last > 0 => {
+                if below < t.dense_height {
+                    last - 256
+                } else {
+                    t.s_louds.prev_one(last - 1).unwrap_or(0)
+                }
+            }
+            _ => return t.child(level, pos),
+        };
+        debug_assert_eq!(start, t.child(level, pos), "per-level cursor out of step");
+        start
     }
 
     /// The labels on the path: the key's unique prefix.
@@ -1102,24 +1185,26 @@ impl Path {
 
     fn leftmost(&mut self, t: &Trie, mut level: usize, mut start: usize) {
         loop {
+            self.enter(level, start);
             let (p, term) = t.first_item(level, start);
             self.push(t, p, term);
             if term || !t.has_child(level, p) {
                 return;
             }
-            start = t.child(level, p);
+            start = self.child_forward(t, level, p);
             level += 1;
         }
     }
 
     fn rightmost(&mut self, t: &Trie, mut level: usize, mut start: usize) {
         loop {
+            self.enter(level, start);
             let p = t.last_item(level, start);
             self.push(t, p, false);
             if !t.has_child(level, p) {
                 return;
             }
-            start = t.child(level, p);
+            start = self.child_backward(t, level, p);
             level += 1;
         }
     }
@@ -1146,13 +1231,15 @@ impl Path {
 
     /// Moves to the next leaf; false (and cleared) past the last.
     pub(crate) fn next(&mut self, t: &Trie) -> bool {
+        self.turn(Dir::Forward);
         while self.is_valid() {
             let level = self.pos.len() - 1;
             let (p, term) = self.pop();
             if let Some(n) = t.next_item(level, p, term) {
                 self.push(t, n, false);
                 if t.has_child(level, n) {
-                    self.leftmost(t, level + 1, t.child(level, n));
+                    let child = self.child_forward(t, level, n);
+                    self.leftmost(t, level + 1, child);
                 }
                 return true;
             }
@@ -1162,6 +1249,7 @@ impl Path {
 
     /// Moves to the previous leaf; false (and cleared) before the first.
     pub(crate) fn prev(&mut self, t: &Trie) -> bool {
+        self.turn(Dir::Backward);
         while self.is_valid() {
             let level = self.pos.len() - 1;
             let (p, term) = self.pop();
@@ -1171,7 +1259,8 @@ impl Path {
             if let Some((n, nterm)) = t.prev_item(level, p) {
                 self.push(t, n, nterm);
                 if !nterm && t.has_child(level, n) {
-                    self.rightmost(t, level + 1, t.child(level, n));
+                    let child = self.child_backward(t, level, n);
+                    self.rightmost(t, level + 1, child);
                 }
                 return true;
             }
@@ -1190,6 +1279,7 @@ impl Path {
         let mut level = 0;
         let mut start = 0;
         loop {
+            self.enter(level, start);
             if level == key.len() {
                 // Everything below is ≥ key; the prefix key, if any, equals it.
                 self.leftmost(t, level, start);
@@ -1234,6 +1324,7 @@ impl Path {
         let mut level = 0;
         let mut start = 0;
         loop {
+            self.enter(level, start);
             if level == key.len() {
                 // Everything below is > key except the prefix key, which equals it.
                 if !strict && t.has_prefix_key(level, start) {
