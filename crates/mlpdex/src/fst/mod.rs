@@ -552,7 +552,7 @@ pub struct Cursor<'a> {
     fst: &'a Fst,
     front: End,
     back: End,
-    /// The back end: `None` until `next_back` resolves it from `end`.
+    /// Whether the back end is positioned (done by the first `next_back`, from `end`).
     back_ready: bool,
     end: Bound<Vec<u8>>,
     /// The empty key is in range and not yet yielded.
