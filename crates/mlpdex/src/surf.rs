@@ -71,7 +71,7 @@ use crate::fst::TrieStats;
 use crate::fst::raw::build::LevelBuilder;
 use crate::fst::raw::format::{self, SURF_MAGIC};
 use crate::fst::raw::suffix::{FixedSuffixes, SuffixKind};
-use crate::fst::raw::trie::{Path, Trie, bound_key, recycle_paths, spare_paths};
+use crate::fst::raw::trie::{Path, Trie, bound_key};
 use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
 
 /// A range of keys as a start and an end bound, for [`Surf::may_contain_range_batch`].
@@ -299,46 +299,31 @@ impl Surf {
     /// When `out` is shorter than `ranges`.
     pub fn may_contain_range_batch(&self, ranges: &[ByteRange<'_>], out: &mut [bool]) {
         assert!(out.len() >= ranges.len(), "output shorter than the batch");
-        const CHUNK: usize = 64;
-        let mut paths = spare_paths(CHUNK.min(ranges.len()));
-        let mut starts: [&[u8]; CHUNK] = [&[]; CHUNK];
-        let mut strict = [false; CHUNK];
-        let mut found = [false; CHUNK];
-        for (rs, os) in ranges.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            let n = rs.len();
-            for (i, r) in rs.iter().enumerate() {
-                // No bound seeks like `≥` the empty key: the trie's first key.
-                (starts[i], strict[i]) = bound_key(r.0).unwrap_or((&[], false));
-            }
-            let cmp = |q: usize, level, pos| self.leaf_cmp(starts[q], level, pos);
-            self.trie.seek_ge_batch(
-                &starts[..n],
-                &strict[..n],
-                &mut paths[..n],
-                &mut found[..n],
-                &cmp,
-            );
-            for (i, (r, o)) in rs.iter().zip(os.iter_mut()).enumerate() {
-                let (start, end) = *r;
-                *o = if is_empty_range(start, end) {
+        let cmp = |key: &[u8], level, pos| self.leaf_cmp(key, level, pos);
+        self.trie.seek_ge_many(
+            ranges.len(),
+            |i| ranges[i].0,
+            &cmp,
+            |i, path, found| {
+                let (start, end) = ranges[i];
+                out[i] = if is_empty_range(start, end) {
                     false
                 } else if self.has_empty && after_start(b"", start) && before_end(b"", end) {
                     true
-                } else if !found[i] {
+                } else if !found {
                     false
                 } else {
                     let c = SurfCursor {
                         surf: self,
-                        path: core::mem::take(&mut paths[i]),
+                        path: core::mem::take(path),
                         maybe_fp: false,
                     };
                     let yes = c.smallest_before_end(end);
-                    paths[i] = c.path;
+                    *path = c.path;
                     yes
                 };
-            }
-        }
-        recycle_paths(paths);
+            },
+        );
     }
 
     /// False only when no stored key lies within `range`.

@@ -74,7 +74,7 @@ use self::raw::build::LevelBuilder;
 use self::raw::format::{self, FST_MAGIC};
 use self::raw::suffix::{FullSuffixes, SuffixKind};
 pub use self::raw::trie::TrieStats;
-use self::raw::trie::{Path, Trie, bound_key, recycle_paths, spare_paths};
+use self::raw::trie::{Path, Trie, bound_key};
 use crate::Error;
 use crate::api::{RangeCursor, StaticMap, StaticMapBuilder};
 use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
@@ -351,34 +351,19 @@ impl Fst {
     /// When `out` is shorter than `bounds`.
     pub fn lower_bound_value_batch(&self, bounds: &[Bound<&[u8]>], out: &mut [Option<u64>]) {
         assert!(out.len() >= bounds.len(), "output shorter than the batch");
-        const CHUNK: usize = 64;
-        let mut paths = spare_paths(CHUNK.min(bounds.len()));
-        let mut starts: [&[u8]; CHUNK] = [&[]; CHUNK];
-        let mut strict = [false; CHUNK];
-        let mut found = [false; CHUNK];
-        for (bs, os) in bounds.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            let n = bs.len();
-            for (i, b) in bs.iter().enumerate() {
-                // No bound seeks like `≥` the empty key: the trie's first key.
-                (starts[i], strict[i]) = bound_key(*b).unwrap_or((&[], false));
-            }
-            let cmp = |q: usize, level, pos| self.leaf_cmp(starts[q], level, pos);
-            self.trie.seek_ge_batch(
-                &starts[..n],
-                &strict[..n],
-                &mut paths[..n],
-                &mut found[..n],
-                &cmp,
-            );
-            for (i, (b, o)) in bs.iter().zip(os.iter_mut()).enumerate() {
-                *o = if self.empty.is_some() && after_start(b"", *b) {
+        let cmp = |key: &[u8], level, pos| self.leaf_cmp(key, level, pos);
+        self.trie.seek_ge_many(
+            bounds.len(),
+            |i| bounds[i],
+            &cmp,
+            |i, path, found| {
+                out[i] = if self.empty.is_some() && after_start(b"", bounds[i]) {
                     self.empty
                 } else {
-                    found[i].then(|| self.value(&paths[i]))
+                    found.then(|| self.value(path))
                 };
-            }
-        }
-        recycle_paths(paths);
+            },
+        );
     }
 
     /// The last key within `bound` from above and its value (`≤ k`, `< k`, or the last key).

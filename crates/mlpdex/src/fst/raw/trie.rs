@@ -935,6 +935,45 @@ impl Trie {
     }
 }
 
+impl Trie {
+    /// Seeks each of `n` start bounds (`bound(i)`: `≥` or `>` its key, the first key when
+    /// unbounded) with [`seek_ge_batch`](Self::seek_ge_batch), 64 at a time on this thread's
+    /// spare paths, then calls `each(i, path, found)` in order. `cmp(key, level, pos)` is the
+    /// leaf comparison of [`LeafCmp`] for the seek's key.
+    pub(crate) fn seek_ge_many<'k>(
+        &self,
+        n: usize,
+        bound: impl Fn(usize) -> core::ops::Bound<&'k [u8]>,
+        cmp: KeyLeafCmp,
+        mut each: impl FnMut(usize, &mut Path, bool),
+    ) {
+        const CHUNK: usize = 64;
+        let mut paths = spare_paths(CHUNK.min(n));
+        let mut starts: [&[u8]; CHUNK] = [&[]; CHUNK];
+        let mut strict = [false; CHUNK];
+        let mut found = [false; CHUNK];
+        for base in (0..n).step_by(CHUNK) {
+            let m = CHUNK.min(n - base);
+            for i in 0..m {
+                // No bound seeks like `≥` the empty key: the trie's first key.
+                (starts[i], strict[i]) = bound_key(bound(base + i)).unwrap_or((&[], false));
+            }
+            let leaf_cmp = |q: usize, level, pos| cmp(starts[q], level, pos);
+            self.seek_ge_batch(
+                &starts[..m],
+                &strict[..m],
+                &mut paths[..m],
+                &mut found[..m],
+                &leaf_cmp,
+            );
+            for i in 0..m {
+                each(base + i, &mut paths[i], found[i]);
+            }
+        }
+        recycle_paths(paths);
+    }
+}
+
 /// The encoded parts of a trie, for serialization.
 pub(crate) struct TrieParts<'a> {
     pub(crate) dense_height: usize,
@@ -1017,6 +1056,9 @@ enum Dir {
 /// number lets a store without suffixes skip the rank that numbers the leaf.
 pub(crate) type LeafCmp<'a> = &'a dyn Fn(usize, usize) -> Option<Ordering>;
 
+/// A [`LeafCmp`] that also takes the probe key first, for seeks of many keys.
+pub(crate) type KeyLeafCmp<'a> = &'a dyn Fn(&[u8], usize, usize) -> Option<Ordering>;
+
 std::thread_local! {
     /// One spare path per thread, so one-shot seeks (range filters, `lower_bound`) reuse its
     /// buffers instead of allocating two vectors per query.
@@ -1037,14 +1079,14 @@ pub(crate) fn bound_key(b: core::ops::Bound<&[u8]>) -> Option<(&[u8], bool)> {
 
 /// `n` empty paths for a batched seek, reusing this thread's spares; give them back with
 /// [`recycle_paths`].
-pub(crate) fn spare_paths(n: usize) -> Vec<Path> {
+fn spare_paths(n: usize) -> Vec<Path> {
     let mut v = SPARE_BATCH.with(|s| s.take());
     v.resize_with(n.max(v.len()), Path::new);
     v
 }
 
 /// Returns paths taken with [`spare_paths`].
-pub(crate) fn recycle_paths(v: Vec<Path>) {
+fn recycle_paths(v: Vec<Path>) {
     SPARE_BATCH.with(|s| s.set(v));
 }
 
