@@ -57,6 +57,15 @@ impl BitVec {
         (i < self.len).then(|| self.words[i / 64] >> (i % 64) & 1 == 1)
     }
 
+    /// Bit `i`, false past the end: one word read, no `Option` (the hot-path form of
+    /// [`get`](Self::get)).
+    #[inline]
+    pub fn bit(&self, i: usize) -> bool {
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
     /// Sets bit `i` to `value`; returns false (and changes nothing) when `i >= len`.
     #[inline]
     pub fn set(&mut self, i: usize, value: bool) -> bool {

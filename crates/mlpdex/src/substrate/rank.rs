@@ -72,10 +72,7 @@ impl<const W: usize> RankBits<W> {
     /// Bit `i`; false past the end.
     #[inline]
     pub fn get(&self, i: usize) -> bool {
-        self.bits
-            .words()
-            .get(i / 64)
-            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+        self.bits.bit(i)
     }
 
     /// Number of ones in positions `0..i`, for `i ≤ len` (clamped to `len` beyond).
@@ -184,10 +181,7 @@ impl SelectBits {
     /// Bit `i`; false past the end.
     #[inline]
     pub fn get(&self, i: usize) -> bool {
-        self.bits
-            .words()
-            .get(i / 64)
-            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+        self.bits.bit(i)
     }
 
     /// Position of the one numbered `k` (0-based), or `None` when there are at most `k` ones.
