@@ -1757,6 +1757,30 @@ fn describe_op(driver: &str, i: usize, n: usize, op: &MapOp, m: Mismatch) -> Str
     )
 }
 
+/// A copy of a serialized FST or SuRF image (`fst::raw::format`: XXH3 of the body in the last
+/// 8 bytes) with 1 to 3 bytes past the magic and version damaged (one bit flipped, zeroed,
+/// set to 0xFF or random) and the checksum recomputed, so the damage reaches the loader's
+/// structural checks.
+pub fn damage_keeping_checksum(img: &[u8], rng: &mut TestRng) -> Vec<u8> {
+    let mut bad = img.to_vec();
+    let body = img.len().saturating_sub(8);
+    if body <= 12 {
+        return bad;
+    }
+    for _ in 0..1 + rng.index(3) {
+        let at = 12 + rng.index(body - 12);
+        bad[at] = match rng.index(4) {
+            0 => bad[at] ^ (1 << rng.index(8)),
+            1 => 0,
+            2 => 0xFF,
+            _ => rng.next_u64() as u8,
+        };
+    }
+    let sum = crate::substrate::hash::hash_bytes(&bad[..body], 0).to_le_bytes();
+    bad[body..].copy_from_slice(&sum);
+    bad
+}
+
 /// Every permutation of `0..n` (Heap's algorithm), for tests that try every insertion order
 /// of a few keys.
 pub fn permutations(n: usize) -> Vec<Vec<usize>> {
