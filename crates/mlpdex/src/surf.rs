@@ -61,6 +61,8 @@
 //!   keys strictly inside and may count one key too many at each end.
 //! - `Surf` is immutable and `Send + Sync`. [`Surf::to_bytes`] / [`Surf::from_bytes`] use the
 //!   FST format (`fst::raw::format`) with its own magic; corrupt buffers are errors.
+//!   [`Surf::from_shared`] loads in place, as [`Fst::from_shared`](crate::fst::Fst::from_shared)
+//!   does.
 
 use core::cmp::Ordering;
 use core::ops::{Bound, RangeBounds};
@@ -73,6 +75,7 @@ use crate::fst::raw::format::{self, SURF_MAGIC};
 use crate::fst::raw::suffix::{FixedSuffixes, SuffixKind};
 use crate::fst::raw::trie::{Path, Trie, bound_key};
 use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
+use crate::substrate::frozen::{Shared, StableDeref};
 
 /// A range of keys as a start and an end bound, for [`Surf::may_contain_range_batch`].
 pub type ByteRange<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
@@ -407,9 +410,28 @@ impl Surf {
         )
     }
 
-    /// Loads a filter written by [`to_bytes`](Self::to_bytes), checking everything.
+    /// Loads a filter written by [`to_bytes`](Self::to_bytes) from a copy of `buf`, checking
+    /// everything.
     pub fn from_bytes(buf: &[u8]) -> Result<Surf, Error> {
-        let img = format::read(buf, SURF_MAGIC)?;
+        Self::load(&Shared::copy_of(buf))
+    }
+
+    /// Loads a filter in place, keeping `buf` and reading the trie and suffix bits where they
+    /// lie; see [`Fst::from_shared`](crate::fst::Fst::from_shared) for which buffers qualify.
+    pub fn from_shared<B>(buf: B) -> Result<Surf, Error>
+    where
+        B: StableDeref<Target = [u8]> + Send + Sync + 'static,
+    {
+        Self::load(&Shared::new(buf))
+    }
+
+    /// True when the filter's bulk lies in the buffer it was loaded from.
+    pub fn is_zero_copy(&self) -> bool {
+        self.trie.is_borrowed()
+    }
+
+    fn load(shared: &Shared) -> Result<Surf, Error> {
+        let img = format::read(shared, SURF_MAGIC)?;
         let kind = SurfKind::from_suffix(img.kind).ok_or(Error::Format {
             what: "a SuRF stores no full suffixes",
             offset: 12,

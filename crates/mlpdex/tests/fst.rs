@@ -9,7 +9,9 @@
 //! 2. **Builder contract**: `check_builder_rejects` (out-of-order and duplicate keys name the
 //!    key and leave the builder unchanged).
 //! 3. **Serialization**: round trips of every map of (1); every truncation and single-byte
-//!    corruption of small images is an error (never a panic); version and magic checks.
+//!    corruption of small images is an error (never a panic); version and magic checks;
+//!    zero-copy loads from a `Vec`, an `Arc<[u8]>`, a memory-mapped file and an unaligned
+//!    buffer answer like the built map.
 
 use std::collections::BTreeMap;
 
@@ -393,9 +395,12 @@ fn damaged_images_with_valid_checksums_never_panic() {
             let mut loaded = 0;
             for _ in 0..300 {
                 let bad = mlpdex::testing::damage_keeping_checksum(&img, &mut rng);
+                let in_place = Fst::from_shared(bad.clone());
                 let Ok(m) = Fst::from_bytes(&bad) else {
+                    assert!(in_place.is_err());
                     continue;
                 };
+                assert_eq!(in_place.as_ref(), Ok(&m));
                 loaded += 1;
                 for p in &probes {
                     let _ = m.get(p);
@@ -420,6 +425,68 @@ fn damaged_images_with_valid_checksums_never_panic() {
             }
             // Some damage (to values, labels of leaves) keeps the image valid; most is caught.
             assert!(loaded < 300, "{shape:?}: validation rejected nothing");
+        }
+    }
+}
+
+/// An image at an odd address: loads by copying its sections, and still answers.
+fn unaligned(img: &[u8]) -> &'static [u8] {
+    let mut v = vec![0u8; img.len() + 1];
+    v[1..].copy_from_slice(img);
+    &Box::leak(v.into_boxed_slice())[1..]
+}
+
+#[test]
+fn zero_copy_loads_answer_like_the_built_map() {
+    let dir = std::env::temp_dir();
+    for &shape in SHAPES {
+        let set = key_set(shape, 9, 500);
+        for (ratio, keys) in [
+            (0, KeyStorage::Complete),
+            (64, KeyStorage::Complete),
+            (u32::MAX, KeyStorage::UniquePrefixes),
+        ] {
+            let fst = build(
+                &set,
+                Config {
+                    dense_ratio: ratio,
+                    keys,
+                },
+            );
+            let img = fst.to_bytes();
+            let path = dir.join(format!(
+                "mlpdex-fst-test-{}-{shape:?}-{ratio}.img",
+                std::process::id()
+            ));
+            std::fs::write(&path, &img).unwrap();
+            let file = std::fs::File::open(&path).unwrap();
+            // SAFETY: the test owns the file and nothing writes it while it is mapped.
+            let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+            let arc: std::sync::Arc<[u8]> = img.clone().into();
+            let loads = [
+                (Fst::from_shared(img.clone()).unwrap(), true),
+                (Fst::from_shared(arc).unwrap(), true),
+                (Fst::from_shared(map).unwrap(), true),
+                (Fst::from_shared(unaligned(&img)).unwrap(), false),
+                (Fst::from_bytes(&img).unwrap(), true),
+            ];
+            std::fs::remove_file(&path).unwrap();
+            for (i, (m, in_place)) in loads.into_iter().enumerate() {
+                assert_eq!(m.is_zero_copy(), in_place, "{shape:?} load {i}");
+                assert_eq!(m, fst, "{shape:?} load {i}");
+                assert_eq!(m.memory_usage(), fst.memory_usage());
+                if keys == KeyStorage::Complete {
+                    check_static(&m, &set, shape, 5 + i as u64, 200);
+                } else {
+                    for (k, &v) in &set {
+                        assert_eq!(m.get(k), Some(v));
+                    }
+                }
+                // The loaded map outlives every other handle on its buffer.
+                let again = m.clone();
+                drop(m);
+                assert_eq!(again.len(), set.len());
+            }
         }
     }
 }

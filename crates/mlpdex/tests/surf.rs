@@ -243,8 +243,15 @@ fn serialization_round_trips_and_rejects_damage() {
         let s = build(&set, kind, 1);
         let img = s.to_bytes();
         assert_eq!(Surf::from_bytes(&img).unwrap(), s);
+        let in_place = Surf::from_shared(img.clone()).unwrap();
+        assert!(in_place.is_zero_copy());
+        assert_eq!(in_place, s);
+        for k in &set {
+            assert!(in_place.may_contain(k));
+        }
         for len in 0..img.len() {
             assert!(Surf::from_bytes(&img[..len]).is_err());
+            assert!(Surf::from_shared(img[..len].to_vec()).is_err());
         }
         let mut bad = img.clone();
         for i in 0..img.len() {
@@ -439,9 +446,12 @@ fn damaged_images_with_valid_checksums_never_panic() {
             let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
             for _ in 0..150 {
                 let bad = mlpdex::testing::damage_keeping_checksum(&img, &mut rng);
+                let in_place = Surf::from_shared(bad.clone());
                 let Ok(f) = Surf::from_bytes(&bad) else {
+                    assert!(in_place.is_err());
                     continue;
                 };
+                assert_eq!(in_place.as_ref(), Ok(&f));
                 let mut out = vec![false; refs.len()];
                 f.may_contain_batch(&refs, &mut out);
                 let ranges: Vec<_> = refs

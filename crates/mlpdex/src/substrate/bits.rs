@@ -5,6 +5,11 @@
 //! Bit `i` lives in word `i / 64` at bit position `i % 64` (least significant first), so a word
 //! read plus `trailing_zeros`/`count_ones` answers the common queries. Bits past `len` in the last
 //! word are always zero (invariant used by [`BitVec::count_ones`] and by rank directories).
+//!
+//! [`FrozenBits`] is the finished, read-only form the static structures keep: its words are a
+//! [`Frozen`] array, owned or borrowed from a loaded image.
+
+use super::frozen::Frozen;
 
 /// A growable vector of bits.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -122,16 +127,7 @@ impl BitVec {
 
     /// Positions of the set bits, ascending.
     pub fn iter_ones(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(wi, &w)| {
-            let mut w = w;
-            core::iter::from_fn(move || {
-                (w != 0).then(|| {
-                    let t = w.trailing_zeros() as usize;
-                    w &= w - 1;
-                    wi * 64 + t
-                })
-            })
-        })
+        iter_ones(&self.words)
     }
 
     /// The backing words; bits past `len` in the last word are zero.
@@ -149,6 +145,100 @@ impl BitVec {
     pub fn shrink_to_fit(&mut self) {
         self.words.shrink_to_fit();
     }
+}
+
+impl BitVec {
+    /// The words, giving up the vector (for freezing into [`FrozenBits`]).
+    pub fn into_words(self) -> Vec<u64> {
+        self.words
+    }
+}
+
+/// A finished, read-only bit vector whose words are [`Frozen`]: owned, or borrowed from a
+/// loaded image. Same layout and tail invariant as [`BitVec`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrozenBits {
+    words: Frozen<u64>,
+    len: usize,
+}
+
+impl From<BitVec> for FrozenBits {
+    fn from(mut b: BitVec) -> Self {
+        b.shrink_to_fit();
+        let len = b.len;
+        FrozenBits {
+            words: Frozen::from(b.words),
+            len,
+        }
+    }
+}
+
+impl FrozenBits {
+    /// The first `len` bits of `words`; `None` unless `words` has exactly `len.div_ceil(64)`
+    /// words and the bits past `len` are zero.
+    pub fn new(words: Frozen<u64>, len: usize) -> Option<Self> {
+        if words.len() != len.div_ceil(64) {
+            return None;
+        }
+        if !len.is_multiple_of(64) && words[words.len() - 1] >> (len % 64) != 0 {
+            return None;
+        }
+        Some(FrozenBits { words, len })
+    }
+
+    /// Number of bits.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the vector holds no bit.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bit `i`, false past the end.
+    #[inline]
+    pub fn bit(&self, i: usize) -> bool {
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    /// The words; bits past `len` in the last word are zero.
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// Positions of the set bits, ascending.
+    pub fn iter_ones(&self) -> impl Iterator<Item = usize> + '_ {
+        iter_ones(&self.words)
+    }
+
+    /// Bytes the words occupy (owned or borrowed).
+    pub fn memory_usage(&self) -> usize {
+        self.words.bytes()
+    }
+
+    /// True when the words live in a loaded image.
+    pub fn is_borrowed(&self) -> bool {
+        self.words.is_borrowed()
+    }
+}
+
+fn iter_ones(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(wi, &w)| {
+        let mut w = w;
+        core::iter::from_fn(move || {
+            (w != 0).then(|| {
+                let t = w.trailing_zeros() as usize;
+                w &= w - 1;
+                wi * 64 + t
+            })
+        })
+    })
 }
 
 impl FromIterator<bool> for BitVec {

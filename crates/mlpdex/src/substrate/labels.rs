@@ -8,9 +8,11 @@
 /// Bytes of padding a label array needs after its last label for the SIMD path.
 pub const LABEL_PAD: usize = 16;
 
-/// `labels` followed by [`LABEL_PAD`] zero bytes.
+/// `labels` followed by at least [`LABEL_PAD`] zero bytes, up to a multiple of 8 (the length a
+/// serialized label section has, so a built and a loaded array are equal).
 pub fn padded(mut labels: Vec<u8>) -> Vec<u8> {
-    labels.extend_from_slice(&[0; LABEL_PAD]);
+    let total = (labels.len() + LABEL_PAD).next_multiple_of(8);
+    labels.resize(total, 0);
     labels.shrink_to_fit();
     labels
 }

@@ -6,20 +6,24 @@
 //! | [`region`] | zeroed 2 MiB-aligned mappings with `MADV_HUGEPAGE`, process-wide huge-page switch |
 //! | [`prefetch`] | `prefetch_read` / `prefetch_write`, safe for any address |
 //! | [`hash`] | XXH3 for bytes, a 64-bit mixer for integers, a `BuildHasher` |
-//! | [`bits`] | growable `BitVec` with zeroed tail bits |
+//! | [`bits`] | growable `BitVec` with zeroed tail bits, its read-only `FrozenBits` form |
+//! | [`frozen`] | read-only arrays owned or borrowed from a loaded image (zero-copy loading) |
 //! | [`rank`] | rank directories (64- and 512-bit blocks), sampled select, broadword select-in-word |
 //! | [`labels`] | SIMD search of a sorted run of byte labels, scalar fallback |
 //!
 //! Memory accounting convention: every structure's `memory_usage()` adds up the capacity of the
-//! heap blocks it owns and the full length of the [`region::Region`]s it maps.
+//! heap blocks it owns and the full length of the [`region::Region`]s it maps; a [`Frozen`] array
+//! counts its length whether owned or borrowed from a loaded image.
 
 pub mod bits;
+pub mod frozen;
 pub mod hash;
 pub mod labels;
 pub mod prefetch;
 pub mod rank;
 pub mod region;
 
-pub use bits::BitVec;
+pub use bits::{BitVec, FrozenBits};
+pub use frozen::{Frozen, Shared};
 pub use rank::{RankBits, SelectBits};
 pub use region::Region;

@@ -12,7 +12,7 @@
 //! Both are built once over a finished bit vector (the succinct structures are static) and
 //! hold positions as `u32`: a vector of 2^32 bits or more is refused at build time.
 
-use super::bits::BitVec;
+use super::bits::{BitVec, FrozenBits};
 
 /// Most bits a rank or select directory indexes (positions are stored as `u32`).
 pub const MAX_BITS: usize = u32::MAX as usize;
@@ -20,7 +20,7 @@ pub const MAX_BITS: usize = u32::MAX as usize;
 /// A bit vector with a rank directory of `W`-word blocks (`W` = 1 or 8).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RankBits<const W: usize> {
-    bits: BitVec,
+    bits: FrozenBits,
     /// `lut[b]` = ones in blocks `0..b`; one entry past the last block.
     lut: Vec<u32>,
 }
@@ -29,12 +29,17 @@ impl<const W: usize> RankBits<W> {
     const BLOCK_BITS: usize = 64 * W;
 
     /// The rank directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
-    pub fn new(mut bits: BitVec) -> Option<Self> {
+    pub fn new(bits: BitVec) -> Option<Self> {
+        Self::over(FrozenBits::from(bits))
+    }
+
+    /// The rank directory over finished (possibly borrowed) bits; `None` when they hold more
+    /// than [`MAX_BITS`] bits.
+    pub fn over(bits: FrozenBits) -> Option<Self> {
         const { assert!(W == 1 || W == 8, "rank blocks are 64 or 512 bits") };
         if bits.len() > MAX_BITS {
             return None;
         }
-        bits.shrink_to_fit();
         let words = bits.words();
         let blocks = words.len().div_ceil(W);
         let mut lut = Vec::with_capacity(blocks + 1);
@@ -53,7 +58,7 @@ impl<const W: usize> RankBits<W> {
 
     /// The underlying bits.
     #[inline]
-    pub fn bits(&self) -> &BitVec {
+    pub fn bits(&self) -> &FrozenBits {
         &self.bits
     }
 
@@ -125,7 +130,7 @@ pub const SELECT_SAMPLE: usize = 64;
 /// A bit vector with a sampled select directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SelectBits {
-    bits: BitVec,
+    bits: FrozenBits,
     /// `samples[j]` = position of the one numbered `j * SELECT_SAMPLE` (0-based).
     samples: Vec<u32>,
     ones: usize,
@@ -133,11 +138,16 @@ pub struct SelectBits {
 
 impl SelectBits {
     /// The select directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
-    pub fn new(mut bits: BitVec) -> Option<Self> {
+    pub fn new(bits: BitVec) -> Option<Self> {
+        Self::over(FrozenBits::from(bits))
+    }
+
+    /// The select directory over finished (possibly borrowed) bits; `None` when they hold more
+    /// than [`MAX_BITS`] bits.
+    pub fn over(bits: FrozenBits) -> Option<Self> {
         if bits.len() > MAX_BITS {
             return None;
         }
-        bits.shrink_to_fit();
         let mut samples = Vec::new();
         let mut ones = 0usize;
         for p in bits.iter_ones() {
@@ -156,7 +166,7 @@ impl SelectBits {
 
     /// The underlying bits.
     #[inline]
-    pub fn bits(&self) -> &BitVec {
+    pub fn bits(&self) -> &FrozenBits {
         &self.bits
     }
 

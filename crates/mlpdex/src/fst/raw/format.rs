@@ -1,9 +1,9 @@
-//! The serialized form of an FST or a SuRF (format version 1). All integers little-endian.
+//! The serialized form of an FST or a SuRF (format version 2). All integers little-endian.
 //!
 //! ```text
 //! offset  size  field
 //! 0       8     magic: "MLPDXFST" (FST) or "MLPDSURF" (SuRF)
-//! 8       4     format version (1)
+//! 8       4     format version (2)
 //! 12      1     suffix kind: 0 none, 1 full, 2 hash, 3 real, 4 mixed
 //! 13      1     hash bits (0 unless hash or mixed)
 //! 14      1     real bits (0 unless real or mixed)
@@ -17,7 +17,9 @@
 //! 56      8     LOUDS-Dense nodes
 //! then sections, each a u64 length followed by that many items:
 //!         d_labels, d_has_child, d_is_prefix     bit vectors: u64 bit count, then words
-//!         s_labels                               u64 byte count, then bytes, zero-padded to 8
+//!         s_labels                               u64 label count n, then the labels and
+//!                                                zeros up to (n + 16) rounded up to 8
+//!                                                (the SIMD label search reads 16 bytes)
 //!         s_has_child, s_louds                   bit vectors
 //!         values                                 u64 count, then u64s (unique-prefix FST only)
 //!         suffix records                         u64 byte count, bytes, zero-padded to 8: per
@@ -31,16 +33,23 @@
 //! reserved fields, and then the trie's structural invariants ([`super::trie::Trie::validate`])
 //! and that every leaf has its value and suffix, so no query on a loaded structure can index
 //! out of bounds. Any failure is an [`Error::Format`] naming the problem and the offset, or
-//! [`Error::Version`]. Loading copies the buffer into aligned vectors (one pass).
+//! [`Error::Version`].
+//!
+//! Every section starts at a multiple of 8 bytes, so a buffer whose start is 8-aligned is used
+//! in place ([`Shared::section`]): loading reads the image once to check it and allocates only
+//! the rank and select directories (rebuilt rather than stored, which keeps the image compact
+//! and leaves nothing unverified), a few percent of the structure. Version 1 images (before the
+//! label padding) are refused with [`Error::Version`].
 
 use super::suffix::{FixedSuffixes, FullSuffixes, SuffixKind};
 use super::trie::Trie;
 use crate::Error;
-use crate::substrate::BitVec;
 use crate::substrate::hash::hash_bytes;
+use crate::substrate::labels::LABEL_PAD;
+use crate::substrate::{Frozen, FrozenBits, Shared};
 
 /// Version written and the newest one read.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 /// Magic of a serialized FST.
 pub(crate) const FST_MAGIC: [u8; 8] = *b"MLPDXFST";
 /// Magic of a serialized SuRF.
@@ -53,7 +62,7 @@ pub(crate) struct Image {
     pub(crate) keys: u64,
     pub(crate) empty: Option<u64>,
     pub(crate) trie: Trie,
-    pub(crate) values: Vec<u64>,
+    pub(crate) values: Frozen<u64>,
     pub(crate) full: Option<FullSuffixes>,
     pub(crate) fixed: Option<FixedSuffixes>,
 }
@@ -74,16 +83,17 @@ impl Writer {
     fn u64(&mut self, x: u64) {
         self.0.extend_from_slice(&x.to_le_bytes());
     }
-    fn bits(&mut self, b: &BitVec) {
+    fn bits(&mut self, b: &FrozenBits) {
         self.u64(b.len() as u64);
         for &w in b.words() {
             self.u64(w);
         }
     }
-    fn bytes(&mut self, b: &[u8]) {
+    /// `b`'s length, `b`, and zeros up to a multiple of 8 that leaves at least `min_pad`.
+    fn bytes(&mut self, b: &[u8], min_pad: usize) {
         self.u64(b.len() as u64);
         self.0.extend_from_slice(b);
-        let pad = b.len().next_multiple_of(8) - b.len();
+        let pad = (b.len() + min_pad).next_multiple_of(8) - b.len();
         self.0.extend(core::iter::repeat_n(0, pad));
     }
 }
@@ -119,16 +129,16 @@ pub(crate) fn write(
     w.bits(parts.d_labels);
     w.bits(parts.d_has_child);
     w.bits(parts.d_is_prefix);
-    w.bytes(parts.s_labels);
+    w.bytes(&parts.s_labels[..parts.s_len], LABEL_PAD);
     w.bits(parts.s_has_child);
     w.bits(parts.s_louds);
     w.u64(values.len() as u64);
     for &v in values {
         w.u64(v);
     }
-    let empty_bits = BitVec::new();
+    let empty_bits = FrozenBits::default();
     let (sb, se) = full.map_or((&[][..], &empty_bits), |f| f.parts());
-    w.bytes(sb);
+    w.bytes(sb, 0);
     w.bits(se);
     w.bits(fixed.map_or(&empty_bits, |f| f.bits()));
     let sum = hash_bytes(&w.0, 0);
@@ -137,7 +147,9 @@ pub(crate) fn write(
 }
 
 struct Reader<'a> {
-    buf: &'a [u8],
+    buf: &'a Shared,
+    /// End of the body (the checksum follows).
+    end: usize,
     at: usize,
 }
 
@@ -145,21 +157,20 @@ fn bad(what: &'static str, offset: usize) -> Error {
     Error::Format { what, offset }
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], Error> {
-        let end = self
-            .at
+impl Reader<'_> {
+    /// Checks that `n` more bytes exist and returns where they start.
+    fn skip(&mut self, n: usize, what: &'static str) -> Result<usize, Error> {
+        let start = self.at;
+        self.at = start
             .checked_add(n)
-            .filter(|&e| e <= self.buf.len())
-            .ok_or(bad(what, self.at))?;
-        let s = &self.buf[self.at..end];
-        self.at = end;
-        Ok(s)
+            .filter(|&e| e <= self.end)
+            .ok_or(bad(what, start))?;
+        Ok(start)
     }
     fn u64(&mut self, what: &'static str) -> Result<u64, Error> {
-        let s = self.take(8, what)?;
+        let at = self.skip(8, what)?;
         let mut b = [0u8; 8];
-        b.copy_from_slice(s);
+        b.copy_from_slice(&self.buf.bytes()[at..at + 8]);
         Ok(u64::from_le_bytes(b))
     }
     fn count(&mut self, what: &'static str) -> Result<usize, Error> {
@@ -167,40 +178,45 @@ impl<'a> Reader<'a> {
         let n = self.u64(what)?;
         usize::try_from(n)
             .ok()
-            .filter(|&n| n <= self.buf.len().saturating_mul(8))
+            .filter(|&n| n <= self.end.saturating_mul(8))
             .ok_or(bad(what, at))
     }
-    fn words(&mut self, n: usize, what: &'static str) -> Result<Vec<u64>, Error> {
-        let bytes = self.take(n.checked_mul(8).ok_or(bad(what, self.at))?, what)?;
-        Ok(bytes
-            .chunks_exact(8)
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(c);
-                u64::from_le_bytes(b)
-            })
-            .collect())
+    fn words(&mut self, n: usize, what: &'static str) -> Result<Frozen<u64>, Error> {
+        let at = self.skip(n.checked_mul(8).ok_or(bad(what, self.at))?, what)?;
+        self.buf.section(at, n).ok_or(bad(what, at))
     }
-    fn bits(&mut self, what: &'static str) -> Result<BitVec, Error> {
+    fn bits(&mut self, what: &'static str) -> Result<FrozenBits, Error> {
         let at = self.at;
         let len = self.count(what)?;
         let words = self.words(len.div_ceil(64), what)?;
-        BitVec::from_words(words, len).ok_or(bad(what, at))
+        FrozenBits::new(words, len).ok_or(bad(what, at))
     }
-    fn bytes(&mut self, what: &'static str) -> Result<Vec<u8>, Error> {
+    /// A byte section of `len` bytes and zero padding to a multiple of 8 of at least
+    /// `min_pad`; the result keeps the padding when `keep_pad`.
+    fn bytes(
+        &mut self,
+        min_pad: usize,
+        keep_pad: bool,
+        what: &'static str,
+    ) -> Result<(Frozen<u8>, usize), Error> {
         let len = self.count(what)?;
-        let s = self.take(len, what)?.to_vec();
-        let pad = len.next_multiple_of(8) - len;
-        let at = self.at;
-        if self.take(pad, what)?.iter().any(|&b| b != 0) {
-            return Err(bad("nonzero padding", at));
+        let total = (len + min_pad).next_multiple_of(8);
+        let at = self.skip(total, what)?;
+        if self.buf.bytes()[at + len..at + total]
+            .iter()
+            .any(|&b| b != 0)
+        {
+            return Err(bad("nonzero padding", at + len));
         }
-        Ok(s)
+        let kept = if keep_pad { total } else { len };
+        Ok((self.buf.section(at, kept).ok_or(bad(what, at))?, len))
     }
 }
 
-/// Parses and checks a serialized structure with the given magic.
-pub(crate) fn read(buf: &[u8], magic: [u8; 8]) -> Result<Image, Error> {
+/// Parses and checks a serialized structure with the given magic, borrowing its sections from
+/// `shared` where they are aligned.
+pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
+    let buf = shared.bytes();
     if buf.len() < 72 {
         return Err(bad("truncated header", buf.len()));
     }
@@ -239,7 +255,8 @@ pub(crate) fn read(buf: &[u8], magic: [u8; 8]) -> Result<Image, Error> {
         return Err(bad("reserved field set", 20));
     }
     let mut rd = Reader {
-        buf: &buf[..body],
+        buf: shared,
+        end: body,
         at: 24,
     };
     let keys = rd.u64("truncated header")?;
@@ -254,13 +271,13 @@ pub(crate) fn read(buf: &[u8], magic: [u8; 8]) -> Result<Image, Error> {
     if d_is_prefix.len() != dense_nodes {
         return Err(bad("dense node count disagrees", at));
     }
-    let s_labels = rd.bytes("truncated s_labels")?;
+    let (s_labels, s_len) = rd.bytes(LABEL_PAD, true, "truncated s_labels")?;
     let s_has_child = rd.bits("truncated s_has_child")?;
     let s_louds = rd.bits("truncated s_louds")?;
     let at = rd.at;
     let nvalues = rd.count("truncated values")?;
     let values = rd.words(nvalues, "truncated values")?;
-    let suffix_bytes = rd.bytes("truncated suffix bytes")?;
+    let (suffix_bytes, _) = rd.bytes(0, false, "truncated suffix bytes")?;
     let suffix_ends = rd.bits("truncated suffix ends")?;
     let fixed_bits = rd.bits("truncated suffix bits")?;
     if rd.at != body {
@@ -273,6 +290,7 @@ pub(crate) fn read(buf: &[u8], magic: [u8; 8]) -> Result<Image, Error> {
         d_has_child,
         d_is_prefix,
         s_labels,
+        s_len,
         s_has_child,
         s_louds,
     )

@@ -14,9 +14,9 @@
 use core::cmp::Ordering;
 
 use crate::Error;
-use crate::substrate::BitVec;
 use crate::substrate::hash::hash_bytes;
 use crate::substrate::rank::SelectBits;
+use crate::substrate::{BitVec, Frozen, FrozenBits};
 
 /// Seed of the suffix hash; part of the serialized format.
 pub(crate) const HASH_SEED: u64 = 0x5355_5246_4841_5348; // "SURFHASH"
@@ -129,7 +129,7 @@ pub(crate) fn real_bits(key: &[u8], depth: usize, n: u32) -> u64 {
 /// `(i - first) * (8 + len)`, with no select at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FullSuffixes {
-    records: Vec<u8>,
+    records: Frozen<u8>,
     ends: SelectBits,
     /// Per trie level: `(first leaf, first record's offset, suffix length)` when uniform.
     uniform: Vec<Option<(usize, usize, usize)>>,
@@ -141,8 +141,8 @@ const VALUE: usize = 8;
 impl FullSuffixes {
     /// Checks that `records` holds exactly one value per leaf and the suffix bytes `ends`
     /// counts.
-    pub(crate) fn new(records: Vec<u8>, ends: BitVec) -> Result<Self, Error> {
-        let ends = SelectBits::new(ends).ok_or(Error::Capacity {
+    pub(crate) fn new(records: Frozen<u8>, ends: FrozenBits) -> Result<Self, Error> {
+        let ends = SelectBits::over(ends).ok_or(Error::Capacity {
             what: "key suffixes exceed 2^32 bytes",
         })?;
         let leaves = ends.count_ones();
@@ -224,7 +224,7 @@ impl FullSuffixes {
         self.get(leaf)
     }
 
-    pub(crate) fn parts(&self) -> (&[u8], &BitVec) {
+    pub(crate) fn parts(&self) -> (&[u8], &FrozenBits) {
         (&self.records, self.ends.bits())
     }
 
@@ -259,7 +259,7 @@ impl FullSuffixes {
     }
 
     pub(crate) fn memory_usage(&self) -> usize {
-        self.records.capacity() + self.ends.memory_usage()
+        self.records.bytes() + self.ends.memory_usage()
     }
 }
 
@@ -267,7 +267,7 @@ impl FullSuffixes {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FixedSuffixes {
     kind: SuffixKind,
-    bits: BitVec,
+    bits: FrozenBits,
 }
 
 impl FixedSuffixes {
@@ -277,15 +277,17 @@ impl FixedSuffixes {
         for &e in entries {
             bits.push_bits(e, w);
         }
-        bits.shrink_to_fit();
+        FixedSuffixes {
+            kind,
+            bits: bits.into(),
+        }
+    }
+
+    pub(crate) fn from_bits(kind: SuffixKind, bits: FrozenBits) -> Self {
         FixedSuffixes { kind, bits }
     }
 
-    pub(crate) fn from_bits(kind: SuffixKind, bits: BitVec) -> Self {
-        FixedSuffixes { kind, bits }
-    }
-
-    pub(crate) fn bits(&self) -> &BitVec {
+    pub(crate) fn bits(&self) -> &FrozenBits {
         &self.bits
     }
 
@@ -372,8 +374,8 @@ mod tests {
             }
             ends.push(true);
         }
-        assert!(FullSuffixes::new(bytes[1..].to_vec(), ends.clone()).is_err());
-        let f = FullSuffixes::new(bytes, ends).unwrap();
+        assert!(FullSuffixes::new(bytes[1..].to_vec().into(), ends.clone().into()).is_err());
+        let f = FullSuffixes::new(bytes.into(), ends.into()).unwrap();
         assert_eq!(f.len(), sufs.len());
         for (i, s) in sufs.iter().enumerate() {
             assert_eq!(f.get(i), (i as u64 * 77, *s), "leaf {i}");

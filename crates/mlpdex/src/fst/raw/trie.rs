@@ -35,7 +35,7 @@ use super::build::{Level, TERMINATOR};
 use crate::Error;
 use crate::substrate::labels;
 use crate::substrate::rank::{RankBits, SelectBits, next_one, prev_one};
-use crate::substrate::{BitVec, prefetch::prefetch_read};
+use crate::substrate::{BitVec, Frozen, FrozenBits, prefetch::prefetch_read};
 
 /// The LOUDS-DS encoded trie (no leaf payloads).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,8 +48,10 @@ pub(crate) struct Trie {
     dense_nodes: usize,
     dense_children: usize,
     dense_leaves: usize,
-    /// Labels followed by [`LABEL_PAD`] bytes.
-    s_labels: Vec<u8>,
+    /// Labels followed by at least [`LABEL_PAD`] bytes.
+    ///
+    /// [`LABEL_PAD`]: labels::LABEL_PAD
+    s_labels: Frozen<u8>,
     s_len: usize,
     s_has_child: RankBits<8>,
     s_louds: SelectBits,
@@ -127,39 +129,50 @@ impl Trie {
             append(&mut s_has_child, &lv.has_child);
             append(&mut s_louds, &lv.louds);
         }
+        let s_len = s_labels.len();
         Self::assemble(
             dense_height,
             levels.len(),
-            d_labels,
-            d_has_child,
-            d_is_prefix,
-            s_labels,
-            s_has_child,
-            s_louds,
+            d_labels.into(),
+            d_has_child.into(),
+            d_is_prefix.into(),
+            Frozen::from(labels::padded(s_labels)),
+            s_len,
+            s_has_child.into(),
+            s_louds.into(),
         )
     }
 
-    /// Builds the directories over encoded parts and derives the counts.
+    /// Builds the directories over encoded parts (owned or borrowed from an image) and derives
+    /// the counts. `s_labels` holds `s_len` labels and then at least [`LABEL_PAD`] more bytes.
+    ///
+    /// [`LABEL_PAD`]: labels::LABEL_PAD
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn assemble(
         dense_height: usize,
         height: usize,
-        d_labels: BitVec,
-        d_has_child: BitVec,
-        d_is_prefix: BitVec,
-        s_labels: Vec<u8>,
-        s_has_child: BitVec,
-        s_louds: BitVec,
+        d_labels: FrozenBits,
+        d_has_child: FrozenBits,
+        d_is_prefix: FrozenBits,
+        s_labels: Frozen<u8>,
+        s_len: usize,
+        s_has_child: FrozenBits,
+        s_louds: FrozenBits,
     ) -> Result<Trie, Error> {
-        let s_len = s_labels.len();
         if s_len > crate::substrate::rank::MAX_BITS {
             return Err(capacity("LOUDS-Sparse exceeds 2^32 labels"));
         }
-        let d_labels = RankBits::new(d_labels).ok_or(capacity("LOUDS-Dense too large"))?;
-        let d_has_child = RankBits::new(d_has_child).ok_or(capacity("LOUDS-Dense too large"))?;
-        let d_is_prefix = RankBits::new(d_is_prefix).ok_or(capacity("LOUDS-Dense too large"))?;
-        let s_has_child = RankBits::new(s_has_child).ok_or(capacity("LOUDS-Sparse too large"))?;
-        let s_louds = SelectBits::new(s_louds).ok_or(capacity("LOUDS-Sparse too large"))?;
+        if s_labels.len() < s_len.saturating_add(labels::LABEL_PAD) {
+            return Err(Error::Format {
+                what: "LOUDS-Sparse labels without their padding",
+                offset: 0,
+            });
+        }
+        let d_labels = RankBits::over(d_labels).ok_or(capacity("LOUDS-Dense too large"))?;
+        let d_has_child = RankBits::over(d_has_child).ok_or(capacity("LOUDS-Dense too large"))?;
+        let d_is_prefix = RankBits::over(d_is_prefix).ok_or(capacity("LOUDS-Dense too large"))?;
+        let s_has_child = RankBits::over(s_has_child).ok_or(capacity("LOUDS-Sparse too large"))?;
+        let s_louds = SelectBits::over(s_louds).ok_or(capacity("LOUDS-Sparse too large"))?;
         let dense_nodes = d_is_prefix.len();
         let dense_children = d_has_child.count_ones();
         // Saturating: a loaded image is only validated after assembly (a valid trie never
@@ -176,7 +189,7 @@ impl Trie {
             dense_nodes,
             dense_children,
             dense_leaves,
-            s_labels: labels::padded(s_labels),
+            s_labels,
             s_len,
             s_has_child,
             s_louds,
@@ -262,6 +275,12 @@ impl Trie {
         Ok(())
     }
 
+    /// True when the labels and the LOUDS-Sparse bits lie in a loaded image (the loader
+    /// borrows all sections of an aligned image or copies the word sections of all).
+    pub(crate) fn is_borrowed(&self) -> bool {
+        self.s_labels.is_borrowed() && self.s_louds.bits().is_borrowed()
+    }
+
     /// Number of leaves (keys in the trie).
     pub(crate) fn leaves(&self) -> usize {
         self.leaves
@@ -278,7 +297,8 @@ impl Trie {
             d_labels: self.d_labels.bits(),
             d_has_child: self.d_has_child.bits(),
             d_is_prefix: self.d_is_prefix.bits(),
-            s_labels: &self.s_labels[..self.s_len],
+            s_labels: &self.s_labels,
+            s_len: self.s_len,
             s_has_child: self.s_has_child.bits(),
             s_louds: self.s_louds.bits(),
         }
@@ -304,7 +324,7 @@ impl Trie {
         self.d_labels.memory_usage()
             + self.d_has_child.memory_usage()
             + self.d_is_prefix.memory_usage()
-            + self.s_labels.capacity()
+            + self.s_labels.bytes()
             + self.s_has_child.memory_usage()
             + self.s_louds.memory_usage()
     }
@@ -978,12 +998,14 @@ impl Trie {
 pub(crate) struct TrieParts<'a> {
     pub(crate) dense_height: usize,
     pub(crate) height: usize,
-    pub(crate) d_labels: &'a BitVec,
-    pub(crate) d_has_child: &'a BitVec,
-    pub(crate) d_is_prefix: &'a BitVec,
+    pub(crate) d_labels: &'a FrozenBits,
+    pub(crate) d_has_child: &'a FrozenBits,
+    pub(crate) d_is_prefix: &'a FrozenBits,
+    /// Labels and their padding.
     pub(crate) s_labels: &'a [u8],
-    pub(crate) s_has_child: &'a BitVec,
-    pub(crate) s_louds: &'a BitVec,
+    pub(crate) s_len: usize,
+    pub(crate) s_has_child: &'a FrozenBits,
+    pub(crate) s_louds: &'a FrozenBits,
 }
 
 fn is_terminator(labels: &[u8], has_child: &BitVec, start: usize, end: usize) -> bool {
