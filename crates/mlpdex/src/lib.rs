@@ -42,6 +42,7 @@ pub mod api;
 pub mod cuckoo_trie;
 mod error;
 pub mod fst;
+pub mod hope;
 pub mod key;
 pub mod mlp_index;
 pub mod skiplist;
