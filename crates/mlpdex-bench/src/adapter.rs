@@ -78,6 +78,32 @@ pub trait BenchIndex: Sized + Send + Sync {
         let _ = keys;
         Vec::new()
     }
+
+    /// For an index behind a HOPE encoder: the encoder's figures, copied into every record.
+    fn hope_facts(&self) -> Option<HopeFacts> {
+        None
+    }
+}
+
+/// The figures of a HOPE encoder in front of an index (the JSON fields `compression_rate`,
+/// `encode_ns_per_byte`, `dictionary_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HopeFacts {
+    /// Key bytes over encoded key bytes, whole load set.
+    pub compression_rate: f64,
+    /// Nanoseconds per input byte to encode the load set, one thread.
+    pub encode_ns_per_byte: f64,
+    /// Bytes of the dictionary.
+    pub dictionary_bytes: u64,
+}
+
+impl HopeFacts {
+    /// Copies the figures into `r`.
+    pub fn apply(self, r: &mut crate::record::Record) {
+        r.compression_rate = Some(self.compression_rate);
+        r.encode_ns_per_byte = Some(self.encode_ns_per_byte);
+        r.dictionary_bytes = Some(self.dictionary_bytes);
+    }
 }
 
 /// Reached only if the runner breaks its contract of checking [`Caps`] first.

@@ -355,7 +355,7 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                 } else {
                     time_shared(idx, &run.ops, run.mode, threads)
                 };
-                let r = record(
+                let mut r = record(
                     name,
                     plan,
                     run.workload.to_string(),
@@ -365,6 +365,9 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                     secs,
                     *bytes_per_key,
                 );
+                if let Some(f) = idx.hope_facts() {
+                    f.apply(&mut r);
+                }
                 driver.reply(Reply::Record(r))?;
             }
         }
@@ -423,7 +426,7 @@ fn load_index<I: BenchIndex>(
         } else {
             Mode::Independent
         };
-        record(
+        let mut r = record(
             name,
             plan,
             "load".into(),
@@ -432,7 +435,11 @@ fn load_index<I: BenchIndex>(
             n,
             load_seconds,
             bytes_per_key,
-        )
+        );
+        if let Some(f) = index.hope_facts() {
+            f.apply(&mut r);
+        }
+        r
     });
     Ok(((index, bytes_per_key), load, notes))
 }
@@ -468,6 +475,9 @@ fn record(
         overhead_bytes_per_key: Some(bytes_per_key - plan.dataset.raw_bytes_per_key()),
         fpr: None,
         bits_per_key: None,
+        compression_rate: None,
+        encode_ns_per_byte: None,
+        dictionary_bytes: None,
     }
 }
 

@@ -46,6 +46,11 @@
 //! with the optimal number of hash functions), and `bloom`: a Bloom filter of as many bits per
 //! key as the nearest SuRF before it in the list has (10 when none does), to compare the two at
 //! equal size.
+//!
+//! A SuRF name followed by `+<scheme>` (`surf-real-8+double-char`) puts a HOPE encoder in
+//! front ([`mlpdex::hope::Hope`]): its dictionary is built from a 1% sample of the stored keys
+//! (timed with the build), the SuRF stores encoded keys, and every query encodes its key(s) in
+//! the timed loop. Its bits per key count the dictionary; its records carry the HOPE fields.
 
 use std::fmt;
 use std::hint::black_box;
@@ -55,7 +60,12 @@ use std::time::Instant;
 
 use anyhow::{Result, bail, ensure};
 use fastbloom::BloomFilter;
+use mlpdex::RangeFilter;
+use mlpdex::hope::{DEFAULT_LIMIT, Encoder, Hope, Scheme};
 use mlpdex::surf::{Surf, SurfBuilder, SurfKind};
+use std::sync::Arc;
+
+use crate::adapter::HopeFacts;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -193,6 +203,8 @@ pub struct FilterIndex {
     /// Named with `-batched`: queries go through SuRF's batch interface
     /// (`may_contain_batch`, `may_contain_range_batch`), 64 a call.
     pub batched: bool,
+    /// Named with `+<scheme>`: a HOPE encoder in front of the SuRF.
+    pub scheme: Option<Scheme>,
 }
 
 /// Parses a comma-separated list of filter names; an empty list or a name listed twice is an
@@ -203,11 +215,26 @@ pub fn parse_indexes(list: &str) -> Result<Vec<FilterIndex>, String> {
         if out.iter().any(|f| f.name == name) {
             return Err(format!("filter `{name}` is listed twice"));
         }
-        let (base, batched) = match name.strip_suffix("-batched") {
+        let (plain, scheme) = match name.split_once('+') {
+            Some((p, s)) => (
+                p,
+                Some(
+                    Scheme::from_name(s)
+                        .ok_or_else(|| format!("filter `{name}`: unknown HOPE scheme `{s}`"))?,
+                ),
+            ),
+            None => (name, None),
+        };
+        let (base, batched) = match plain.strip_suffix("-batched") {
             Some(base) => (base, true),
-            None => (name, false),
+            None => (plain, false),
         };
         let kind: FilterKind = base.parse()?;
+        if scheme.is_some() && (batched || matches!(kind, FilterKind::Bloom(_))) {
+            return Err(format!(
+                "filter `{name}`: a HOPE encoder goes in front of a one-query-per-call SuRF only"
+            ));
+        }
         if batched && matches!(kind, FilterKind::Bloom(_)) {
             return Err(format!(
                 "filter `{name}`: only SuRF filters have a batched query interface"
@@ -217,6 +244,7 @@ pub fn parse_indexes(list: &str) -> Result<Vec<FilterIndex>, String> {
             name: name.to_string(),
             kind,
             batched,
+            scheme,
         });
     }
     if out.is_empty() {
@@ -628,15 +656,66 @@ impl QueryFilter for Bloom {
     }
 }
 
+impl QueryFilter for Hope<Surf> {
+    fn answers_ranges(&self) -> bool {
+        true
+    }
+
+    #[inline]
+    fn point(&self, key: &[u8]) -> bool {
+        self.may_contain(key)
+    }
+
+    #[inline]
+    fn range(&self, start: &[u8], end: Bound<&[u8]>) -> bool {
+        self.may_contain_range::<[u8], _>((Bound::Included(start), end))
+    }
+
+    /// The SuRF's bits and the dictionary's, per stored key.
+    fn bits_per_key(&self) -> f64 {
+        let keys = self.inner().len().max(1) as f64;
+        self.inner().bits_per_key() + self.encoder().dictionary_bytes() as f64 * 8.0 / keys
+    }
+}
+
 /// A built filter of either kind.
 #[derive(Debug)]
 enum Built {
     Surf(Box<Surf>),
     Bloom(Bloom),
+    Encoded(Box<Hope<Surf>>, HopeFacts),
 }
 
 impl Built {
-    fn build(kind: FilterKind, stored: &Keys, bloom_bits: f64, seed: u64) -> Result<Built> {
+    fn build(
+        kind: FilterKind,
+        scheme: Option<Scheme>,
+        stored: &Keys,
+        bloom_bits: f64,
+        seed: u64,
+    ) -> Result<Built> {
+        if let (Some(scheme), FilterKind::Surf(k)) = (scheme, kind) {
+            let sample = crate::ours::hope::sample(stored);
+            let enc = Encoder::build(scheme, sample.iter().copied(), DEFAULT_LIMIT)?;
+            let mut b = SurfBuilder::new(k)?;
+            let mut buf = Vec::new();
+            for key in stored.iter() {
+                buf.clear();
+                enc.encode_into(key, &mut buf);
+                b.push(&buf)?;
+            }
+            let surf = b.finish()?;
+            // The encoder's figures are measured after the timed build (see `measure`).
+            let facts = HopeFacts {
+                compression_rate: f64::NAN,
+                encode_ns_per_byte: f64::NAN,
+                dictionary_bytes: enc.dictionary_bytes() as u64,
+            };
+            return Ok(Built::Encoded(
+                Box::new(Hope::new(Arc::new(enc), surf)),
+                facts,
+            ));
+        }
         Ok(match kind {
             FilterKind::Surf(k) => {
                 let mut b = SurfBuilder::new(k)?;
@@ -653,6 +732,14 @@ impl Built {
         match self {
             Built::Surf(s) => s.as_ref(),
             Built::Bloom(b) => b,
+            Built::Encoded(h, _) => h.as_ref(),
+        }
+    }
+
+    fn hope_facts(&self) -> Option<HopeFacts> {
+        match self {
+            Built::Encoded(_, f) => Some(*f),
+            _ => None,
         }
     }
 
@@ -662,6 +749,7 @@ impl Built {
             Built::Surf(s) if batched => timed_batch(s.as_ref(), qs),
             Built::Surf(s) => timed_loop(s.as_ref(), qs),
             Built::Bloom(b) => timed_loop(b, qs),
+            Built::Encoded(h, _) => timed_loop(h.as_ref(), qs),
         }
     }
 }
@@ -799,9 +887,12 @@ pub fn measure(dataset: &Dataset, plan: &FilterPlan) -> Result<FilterResults> {
                 FilterKind::Surf(_) => 0.0,
             };
             let t = Instant::now();
-            let filter = Built::build(f.kind, &stored, bloom_bits, plan.seed)
+            let mut filter = Built::build(f.kind, f.scheme, &stored, bloom_bits, plan.seed)
                 .map_err(|e| anyhow::anyhow!("building {}: {e}", f.name))?;
             let secs = t.elapsed().as_secs_f64();
+            if let Built::Encoded(h, facts) = &mut filter {
+                *facts = crate::ours::hope::measure(h.encoder(), &stored).1;
+            }
             let bpk = filter.filter().bits_per_key();
             if matches!(f.kind, FilterKind::Surf(_)) {
                 last_surf = Some((i, bpk));
@@ -824,7 +915,7 @@ pub fn measure(dataset: &Dataset, plan: &FilterPlan) -> Result<FilterResults> {
                 stored.len() as f64 / secs.max(1e-9) / 1e6,
                 bpk
             );
-            measured.push(record(
+            let mut r = record(
                 &f.name,
                 dataset,
                 stored.len(),
@@ -833,7 +924,11 @@ pub fn measure(dataset: &Dataset, plan: &FilterPlan) -> Result<FilterResults> {
                 secs,
                 bpk,
                 None,
-            ));
+            );
+            if let Some(h) = filter.hope_facts() {
+                h.apply(&mut r);
+            }
+            measured.push(r);
             built[i] = Some(filter);
         }
 
@@ -881,7 +976,7 @@ pub fn measure(dataset: &Dataset, plan: &FilterPlan) -> Result<FilterResults> {
                     f.name,
                     outcome.positives
                 );
-                let r = record(
+                let mut r = record(
                     &f.name,
                     dataset,
                     stored.len(),
@@ -891,6 +986,9 @@ pub fn measure(dataset: &Dataset, plan: &FilterPlan) -> Result<FilterResults> {
                     filter.filter().bits_per_key(),
                     outcome.fpr(),
                 );
+                if let Some(h) = filter.hope_facts() {
+                    h.apply(&mut r);
+                }
                 eprintln!(
                     "  {:<16} {:>8.3} Mops/s {:>8.1} ns/op  FPR {}",
                     f.name,
@@ -973,6 +1071,9 @@ fn record(
         overhead_bytes_per_key: None,
         fpr,
         bits_per_key: Some(bits_per_key),
+        compression_rate: None,
+        encode_ns_per_byte: None,
+        dictionary_bytes: None,
     }
 }
 

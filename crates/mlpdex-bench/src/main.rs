@@ -34,6 +34,9 @@ enum Command {
     /// Measure range filters (SuRF) and Bloom filters: false-positive rate, query and build
     /// speed at each filter's bits per key (memory-efficient-search-trees.txt §4.3).
     Filter(FilterArgs),
+    /// Measure HOPE encoders (memory-efficient-search-trees.txt ch. 6): compression rate,
+    /// encoding speed and dictionary size per scheme and dictionary size limit.
+    Hope(HopeArgs),
     /// Write SVG charts from a JSON results file.
     Report {
         /// JSON-lines results file written by `run --json` or `filter --json`.
@@ -56,6 +59,11 @@ struct RunArgs {
     /// Keys to load (accepts 10M, 500k, 2G).
     #[arg(long, default_value = "10M", value_parser = parse_count)]
     keys: usize,
+    /// Comma-separated HOPE encoders for the byte-key indexes: none, single-char,
+    /// double-char, 3-grams, 4-grams, alm, alm-improved; each such index is measured once per
+    /// encoder, named `<index>+<scheme>` (`none` keeps the plain index).
+    #[arg(long)]
+    encoder: Option<String>,
     /// Comma-separated workloads: load, a-f, lookup-miss, lower-bound, scan-N.
     #[arg(long, default_value = "load,c,e")]
     workload: String,
@@ -135,6 +143,32 @@ struct FilterArgs {
 }
 
 #[derive(clap::Args, Debug)]
+struct HopeArgs {
+    /// Comma-separated schemes: single-char, double-char, 3-grams, 4-grams, alm, alm-improved,
+    /// or `all`.
+    #[arg(long, default_value = "all")]
+    scheme: String,
+    /// Comma-separated dictionary size limits for the variable-interval schemes (accepts 64k).
+    #[arg(long, default_value = "1k,4k,16k,64k")]
+    limit: String,
+    /// Dataset (see `list`).
+    #[arg(long, default_value = "email")]
+    dataset: String,
+    /// Dataset size (accepts 10M, 500k); dictionaries are built from a 1% sample of it.
+    #[arg(long, default_value = "10M", value_parser = parse_count)]
+    keys: usize,
+    /// Seed for the dataset.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Encoding passes over the dataset per encoder; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Append one JSON object per encoder to this file (workload `encode`).
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
 struct ProbeArgs {
     /// Size of the probed array (accepts 4G, 512M).
     #[arg(long, default_value = "4G", value_parser = parse_bytes)]
@@ -198,6 +232,7 @@ fn main() -> Result<()> {
         }
         Command::MlpProbe(args) => mlp_probe(args),
         Command::Filter(args) => filter_bench(args),
+        Command::Hope(args) => hope_bench(args),
         Command::Report { json, out } => {
             let files = report::write_report(&json, &out)?;
             for f in files {
@@ -240,7 +275,11 @@ fn ensure_page_setting(no_huge_pages: bool) -> Result<()> {
 /// and operations of its own.
 fn run(args: RunArgs) -> Result<()> {
     ensure_page_setting(args.no_huge_pages)?;
-    let indexes = registry::resolve(&args.index).map_err(anyhow::Error::msg)?;
+    let list = match &args.encoder {
+        Some(e) => registry::with_encoders(&args.index, e).map_err(anyhow::Error::msg)?,
+        None => args.index.clone(),
+    };
+    let indexes = registry::resolve(&list).map_err(anyhow::Error::msg)?;
     let spec = plan_spec(&args)?;
     if args.serve {
         let [entry] = indexes.as_slice() else {
@@ -668,6 +707,95 @@ fn filter_bench(args: FilterArgs) -> Result<()> {
     Ok(())
 }
 
+fn hope_bench(args: HopeArgs) -> Result<()> {
+    use mlpdex::hope::Scheme;
+    let schemes: Vec<Scheme> = if args.scheme.trim() == "all" {
+        Scheme::ALL.to_vec()
+    } else {
+        args.scheme
+            .split(',')
+            .map(str::trim)
+            .map(|s| Scheme::from_name(s).ok_or_else(|| anyhow::anyhow!("unknown scheme {s:?}")))
+            .collect::<Result<_>>()?
+    };
+    let limits: Vec<usize> = args
+        .limit
+        .split(',')
+        .map(|s| parse_count_binary(s).map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    let ds = dataset::load(&args.dataset, args.keys, args.seed)?;
+    eprintln!(
+        "dataset {}: {} keys, mean {:.1} bytes",
+        ds.name,
+        ds.keys.len(),
+        ds.keys.mean_len()
+    );
+    let rows = mlpdex_bench::ours::hope::sweep(&ds.keys, &schemes, &limits, args.repeat)?;
+    println!(
+        "\n{} keys of {}; dictionaries from a 1% sample; encode time median of {} pass(es)\n",
+        ds.keys.len(),
+        ds.name,
+        args.repeat.max(1)
+    );
+    println!(
+        "{:<13} {:>7} {:>8} {:>10} {:>6} {:>9} {:>8}",
+        "scheme", "limit", "entries", "dict KiB", "CPR", "ns/byte", "build s"
+    );
+    let mut records = Vec::new();
+    for r in &rows {
+        let limit = if r.scheme.has_limit() {
+            r.limit.to_string()
+        } else {
+            "-".into()
+        };
+        println!(
+            "{:<13} {:>7} {:>8} {:>10.1} {:>6.2} {:>9.2} {:>8.2}",
+            r.scheme.name(),
+            limit,
+            r.entries,
+            r.facts.dictionary_bytes as f64 / 1024.0,
+            r.facts.compression_rate,
+            r.facts.encode_ns_per_byte,
+            r.build_seconds
+        );
+        let bytes = ds.keys.total_key_bytes() as f64;
+        let secs = r.facts.encode_ns_per_byte * bytes / 1e9;
+        let n = ds.keys.len();
+        let mut rec = Record {
+            index: format!("{}-{}", r.scheme.name(), r.entries),
+            dataset: ds.name.clone(),
+            keys: n as u64,
+            workload: "encode".into(),
+            distribution: "uniform".into(),
+            mode: "independent".into(),
+            threads: 1,
+            ops: n as u64,
+            seconds: secs,
+            mops: n as f64 / secs.max(1e-9) / 1e6,
+            ns_per_op: secs * 1e9 / n.max(1) as f64,
+            dram_rt_per_op: None,
+            bytes_per_key: None,
+            overhead_bytes_per_key: None,
+            fpr: None,
+            bits_per_key: None,
+            compression_rate: None,
+            encode_ns_per_byte: None,
+            dictionary_bytes: None,
+        };
+        r.facts.apply(&mut rec);
+        records.push(rec);
+    }
+    if let Some(path) = &args.json {
+        table::append_json(path, &records)?;
+    }
+    Ok(())
+}
+
+/// Parses `64k`-style sizes with binary multipliers (dictionary entries).
+fn parse_count_binary(s: &str) -> Result<usize, String> {
+    parse_scaled(s, 1024)
+}
+
 /// The arguments of the child process that serves `index`.
 fn child_args(
     args: &RunArgs,
@@ -733,6 +861,11 @@ fn list() {
     for (name, about) in filter::FILTERS {
         println!("  {name:<14} {about}");
     }
+    let schemes: Vec<&str> = mlpdex::hope::Scheme::ALL.iter().map(|s| s.name()).collect();
+    let bases: Vec<&str> = registry::ENCODABLE.iter().map(|(b, _)| *b).collect();
+    println!("HOPE encoders (<index>+<scheme>, surf-...+<scheme>, or --encoder):");
+    println!("  schemes: {}", schemes.join(", "));
+    println!("  indexes: {}, and every SuRF filter", bases.join(", "));
 }
 
 fn mlp_probe(args: ProbeArgs) -> Result<()> {
@@ -774,6 +907,9 @@ mod tests {
             overhead_bytes_per_key: None,
             fpr: None,
             bits_per_key: None,
+            compression_rate: None,
+            encode_ns_per_byte: None,
+            dictionary_bytes: None,
         }
     }
 

@@ -2,12 +2,14 @@
 //!
 //! The JSON object has exactly these fields, in this order (other tools parse it):
 //! `index, dataset, keys, workload, distribution, mode, threads, ops, seconds, mops, ns_per_op,
-//! dram_rt_per_op, bytes_per_key, overhead_bytes_per_key, fpr, bits_per_key`. Unknown values are
-//! `null`: every record has every field.
+//! dram_rt_per_op, bytes_per_key, overhead_bytes_per_key, fpr, bits_per_key, compression_rate,
+//! encode_ns_per_byte, dictionary_bytes`. Unknown values are `null`: every record has every
+//! field.
 //!
-//! `fpr` and `bits_per_key` came last, with the `filter` subcommand; they are `null` in the
-//! records of `run`. A line written before they existed (14 fields) still reads, with both
-//! `None`.
+//! `fpr` and `bits_per_key` came with the `filter` subcommand and are `null` in the records of
+//! `run`; the three HOPE fields came last and are set only for encoded indexes
+//! (`<index>+<scheme>`) and the `hope` subcommand. Lines written before a field existed still
+//! read, with it `None`.
 
 use serde::{Deserialize, Serialize};
 
@@ -51,10 +53,19 @@ pub struct Record {
     /// stored key.
     #[serde(default)]
     pub bits_per_key: Option<f64>,
+    /// HOPE only: total key bytes divided by total encoded key bytes over the dataset.
+    #[serde(default)]
+    pub compression_rate: Option<f64>,
+    /// HOPE only: nanoseconds to encode one input byte (whole dataset, one thread).
+    #[serde(default)]
+    pub encode_ns_per_byte: Option<f64>,
+    /// HOPE only: bytes of the encoder's dictionary (lookup structure and entries).
+    #[serde(default)]
+    pub dictionary_bytes: Option<u64>,
 }
 
 /// The JSON field names, in output order.
-pub const FIELDS: [&str; 16] = [
+pub const FIELDS: [&str; 19] = [
     "index",
     "dataset",
     "keys",
@@ -71,6 +82,9 @@ pub const FIELDS: [&str; 16] = [
     "overhead_bytes_per_key",
     "fpr",
     "bits_per_key",
+    "compression_rate",
+    "encode_ns_per_byte",
+    "dictionary_bytes",
 ];
 
 #[cfg(test)]
@@ -96,6 +110,9 @@ mod tests {
             overhead_bytes_per_key: Some(24.0),
             fpr: None,
             bits_per_key: Some(10.5),
+            compression_rate: Some(1.9),
+            encode_ns_per_byte: None,
+            dictionary_bytes: Some(4096),
         };
         let line = serde_json::to_string(&r).unwrap();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -124,6 +141,7 @@ mod tests {
             "overhead_bytes_per_key":24.0}"#;
         let r: Record = serde_json::from_str(old).unwrap();
         assert_eq!((r.fpr, r.bits_per_key), (None, None));
+        assert_eq!((r.compression_rate, r.dictionary_bytes), (None, None));
         assert_eq!(r.bytes_per_key, Some(40.0));
     }
 }

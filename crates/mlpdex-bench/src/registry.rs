@@ -4,6 +4,9 @@
 //! configuration variants add a suffix (`cuckoo-trie-d4`). Each entry picks its adapter for the
 //! dataset (integer keys for 8-byte datasets, byte keys otherwise) and runs it with
 //! [`exec::serve`].
+//!
+//! `<index>+<scheme>` (`fst+double-char`) is the byte-key index behind a HOPE encoder of that
+//! scheme ([`crate::ours::hope`]), for the indexes listed in [`ENCODABLE`].
 
 use anyhow::Result;
 
@@ -14,8 +17,12 @@ use crate::baselines::{
 use crate::exec::{self, Driver, Plan};
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 use crate::ours::fst::FstIndex;
+use crate::ours::hope::{Encoded, select_scheme, split_name};
 use crate::ours::mlp_index::Mlp;
 use crate::ours::skiplist::Skiplist;
+
+/// How an entry runs: its name, the plan, the driver.
+pub type Runner = fn(&str, &Plan, &mut dyn Driver) -> Result<()>;
 
 /// One measurable index.
 #[derive(Clone, Copy, Debug)]
@@ -28,7 +35,7 @@ pub struct Entry {
     pub variant: bool,
     /// Loads the index with the plan's load set and serves the driver's measurements
     /// ([`exec::serve`] for the dataset's key representation).
-    pub run: fn(&str, &Plan, &mut dyn Driver) -> Result<()>,
+    pub run: Runner,
 }
 
 fn integer_keys(plan: &Plan) -> bool {
@@ -185,6 +192,81 @@ pub const INDEXES: &[Entry] = &[
     cuckoo_variant!("cuckoo-trie-d10", 10),
 ];
 
+/// A runner for `<index>+<scheme>`: selects the scheme from the name, then serves the encoded
+/// byte-key adapter.
+macro_rules! encoded {
+    ($adapter:ty) => {
+        (|name: &str, plan: &Plan, driver: &mut dyn Driver| {
+            select_scheme(name)?;
+            exec::serve::<Encoded<$adapter>>(name, plan, driver)
+        }) as Runner
+    };
+}
+
+/// The indexes that can run behind a HOPE encoder (`<index>+<scheme>`), with the runner of
+/// their byte-key adapter (encoded keys have any length, so never the integer one).
+pub const ENCODABLE: &[(&str, Runner)] = &[
+    ("btreemap", encoded!(BTree<Box<[u8]>>)),
+    ("skipmap", encoded!(Skip<Box<[u8]>>)),
+    ("hashmap", encoded!(Hash<Box<[u8]>>)),
+    ("sorted-vec", encoded!(SortedVec)),
+    ("fst-crate", encoded!(FstMap)),
+    ("fst", encoded!(FstIndex)),
+    ("cuckoo-trie", encoded!(Cuckoo<0>)),
+    ("cuckoo-trie-concurrent", encoded!(ConcurrentCuckoo)),
+    ("skiplist", encoded!(Skiplist<{ usize::MAX }>)),
+];
+
+/// The entry of `<index>+<scheme>`, or `None` when `name` is not one.
+fn encoded_entry(name: &str) -> Option<Entry> {
+    let (base, scheme) = split_name(name)?;
+    let &(_, run) = ENCODABLE.iter().find(|(b, _)| *b == base)?;
+    // Names are built once per process from the command line.
+    let name: &'static str = Box::leak(format!("{base}+{}", scheme.name()).into_boxed_str());
+    Some(Entry {
+        name,
+        about: "an mlpdex-bench index behind a HOPE encoder",
+        variant: true,
+        run,
+    })
+}
+
+/// Applies `--encoder` to an index list: each index in [`ENCODABLE`] is listed once per
+/// encoder (`none` keeps it plain, a scheme name makes `<index>+<scheme>`); other indexes stay
+/// plain, listed once.
+pub fn with_encoders(list: &str, encoders: &str) -> Result<String, String> {
+    let entries = resolve(list)?;
+    let encoders: Vec<&str> = encoders
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    for e in &encoders {
+        if *e != "none" && mlpdex::hope::Scheme::from_name(e).is_none() {
+            return Err(format!(
+                "unknown encoder {e:?}; known: none, single-char, double-char, 3-grams, 4-grams, alm, alm-improved"
+            ));
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for entry in entries {
+        let encodable = ENCODABLE.iter().any(|(b, _)| *b == entry.name);
+        if !encodable {
+            out.push(entry.name.to_string());
+            continue;
+        }
+        for e in &encoders {
+            out.push(if *e == "none" {
+                entry.name.to_string()
+            } else {
+                format!("{}+{e}", entry.name)
+            });
+        }
+    }
+    out.dedup();
+    Ok(out.join(","))
+}
+
 /// Resolves a comma-separated list of names (or `all`) to entries, in the order given.
 pub fn resolve(list: &str) -> Result<Vec<Entry>, String> {
     if list.trim() == "all" {
@@ -198,6 +280,7 @@ pub fn resolve(list: &str) -> Result<Vec<Entry>, String> {
                 .iter()
                 .copied()
                 .find(|e| e.name == name)
+                .or_else(|| encoded_entry(name))
                 .ok_or_else(|| {
                     let names: Vec<&str> = INDEXES.iter().map(|e| e.name).collect();
                     format!("unknown index {name:?}; known: all, {}", names.join(", "))
@@ -236,6 +319,16 @@ mod tests {
             two.iter().map(|e| e.name).collect::<Vec<_>>(),
             ["congee", "btreemap"]
         );
+        let enc = resolve("fst+double-char,cuckoo-trie+3-grams").unwrap();
+        assert_eq!(enc[0].name, "fst+double-char");
+        assert!(enc[1].variant);
+        assert!(resolve("fst+nope").is_err());
+        assert!(resolve("mlp-index+double-char").is_err());
+        assert_eq!(
+            with_encoders("fst,mlp-index", "none,double-char").unwrap(),
+            "fst,fst+double-char,mlp-index"
+        );
+        assert!(with_encoders("fst", "zip").is_err());
         let err = resolve("btreemap,nope").unwrap_err();
         assert!(err.contains("nope") && err.contains("skipmap"));
     }

@@ -929,6 +929,9 @@ mod tests {
             overhead_bytes_per_key: bytes.map(|b| b - 16.0),
             fpr: None,
             bits_per_key: None,
+            compression_rate: None,
+            encode_ns_per_byte: None,
+            dictionary_bytes: None,
         }
     }
 
@@ -992,6 +995,9 @@ mod tests {
             keys: 500,
             fpr: Some(fpr),
             bits_per_key: Some(bits),
+            compression_rate: None,
+            encode_ns_per_byte: None,
+            dictionary_bytes: None,
             bytes_per_key: Some(bits / 8.0),
             overhead_bytes_per_key: None,
             ..rec(index, workload, 4.0, None)

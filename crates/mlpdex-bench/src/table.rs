@@ -235,6 +235,9 @@ mod tests {
             overhead_bytes_per_key: Some(24.0),
             fpr: None,
             bits_per_key: None,
+            compression_rate: None,
+            encode_ns_per_byte: None,
+            dictionary_bytes: None,
         }
     }
 

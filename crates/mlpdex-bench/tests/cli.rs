@@ -58,7 +58,7 @@ fn run_prints_a_table_and_writes_json_for_every_index() {
     assert_eq!(rows("sorted-vec", "e"), 0, "static index serves no inserts");
     assert_eq!(rows("hashmap", "e"), 0, "hash map serves no scans");
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 16);
+        assert_eq!(r.as_object().unwrap().len(), 19);
         assert_eq!(r["keys"], 3000);
         assert!(
             r["dram_rt_per_op"].is_null(),
@@ -177,7 +177,7 @@ fn filter_prints_a_table_writes_json_and_reports_fpr_charts() {
     // 3 builds, 3 point rows, 2 range and 2 mixed rows (the Bloom filter answers points only).
     assert_eq!(records.len(), 10);
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 16);
+        assert_eq!(r.as_object().unwrap().len(), 19);
         assert_eq!(r["keys"], 1500);
         assert!(r["bits_per_key"].as_f64().unwrap() > 0.0);
         assert_eq!(r["fpr"].is_null(), r["workload"] == "build", "{r}");
@@ -213,4 +213,96 @@ fn filter_prints_a_table_writes_json_and_reports_fpr_charts() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn encoded_indexes_and_the_hope_sweep_report_hope_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = bench()
+        .args(["run", "--keys", "3000", "--ops", "2000", "--repeat", "1"])
+        .args(["--no-probe", "--dataset", "email", "--workload", "load,c,e"])
+        .args([
+            "--index",
+            "fst,cuckoo-trie",
+            "--encoder",
+            "none,double-char",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The children's notes (here the encoder's figures) go to stderr.
+    assert!(stderr.contains("HOPE double-char"), "{stderr}");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for index in [
+        "fst",
+        "fst+double-char",
+        "cuckoo-trie",
+        "cuckoo-trie+double-char",
+    ] {
+        let mine: Vec<_> = records.iter().filter(|r| r["index"] == index).collect();
+        assert!(!mine.is_empty(), "{index} has no records");
+        for r in mine {
+            let encoded = index.contains('+');
+            assert_eq!(r["compression_rate"].is_number(), encoded, "{r}");
+            assert_eq!(r["dictionary_bytes"].is_number(), encoded, "{r}");
+            if encoded {
+                assert!(r["compression_rate"].as_f64().unwrap() > 1.0, "{r}");
+                assert!(r["encode_ns_per_byte"].as_f64().unwrap() > 0.0, "{r}");
+            }
+        }
+    }
+
+    let sweep = dir.path().join("hope.json");
+    let out = bench()
+        .args([
+            "hope",
+            "--dataset",
+            "email",
+            "--keys",
+            "3000",
+            "--repeat",
+            "1",
+        ])
+        .args([
+            "--scheme",
+            "single-char,3-grams,alm-improved",
+            "--limit",
+            "300,1k",
+        ])
+        .arg("--json")
+        .arg(&sweep)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&sweep)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Single-Char once (fixed size), the other two at both limits.
+    assert_eq!(records.len(), 5);
+    for r in &records {
+        assert_eq!(r["workload"], "encode");
+        assert!(r["compression_rate"].as_f64().unwrap() > 1.0, "{r}");
+        assert!(r["dictionary_bytes"].as_u64().unwrap() > 0, "{r}");
+    }
+
+    let out = bench()
+        .args(["filter", "--keys", "3000", "--ops", "1000", "--repeat", "1"])
+        .args(["--dataset", "email", "--query", "point,range"])
+        .args(["--index", "surf-real-8,surf-real-8+double-char"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("surf-real-8+double-char"));
 }

@@ -2,5 +2,6 @@
 
 pub mod cuckoo_trie;
 pub mod fst;
+pub mod hope;
 pub mod mlp_index;
 pub mod skiplist;

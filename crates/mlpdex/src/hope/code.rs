@@ -130,10 +130,7 @@ pub fn canonical_codes(lens: &[u8]) -> Option<Vec<u64>> {
     if lens.is_empty() {
         return Some(Vec::new());
     }
-    if lens
-        .iter()
-        .any(|&l| l == 0 || u32::from(l) > MAX_CODE_LEN)
-    {
+    if lens.iter().any(|&l| l == 0 || u32::from(l) > MAX_CODE_LEN) {
         return None;
     }
     let mut codes = Vec::with_capacity(lens.len());
@@ -237,7 +234,9 @@ mod tests {
     #[test]
     fn large_and_skewed_inputs_stay_within_the_code_width() {
         let n = 70_000;
-        let w: Vec<u64> = (0..n as u64).map(|i| 1 + (i * 7919 % 1000).pow(3)).collect();
+        let w: Vec<u64> = (0..n as u64)
+            .map(|i| 1 + (i * 7919 % 1000).pow(3))
+            .collect();
         let lens = optimal_lengths(&w);
         assert!(canonical_codes(&lens).is_some());
         // Fibonacci weights force a maximally deep tree: lengths get capped by flattening.

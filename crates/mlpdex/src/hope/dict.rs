@@ -421,8 +421,7 @@ impl RadixDict {
         // Extend the shared prefix while no boundary ends and all agree.
         let first = b.get(lo);
         let mut end = depth;
-        'grow: loop {
-            let Some(&c) = first.get(end) else { break };
+        'grow: while let Some(&c) = first.get(end) {
             for i in lo..hi {
                 if b.get(i).get(end) != Some(&c) {
                     break 'grow;
@@ -549,7 +548,15 @@ mod tests {
 
     #[test]
     fn symbols_follow_the_string_axis() {
-        let b = singles_and(&[b"ab", b"ab\x00", b"abc", b"abd", b"b\xff\xff", b"ing", b"inh"]);
+        let b = singles_and(&[
+            b"ab",
+            b"ab\x00",
+            b"abc",
+            b"abd",
+            b"b\xff\xff",
+            b"ing",
+            b"inh",
+        ]);
         let syms = b.symbols().unwrap();
         let sym = |s: &[u8]| syms[b.floor(s)];
         assert_eq!(syms[0], TERMINAL); // the empty key alone
@@ -601,7 +608,11 @@ mod tests {
         }
         for _ in 0..500 {
             let len = rng.index(7);
-            out.push((0..len).map(|_| [0u8, 1, b'a', b'b', b'c', 0xFE, 0xFF][rng.index(7)]).collect());
+            out.push(
+                (0..len)
+                    .map(|_| [0u8, 1, b'a', b'b', b'c', 0xFE, 0xFF][rng.index(7)])
+                    .collect(),
+            );
         }
         out
     }

@@ -129,6 +129,10 @@ impl Scheme {
     }
 }
 
+/// Weight of one observed interval access relative to an interval the sample never reached
+/// (see [`Encoder::build`]).
+const SMOOTH: u64 = 256;
+
 /// Dictionary size limit used when none is given: 64K entries, the thesis' default.
 pub const DEFAULT_LIMIT: usize = 1 << 16;
 
@@ -225,7 +229,11 @@ impl<'a> BitWriter<'a> {
     fn put(&mut self, code: u64, len: u32) {
         debug_assert!(len <= MAX_CODE_LEN && code >> len == 0);
         if self.n + len <= 64 {
-            self.acc = if len == 64 { code } else { self.acc << len | code };
+            self.acc = if len == 64 {
+                code
+            } else {
+                self.acc << len | code
+            };
             self.n += len;
             if self.n >= 32 {
                 // Flush whole bytes, keeping fewer than 8 bits.
@@ -258,7 +266,8 @@ impl<'a> BitWriter<'a> {
         let bytes = (self.acc >> keep).to_be_bytes();
         self.out.extend_from_slice(&bytes[8 - whole as usize..]);
         if keep != 0 {
-            self.out.push(((self.acc & ((1 << keep) - 1)) << (8 - keep)) as u8);
+            self.out
+                .push(((self.acc & ((1 << keep) - 1)) << (8 - keep)) as u8);
         }
     }
 }
@@ -300,6 +309,11 @@ impl Encoder {
         let mut counts = vec![0u64; enc.syms.len()];
         for k in &keys {
             enc.for_each_interval(k, |i| counts[i] += 1);
+        }
+        // Intervals the sample never reached still need codes, but should cost the seen ones
+        // as little as possible: weight them 1/SMOOTH of one observed access.
+        for c in &mut counts {
+            *c = if *c == 0 { 1 } else { *c * SMOOTH };
         }
         let lens = match scheme {
             Scheme::Alm => fixed_lengths(counts.len()),
@@ -514,7 +528,7 @@ impl Encoder {
             let avail = encoded.len().saturating_sub(byte).min(8);
             win[..avail].copy_from_slice(&encoded[byte..byte + avail]);
             let mut w = u64::from_be_bytes(win) << (pos % 8);
-            if pos % 8 != 0 && byte + 8 < encoded.len() {
+            if !pos.is_multiple_of(8) && byte + 8 < encoded.len() {
                 w |= u64::from(encoded[byte + 8]) >> (8 - pos % 8);
             }
             let i = self.left_codes.partition_point(|&c| c <= w) - 1;
@@ -535,8 +549,7 @@ impl Encoder {
             }
         }
         // Only the zero padding of the last byte may follow.
-        if pos.div_ceil(8) != encoded.len()
-            || (pos % 8 != 0 && encoded[pos / 8] << (pos % 8) != 0)
+        if pos.div_ceil(8) != encoded.len() || (!pos.is_multiple_of(8) && encoded[pos / 8] << (pos % 8) != 0)
         {
             return Err(bad("bytes after the end of an encoding"));
         }
@@ -644,7 +657,8 @@ mod tests {
         assert_eq!(bits, 94);
         // Re-read the bits.
         let bit = |i: usize| out[i / 8] >> (7 - i % 8) & 1;
-        let read = |from: usize, n: usize| (from..from + n).fold(0u64, |a, i| a << 1 | bit(i) as u64);
+        let read =
+            |from: usize, n: usize| (from..from + n).fold(0u64, |a, i| a << 1 | bit(i) as u64);
         assert_eq!(read(0, 1), 1);
         assert_eq!(read(1, 4), 0b0110);
         assert_eq!(read(5, 38), 0x3F_FFFF_FFFF);

@@ -90,7 +90,7 @@ pub fn ngrams(sample: &[&[u8]], n: usize, limit: usize) -> Vec<Vec<u8>> {
         for &b in s {
             x = x << 8 | b as u64;
         }
-        x << 8 * (4 - s.len()) << 8 | (s.len() as u64) << 1 | terminal as u64
+        (x << (8 * (4 - s.len())) << 8) | (s.len() as u64) << 1 | terminal as u64
     };
     let mut counts: HashMap<u64, u64> = HashMap::new();
     for k in sample {
@@ -225,7 +225,10 @@ mod tests {
         }
         // The frequent host names are found.
         let b = alm_improved(&refs, 1000);
-        assert!(b.iter().any(|s| s.as_slice() == b"@gmail.com"), "alm-improved");
+        assert!(
+            b.iter().any(|s| s.as_slice() == b"@gmail.com"),
+            "alm-improved"
+        );
         let b = ngrams(&refs, 4, 1000);
         assert!(b.iter().any(|s| s.as_slice() == b"gmai"), "4-grams");
     }

@@ -24,11 +24,11 @@ use core::ops::{Bound, ControlFlow, RangeBounds};
 use std::sync::Arc;
 
 use super::Encoder;
+use crate::Error;
 use crate::api::{
     ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder,
 };
 use crate::key::byte_bounds;
-use crate::Error;
 
 /// A structure over encoded keys and the encoder that made them.
 #[derive(Clone, Debug)]
@@ -224,7 +224,8 @@ impl<M: RangeFilter> RangeFilter for Hope<M> {
         R: RangeBounds<K>,
     {
         let (lo, hi) = encode_range(&self.encoder, &range);
-        self.inner.approx_count::<[u8], _>((as_ref(&lo), as_ref(&hi)))
+        self.inner
+            .approx_count::<[u8], _>((as_ref(&lo), as_ref(&hi)))
     }
 
     fn memory_usage(&self) -> usize {
@@ -361,10 +362,7 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
         self.inner.len()
     }
 
-    fn range<'a, K, R>(
-        &'a self,
-        range: R,
-    ) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
+    fn range<'a, K, R>(&'a self, range: R) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
     where
         V: 'a,
         K: AsRef<[u8]> + ?Sized,
