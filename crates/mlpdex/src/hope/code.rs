@@ -66,7 +66,7 @@ fn garsia_wachs(w: &[u64]) -> Vec<u8> {
             k = next[k];
         }
         let (x, y) = (prev[k], k);
-        let sum = weight[x] + weight[y];
+        let sum = weight[x].saturating_add(weight[y]);
         let z = nodes;
         nodes += 1;
         weight[z] = sum;

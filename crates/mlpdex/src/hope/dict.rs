@@ -212,6 +212,18 @@ impl ArrayDict {
         ArrayDict { width, entries }
     }
 
+    /// 1 (Single-Char) or 2 (Double-Char).
+    #[inline]
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The entries, in interval order.
+    #[inline]
+    pub fn entries(&self) -> &[u64] {
+        &self.entries
+    }
+
     /// The interval holding `rest`.
     #[inline]
     pub fn index(&self, rest: &[u8]) -> usize {

@@ -336,7 +336,10 @@ impl Encoder {
         let dict = match scheme {
             Scheme::SingleChar | Scheme::DoubleChar => {
                 let width = if scheme == Scheme::SingleChar { 1 } else { 2 };
-                if n != ArrayDict::boundaries(width).len() {
+                // The array finds intervals by a formula: the boundaries must be exactly the
+                // fixed ones, not merely as many.
+                let fixed = ArrayDict::boundaries(width);
+                if n != fixed.len() || (0..n).any(|i| boundaries.get(i) != fixed[i].as_slice()) {
                     return Err(bad("boundaries of a fixed-interval scheme"));
                 }
                 Dict::Array(ArrayDict::new(width, placeholder))
@@ -442,17 +445,23 @@ impl Encoder {
         bits
     }
 
+    /// Encodes `key` into `w`: one loop per lookup structure, so the dispatch happens once per
+    /// key rather than once per symbol.
     #[inline]
     fn encode_rest(&self, key: &[u8], w: &mut BitWriter<'_>) {
-        let mut rest = key;
-        loop {
-            let e = self.dict.lookup(rest);
-            w.put(e >> 16, (e & 0xFF) as u32);
-            let s = (e >> 8) as u8;
-            if s & TERMINAL != 0 {
-                return;
+        match &self.dict {
+            Dict::Array(d) if d.width() == 1 => {
+                // Single-Char: every byte is one symbol, then the end.
+                let e = d.entries();
+                for &b in key {
+                    let x = e[1 + b as usize];
+                    w.put(x >> 16, (x & 0xFF) as u32);
+                }
+                w.put(e[0] >> 16, (e[0] & 0xFF) as u32);
             }
-            rest = &rest[s as usize..];
+            Dict::Array(d) => encode_with(key, w, |r| d.lookup(r)),
+            Dict::Trie(d) => encode_with(key, w, |r| d.lookup(r)),
+            Dict::Radix(d) => encode_with(key, w, |r| d.lookup(r)),
         }
     }
 
@@ -509,16 +518,39 @@ impl Encoder {
         }
     }
 
-    /// The key `encoded` is the encoding of; `Error::Format` when it is not a whole encoding
-    /// (codes that run past the end, or bytes left after the end code).
+    /// The key `encoded` is the encoding of; `Error::Format` when it is not exactly the
+    /// encoding of any key (codes that run past the end, bytes left after the end code, or a
+    /// code sequence the encoder would not produce, such as a gap interval's code where a
+    /// longer symbol applies: the decoded key is encoded again and compared).
     pub fn decode(&self, encoded: &[u8]) -> Result<Vec<u8>, Error> {
         let mut out = Vec::with_capacity(encoded.len() * 2);
         self.decode_into(encoded, &mut out)?;
         Ok(out)
     }
 
-    /// Appends the key `encoded` is the encoding of to `out` (see [`decode`](Self::decode)).
+    /// Appends the key `encoded` is the encoding of to `out` (see [`decode`](Self::decode));
+    /// on error `out` is left as it was.
     pub fn decode_into(&self, encoded: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        let start = out.len();
+        let r = self.decode_codes(encoded, out).and_then(|()| {
+            let mut again = Vec::with_capacity(encoded.len());
+            self.encode_into(&out[start..], &mut again);
+            if again == encoded {
+                Ok(())
+            } else {
+                Err(bad("a code sequence the encoder does not produce"))
+            }
+        });
+        if r.is_err() {
+            out.truncate(start);
+        }
+        r
+    }
+
+    /// Replaces codes by symbols up to the end code, without checking that the encoder would
+    /// have produced exactly these codes (for encodings known to come from it, such as the
+    /// keys of a [`Hope`] structure).
+    pub(crate) fn decode_codes(&self, encoded: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
         let total = encoded.len() * 8;
         let mut pos = 0usize;
         loop {
@@ -629,6 +661,22 @@ impl Encoder {
             .symbols()
             .ok_or(bad("an interval without a symbol"))?;
         Encoder::assemble(scheme, boundaries, syms, Some(lens))
+    }
+}
+
+/// The encoding loop over any lookup: emit the entry's code, consume its symbol, stop after a
+/// terminal entry.
+#[inline(always)]
+fn encode_with(key: &[u8], w: &mut BitWriter<'_>, lookup: impl Fn(&[u8]) -> u64) {
+    let mut rest = key;
+    loop {
+        let e = lookup(rest);
+        w.put(e >> 16, (e & 0xFF) as u32);
+        let s = (e >> 8) as u8;
+        if s & TERMINAL != 0 {
+            return;
+        }
+        rest = &rest[s as usize..];
     }
 }
 
