@@ -224,6 +224,26 @@ impl ArrayDict {
         &self.entries
     }
 
+    /// Boundary `i` of [`boundaries`](Self::boundaries), written into `buf`.
+    pub fn boundary<'a>(&self, i: usize, buf: &'a mut [u8; 2]) -> &'a [u8] {
+        if i == 0 {
+            return &buf[..0];
+        }
+        let j = i - 1;
+        if self.width == 1 {
+            buf[0] = j as u8;
+            return &buf[..1];
+        }
+        buf[0] = (j / 257) as u8;
+        match j % 257 {
+            0 => &buf[..1],
+            r => {
+                buf[1] = (r - 1) as u8;
+                &buf[..2]
+            }
+        }
+    }
+
     /// The interval holding `rest`.
     #[inline]
     pub fn index(&self, rest: &[u8]) -> usize {
@@ -647,6 +667,10 @@ mod tests {
         for width in [1, 2] {
             let b = Boundaries::new(ArrayDict::boundaries(width)).unwrap();
             let a = ArrayDict::new(width, vec![0; b.len()]);
+            let mut buf = [0u8; 2];
+            for i in 0..b.len() {
+                assert_eq!(a.boundary(i, &mut buf), b.get(i), "boundary {i}");
+            }
             for p in probes(&mut rng, &b) {
                 assert_eq!(a.index(&p), b.floor(&p), "array {width} {p:?}");
             }

@@ -380,6 +380,12 @@ impl Encoder {
                 Dict::Radix(RadixDict::new(&boundaries, placeholder))
             }
         };
+        // The array schemes' boundaries are a formula of the index (`Encoder::boundary`): do
+        // not keep 400 KiB of them for Double-Char.
+        let boundaries = match dict {
+            Dict::Array(_) => Boundaries::default(),
+            _ => boundaries,
+        };
         let mut enc = Encoder {
             scheme,
             boundaries,
@@ -427,6 +433,15 @@ impl Encoder {
             Dict::Array(d) => d.index(rest),
             Dict::Trie(d) => d.index(rest),
             Dict::Radix(d) => d.index(rest),
+        }
+    }
+
+    /// Boundary `i` (written into `buf` for the array schemes, whose boundaries are not
+    /// stored).
+    fn boundary<'a>(&'a self, i: usize, buf: &'a mut [u8; 2]) -> &'a [u8] {
+        match &self.dict {
+            Dict::Array(d) => d.boundary(i, buf),
+            _ => self.boundaries.get(i),
         }
     }
 
@@ -606,7 +621,8 @@ impl Encoder {
             }
             let s = self.syms[i];
             let n = usize::from(s & !TERMINAL);
-            out.extend_from_slice(&self.boundaries.get(i)[..n]);
+            let mut buf = [0u8; 2];
+            out.extend_from_slice(&self.boundary(i, &mut buf)[..n]);
             if s & TERMINAL != 0 {
                 break;
             }
@@ -631,7 +647,8 @@ impl Encoder {
         v.extend_from_slice(&[self.scheme.code(), 0, 0, 0]);
         v.extend_from_slice(&(self.syms.len() as u64).to_le_bytes());
         for i in 0..self.syms.len() {
-            let b = self.boundaries.get(i);
+            let mut buf = [0u8; 2];
+            let b = self.boundary(i, &mut buf);
             v.push(b.len() as u8);
             v.extend_from_slice(b);
             v.push(self.lens[i]);
