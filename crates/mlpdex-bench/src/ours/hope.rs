@@ -90,15 +90,21 @@ pub struct Encoded<I> {
     sample: usize,
 }
 
+/// Runs `f` on the encoding of `key`, in the thread's scratch buffer.
+#[inline]
+fn with_encoded<R>(enc: &Encoder, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    SCRATCH.with(|s| {
+        let mut buf = s.borrow_mut();
+        buf.clear();
+        enc.encode_into(key, &mut buf);
+        f(&buf)
+    })
+}
+
 impl<I> Encoded<I> {
     #[inline]
     fn with<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
-        SCRATCH.with(|s| {
-            let mut buf = s.borrow_mut();
-            buf.clear();
-            self.encoder.encode_into(key, &mut buf);
-            f(&buf)
-        })
+        with_encoded(&self.encoder, key, f)
     }
 }
 
@@ -133,12 +139,7 @@ impl<I: BenchIndex> BenchIndex for Encoded<I> {
     #[inline]
     fn insert(&mut self, key: &[u8], value: u64) -> Option<u64> {
         let inner = &mut self.inner;
-        SCRATCH.with(|s| {
-            let mut buf = s.borrow_mut();
-            buf.clear();
-            self.encoder.encode_into(key, &mut buf);
-            inner.insert(&buf, value)
-        })
+        with_encoded(&self.encoder, key, |k| inner.insert(k, value))
     }
 
     #[inline]

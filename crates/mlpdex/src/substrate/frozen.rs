@@ -189,15 +189,15 @@ impl Shared {
 
     /// A copy of `bytes` in memory aligned for `u64`, so that every aligned section borrows.
     pub fn copy_of(bytes: &[u8]) -> Shared {
-        let mut words = vec![0u64; bytes.len().div_ceil(8)];
-        // SAFETY: `words` has room for `bytes.len()` bytes; u64 has no invalid bit patterns and
-        // the two allocations do not overlap.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                words.as_mut_ptr().cast::<u8>(),
-                bytes.len(),
-            );
+        // Native byte order keeps every byte where it was: the words hold `bytes` verbatim.
+        let whole = bytes.chunks_exact(8);
+        let tail = whole.remainder();
+        let mut words: Vec<u64> = Vec::with_capacity(bytes.len().div_ceil(8));
+        words.extend(whole.map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))));
+        if !tail.is_empty() {
+            let mut w = [0u8; 8];
+            w[..tail.len()].copy_from_slice(tail);
+            words.push(u64::from_ne_bytes(w));
         }
         let boxed: Box<[u64]> = words.into_boxed_slice();
         let ptr = NonNull::from(&*boxed).cast::<u8>();
