@@ -260,12 +260,7 @@ impl<V: Clone, M: ConcurrentOrderedMap<V>> ConcurrentOrderedMap<V> for Hope<M> {
         bound: Bound<&[u8]>,
         f: impl FnOnce(&[u8], &V) -> R,
     ) -> Option<R> {
-        let b = encode_bound(&self.encoder, bound);
-        let mut buf = Vec::new();
-        self.inner.lower_bound_with(as_ref(&b), |k, v| {
-            decode_to(&self.encoder, k, &mut buf);
-            f(&buf, v)
-        })
+        self.seek_with(bound, false, f)
     }
 
     fn upper_bound_with<R>(
@@ -273,40 +268,75 @@ impl<V: Clone, M: ConcurrentOrderedMap<V>> ConcurrentOrderedMap<V> for Hope<M> {
         bound: Bound<&[u8]>,
         f: impl FnOnce(&[u8], &V) -> R,
     ) -> Option<R> {
+        self.seek_with(bound, true, f)
+    }
+
+    fn visit_range<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        K: AsRef<[u8]> + ?Sized,
+        Rg: RangeBounds<K>,
+    {
+        self.visit_with(&range, false, f);
+    }
+
+    fn visit_range_rev<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        K: AsRef<[u8]> + ?Sized,
+        Rg: RangeBounds<K>,
+    {
+        self.visit_with(&range, true, f);
+    }
+}
+
+impl<M> Hope<M> {
+    /// `lower_bound_with` (or, when `upper`, `upper_bound_with`) of the inner concurrent map
+    /// with the bound encoded and the key handed to `f` decoded.
+    fn seek_with<V: Clone, R>(
+        &self,
+        bound: Bound<&[u8]>,
+        upper: bool,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R>
+    where
+        M: ConcurrentOrderedMap<V>,
+    {
         let b = encode_bound(&self.encoder, bound);
         let mut buf = Vec::new();
-        self.inner.upper_bound_with(as_ref(&b), |k, v| {
+        let g = |k: &[u8], v: &V| {
             decode_to(&self.encoder, k, &mut buf);
             f(&buf, v)
-        })
+        };
+        if upper {
+            self.inner.upper_bound_with(as_ref(&b), g)
+        } else {
+            self.inner.lower_bound_with(as_ref(&b), g)
+        }
     }
 
-    fn visit_range<K, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
-    where
+    /// `visit_range` (or, when `rev`, `visit_range_rev`) of the inner concurrent map over the
+    /// encoded range, each key handed to `f` decoded.
+    fn visit_with<V: Clone, K, Rg>(
+        &self,
+        range: &Rg,
+        rev: bool,
+        mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>,
+    ) where
+        M: ConcurrentOrderedMap<V>,
         K: AsRef<[u8]> + ?Sized,
         Rg: RangeBounds<K>,
     {
-        let (lo, hi) = encode_range(&self.encoder, &range);
+        let (lo, hi) = encode_range(&self.encoder, range);
+        let bounds = (as_ref(&lo), as_ref(&hi));
         let mut buf = Vec::new();
-        self.inner
-            .visit_range::<[u8], _>((as_ref(&lo), as_ref(&hi)), |k, v| {
-                decode_to(&self.encoder, k, &mut buf);
-                f(&buf, v)
-            });
-    }
-
-    fn visit_range_rev<K, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
-    where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
-    {
-        let (lo, hi) = encode_range(&self.encoder, &range);
-        let mut buf = Vec::new();
-        self.inner
-            .visit_range_rev::<[u8], _>((as_ref(&lo), as_ref(&hi)), |k, v| {
-                decode_to(&self.encoder, k, &mut buf);
-                f(&buf, v)
-            });
+        let g = |k: &[u8], v: &V| {
+            decode_to(&self.encoder, k, &mut buf);
+            f(&buf, v)
+        };
+        if rev {
+            self.inner.visit_range_rev::<[u8], _>(bounds, g);
+        } else {
+            self.inner.visit_range::<[u8], _>(bounds, g);
+        }
     }
 }
 

@@ -35,13 +35,7 @@ impl BitVec {
     /// The vector of the first `len` bits of `words`; `None` unless `words` has exactly
     /// `len.div_ceil(64)` words and the bits past `len` are zero.
     pub fn from_words(words: Vec<u64>, len: usize) -> Option<Self> {
-        if words.len() != len.div_ceil(64) {
-            return None;
-        }
-        if !len.is_multiple_of(64) && words[words.len() - 1] >> (len % 64) != 0 {
-            return None;
-        }
-        Some(BitVec { words, len })
+        holds_exactly(&words, len).then_some(BitVec { words, len })
     }
 
     /// Number of bits.
@@ -177,13 +171,7 @@ impl FrozenBits {
     /// The first `len` bits of `words`; `None` unless `words` has exactly `len.div_ceil(64)`
     /// words and the bits past `len` are zero.
     pub fn new(words: Frozen<u64>, len: usize) -> Option<Self> {
-        if words.len() != len.div_ceil(64) {
-            return None;
-        }
-        if !len.is_multiple_of(64) && words[words.len() - 1] >> (len % 64) != 0 {
-            return None;
-        }
-        Some(FrozenBits { words, len })
+        holds_exactly(&words, len).then_some(FrozenBits { words, len })
     }
 
     /// Number of bits.
@@ -226,6 +214,13 @@ impl FrozenBits {
     pub fn is_borrowed(&self) -> bool {
         self.words.is_borrowed()
     }
+}
+
+/// Whether `words` are exactly the words of a `len`-bit vector: `len.div_ceil(64)` of them,
+/// with the bits past `len` zero.
+fn holds_exactly(words: &[u64], len: usize) -> bool {
+    words.len() == len.div_ceil(64)
+        && (len.is_multiple_of(64) || words[words.len() - 1] >> (len % 64) == 0)
 }
 
 fn iter_ones(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
