@@ -586,7 +586,28 @@ pub trait QueryFilter {
     }
 }
 
-impl QueryFilter for Surf {
+/// The size of a SuRF-backed filter, for the blanket [`QueryFilter`] impl below.
+trait StoredBits {
+    /// Memory in bits per stored key.
+    fn stored_bits_per_key(&self) -> f64;
+}
+
+impl StoredBits for Surf {
+    fn stored_bits_per_key(&self) -> f64 {
+        Surf::bits_per_key(self)
+    }
+}
+
+impl StoredBits for Hope<Surf> {
+    /// The SuRF's bits and the dictionary's, per stored key.
+    fn stored_bits_per_key(&self) -> f64 {
+        let keys = self.inner().len().max(1) as f64;
+        self.inner().bits_per_key() + self.encoder().dictionary_bytes() as f64 * 8.0 / keys
+    }
+}
+
+/// Any range filter (a SuRF, with or without a HOPE encoder in front).
+impl<F: RangeFilter + StoredBits> QueryFilter for F {
     fn answers_ranges(&self) -> bool {
         true
     }
@@ -604,7 +625,7 @@ impl QueryFilter for Surf {
     }
 
     fn bits_per_key(&self) -> f64 {
-        Surf::bits_per_key(self)
+        self.stored_bits_per_key()
     }
 }
 
@@ -653,28 +674,6 @@ impl QueryFilter for Bloom {
 
     fn bits_per_key(&self) -> f64 {
         self.filter.num_bits() as f64 / self.keys.max(1) as f64
-    }
-}
-
-impl QueryFilter for Hope<Surf> {
-    fn answers_ranges(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn point(&self, key: &[u8]) -> bool {
-        self.may_contain(key)
-    }
-
-    #[inline]
-    fn range(&self, start: &[u8], end: Bound<&[u8]>) -> bool {
-        self.may_contain_range::<[u8], _>((Bound::Included(start), end))
-    }
-
-    /// The SuRF's bits and the dictionary's, per stored key.
-    fn bits_per_key(&self) -> f64 {
-        let keys = self.inner().len().max(1) as f64;
-        self.inner().bits_per_key() + self.encoder().dictionary_bytes() as f64 * 8.0 / keys
     }
 }
 
