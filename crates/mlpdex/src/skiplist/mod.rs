@@ -287,7 +287,13 @@ impl<V> SkipList<V> {
         self.config
     }
 
-    /// Number of keys present; exact when no write is in flight.
+    /// Number of keys present.
+    ///
+    /// Exact when no write is in flight. While other threads insert and remove, it is a
+    /// moment's estimate: each write counts itself just after its linearization point, so the
+    /// answer is off by at most the number of writes in flight. It is never negative (a removal
+    /// counted before the insertion it undoes reads as zero, not as `usize::MAX`) and never
+    /// exceeds the number of insertions made so far.
     pub fn len(&self) -> usize {
         self.raw.len()
     }

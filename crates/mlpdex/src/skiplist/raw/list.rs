@@ -34,6 +34,7 @@ use super::node::{
     self, BUILT, DELETED, MARK, MAX_HEIGHT, Node, UNLINKED, addr, new_box, take_box,
     take_unpublished,
 };
+use super::sync::AtomicIsize;
 use crate::Error;
 
 /// Where removed nodes and replaced values go once unlinked: the front end defers their
@@ -89,8 +90,10 @@ pub(crate) struct RawList<V> {
     head: usize,
     /// Levels in use: at least the height of every node ever inserted (searches start there).
     top: Counter,
-    /// Keys present; exact when no write is in flight.
-    len: Counter,
+    /// Insertions minus removals. An insertion counts after its linking CAS and a removal
+    /// right after its tagging CAS, so a removal can uncount a key before its insertion
+    /// counted it: the sum dips below zero for a moment, and [`RawList::len`] clamps it.
+    len: AtomicIsize,
     /// Bytes of nodes and boxed values, retired ones included until freed.
     pub(crate) bytes: Arc<Counter>,
     _values: PhantomData<V>,
@@ -146,7 +149,7 @@ impl<V> RawList<V> {
         Ok(RawList {
             head,
             top: Counter::new(1),
-            len: Counter::new(0),
+            len: AtomicIsize::new(0),
             bytes: Arc::new(Counter::new(bytes)),
             _values: PhantomData,
         })
@@ -156,8 +159,12 @@ impl<V> RawList<V> {
         self.head
     }
 
+    /// Keys present: exact when no write is in flight. Under concurrent writes it is off by
+    /// at most the number of writes in flight (each counts itself just after its
+    /// linearization point), it is never negative, and it never exceeds the number of
+    /// insertions made so far.
     pub(crate) fn len(&self) -> usize {
-        self.len.load(Relaxed)
+        usize::try_from(self.len.load(Relaxed)).unwrap_or(0)
     }
 
     /// Levels a search starts from.
@@ -662,6 +669,30 @@ mod loom_model {
                 }
                 None => assert_eq!(live, vec![(b"k".to_vec(), 1)]),
             }
+            settle(&list, &retired, usize::from(removed.is_some()));
+        });
+    }
+
+    /// Issue 16, defect 3: an insert counts its key after the linking CAS, so a racing
+    /// removal can uncount it first. `len` must never exceed the keys ever present (here one),
+    /// in any interleaving: it wrapped to `usize::MAX` when the counter was unsigned.
+    #[test]
+    fn len_never_exceeds_the_keys_ever_present() {
+        model(|| {
+            let list = Arc::new(RawList::<u64>::new().unwrap());
+            let retired = Arc::new(Collect::default());
+            let (inserted, (removed, len_after_remove)) = race(
+                &list,
+                &retired,
+                |l, r| l.insert(b"k", 1, 1, r).unwrap(),
+                |l, r| {
+                    let removed = l.remove(b"k", r);
+                    (removed, l.len())
+                },
+            );
+            assert_eq!(inserted, None);
+            assert!(len_after_remove <= 1, "len {len_after_remove} with one key");
+            assert_eq!(list.len(), usize::from(removed.is_none()));
             settle(&list, &retired, usize::from(removed.is_some()));
         });
     }

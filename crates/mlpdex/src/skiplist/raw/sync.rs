@@ -2,7 +2,7 @@
 //! in [`super::list`]'s tests checks this very code.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU8, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicIsize, AtomicU8, AtomicUsize};
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU8, AtomicUsize};
+pub(crate) use core::sync::atomic::{AtomicIsize, AtomicU8, AtomicUsize};
