@@ -100,7 +100,9 @@
 //!   Holding a guard for a long time delays reclamation for the whole process.
 //! - Updates never change a value in place: [`insert`](SkipList::insert) of a present key
 //!   installs a boxed replacement with one CAS (the first value lives inside the node, later
-//!   ones in their own allocation), and returns a clone of the value it replaced.
+//!   ones in their own allocation), and returns a clone of the value it replaced. Every
+//!   replaced value, the first one included, is dropped once the guards that could see it are
+//!   gone; a removed key's value and node likewise.
 //! - Backward iteration re-seeks from the head for every step (`O(log n)` dependent misses per
 //!   entry), since the lists are singly linked; forward iteration is the fast direction.
 //!
@@ -118,6 +120,9 @@
 //!    memory: they step over removed nodes and never take one as a predecessor.
 //! 4. A removed node is retired once, by whichever of its inserter (done with the tower) and
 //!    its remover (done unlinking) finishes second, after an unlinking search of its own.
+//! 5. The first update of a node retires its inline value on its own (the node stays). The
+//!    node's memory is then freed by whichever runs second of the inline value's deferred drop
+//!    and the node's release (its retirement past the epoch, or the list's drop).
 //!
 //! Details and the argument for rule 4 are in `raw::list`.
 //!
@@ -191,7 +196,7 @@ impl<V: Send + Sync + 'static> Retire<V> for EpochRetire<'_, V> {
         let free = move || {
             // SAFETY: rule 4: the node is unreachable and retired once; the epoch has moved past
             // every guard that could hold it.
-            let n = unsafe { node::free::<V>(link, true) };
+            let n = unsafe { node::release::<V>(link) };
             bytes.fetch_sub(n, Relaxed);
         };
         // SAFETY: the closure owns what it touches (the node, a counter handle); V: Send.
@@ -203,6 +208,19 @@ impl<V: Send + Sync + 'static> Retire<V> for EpochRetire<'_, V> {
         let free = move || {
             // SAFETY: the box stopped being current before it was retired, and is retired once.
             let n = unsafe { node::drop_box::<V>(word) };
+            bytes.fetch_sub(n, Relaxed);
+        };
+        // SAFETY: as above.
+        unsafe { self.guard.defer_unchecked(free) };
+    }
+
+    fn retire_inline(&self, link: usize) {
+        let bytes = Arc::clone(self.bytes);
+        let free = move || {
+            // SAFETY: rule 5: the update that replaced the inline value retired it once; the
+            // epoch has moved past every guard that could hold a reference to it, and the node
+            // is freed only by the second of this drop and the node's release.
+            let n = unsafe { node::drop_replaced_inline::<V>(link) };
             bytes.fetch_sub(n, Relaxed);
         };
         // SAFETY: as above.

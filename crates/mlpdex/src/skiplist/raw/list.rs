@@ -17,6 +17,12 @@
 //!    ran after its last link was made, and a node once unreachable never becomes reachable
 //!    again (links only ever point to new nodes or to successors of reachable ones), so the
 //!    retired node is unreachable for every thread that pins after the retirement.
+//! 5. The CAS that installs a node's first replacement value (value word 0 → box) retires the
+//!    inline value ([`Retire::retire_inline`]); the word never returns to 0, so a node's
+//!    value word tells its release whether that drop was scheduled. Both the deferred drop
+//!    ([`node::drop_replaced_inline`]) and the release ([`node::release`]) set a bit of the
+//!    node's state with one RMW; whichever sees the other's bit frees the node, so it is
+//!    freed once, after both are done with it, whatever order the epoch runs them in.
 //!
 //! Rule 4 is a store-then-load pattern on each side (the inserter links, then checks the value
 //! word; the remover tags the value word, then searches the links). The inserter's check is
@@ -44,6 +50,9 @@ pub(crate) trait Retire<V> {
     fn retire_node(&self, link: usize);
     /// The box `word` is no longer current; free it once no thread can still hold it.
     fn retire_value(&self, word: usize);
+    /// `link`'s inline value was replaced by the node's first update; drop it (with
+    /// [`node::drop_replaced_inline`]) once no thread can still hold it.
+    fn retire_inline(&self, link: usize);
 }
 
 /// Per-level predecessors and successors of a key, as link words.
@@ -309,7 +318,9 @@ impl<V> RawList<V> {
                         Ok(_) => {
                             // SAFETY: `w` was current, so it stays alive while we are pinned.
                             let old = unsafe { n.value_at(w) }.clone();
-                            if w != 0 {
+                            if w == 0 {
+                                retire.retire_inline(found);
+                            } else {
                                 retire.retire_value(w);
                             }
                             return Ok(Some(old));
@@ -531,10 +542,10 @@ impl<V> Drop for RawList<V> {
             let mut link = at::<V>(self.head).next(0).load(Relaxed);
             while !addr::<V>(link).is_null() {
                 let next = at::<V>(link).next(0).load(Relaxed);
-                node::free::<V>(link, true);
+                node::release::<V>(link);
                 link = next;
             }
-            node::free::<V>(self.head, false);
+            node::free_head::<V>(self.head);
         }
     }
 }
@@ -562,6 +573,7 @@ mod loom_model {
     struct Collect {
         nodes: Mutex<Vec<usize>>,
         values: Mutex<Vec<usize>>,
+        inlines: Mutex<Vec<usize>>,
     }
 
     impl Retire<u64> for Collect {
@@ -570,6 +582,9 @@ mod loom_model {
         }
         fn retire_value(&self, word: usize) {
             self.values.lock().unwrap().push(word);
+        }
+        fn retire_inline(&self, link: usize) {
+            self.inlines.lock().unwrap().push(link);
         }
     }
 
@@ -639,8 +654,20 @@ mod loom_model {
             // SAFETY: retired means unreachable (just checked) and owned by us now.
             unsafe {
                 assert_ne!(at::<u64>(n).value.load(SeqCst) & DELETED, 0);
-                node::free::<u64>(n, true);
+                node::release::<u64>(n);
             }
+        }
+        let inlines = retired.inlines.lock().unwrap();
+        let distinct: HashSet<usize> = inlines.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            inlines.len(),
+            "an inline value was retired twice"
+        );
+        for &n in inlines.iter() {
+            // SAFETY: retired once by the first update of its node; every thread is joined.
+            // The node is released above (removed) or by the list's drop (still linked).
+            unsafe { node::drop_replaced_inline::<u64>(n) };
         }
         for &w in retired.values.lock().unwrap().iter() {
             // SAFETY: a replaced box, retired once, unreachable.
@@ -670,6 +697,34 @@ mod loom_model {
                 None => assert_eq!(live, vec![(b"k".to_vec(), 1)]),
             }
             settle(&list, &retired, usize::from(removed.is_some()));
+        });
+    }
+
+    /// Rule 5: a node whose inline value an update replaced is freed once, by whichever of
+    /// its release (here after its removal) and the deferred drop of that value runs second,
+    /// in every interleaving of the two. The bytes each side reports freeing add up to the
+    /// node and its box exactly.
+    #[test]
+    fn release_races_the_replaced_inline_drop() {
+        model(|| {
+            let list = RawList::<u64>::new().unwrap();
+            let retired = Collect::default();
+            list.insert(b"k", 1, 1, &retired).unwrap();
+            assert_eq!(list.insert(b"k", 2, 1, &retired).unwrap(), Some(1));
+            assert_eq!(list.remove(b"k", &retired), Some(2));
+            let node = retired.nodes.lock().unwrap().clone();
+            assert_eq!(node, retired.inlines.lock().unwrap().clone());
+            assert!(retired.values.lock().unwrap().is_empty());
+            let node = node[0];
+            // SAFETY (both calls): the node is unlinked and retired, its inline value was
+            // replaced and retired; each call runs once, no reader exists.
+            let releaser = loom::thread::spawn(move || unsafe { node::release::<u64>(node) });
+            let dropped = unsafe { node::drop_replaced_inline::<u64>(node) };
+            let released = releaser.join().unwrap();
+            assert_eq!(
+                dropped + released,
+                Node::<u64>::size(1, 1) + core::mem::size_of::<node::Boxed<u64>>()
+            );
         });
     }
 

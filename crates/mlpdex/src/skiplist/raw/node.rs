@@ -4,8 +4,8 @@
 //! offset 0   value word   0 = the inline value is current; else the address of a `Boxed<V>`
 //!                         holding a replacement; bit 0 (DELETED) set once the key is removed
 //!        8   next[0]      level-0 link (the only link a scan step reads)
-//!       16   key_len: u32, height: u8, state: u8 (BUILT | UNLINKED handshake)
-//!       24   inline value (V, possibly uninitialized in the head)
+//!       16   key_len: u32, height: u8, state: u8 (BUILT | UNLINKED, INLINE_DROPPED | FREEING)
+//!       24   inline value (V; uninitialized in the head, dropped early once replaced)
 //!   24+|V|   key bytes
 //!  aligned   next[1..height]
 //! ```
@@ -20,8 +20,9 @@
 //! level `i`, and the link never changes again.
 
 use core::alloc::Layout;
+use core::cell::UnsafeCell;
 use core::mem::{MaybeUninit, align_of, size_of};
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 
 use super::sync::{AtomicU8, AtomicUsize};
 use crate::Error;
@@ -43,6 +44,12 @@ pub(crate) const DELETED: usize = 1;
 pub(crate) const BUILT: u8 = 1;
 /// State bit: the remover has marked every level and run its unlinking search.
 pub(crate) const UNLINKED: u8 = 2;
+/// State bit: the inline value, replaced by an update, has been dropped (by the deferred drop
+/// the update scheduled).
+const INLINE_DROPPED: u8 = 4;
+/// State bit: the node itself is done with (retired and past its epoch, or its list dropped),
+/// but its replaced inline value was still waiting to be dropped, whose drop then frees it.
+const FREEING: u8 = 8;
 
 /// A replacement value, boxed so an update is one pointer swap; aligned so that bit 0 of its
 /// address is free for [`DELETED`].
@@ -59,8 +66,11 @@ pub(crate) struct Node<V> {
     key_len: u32,
     height: u8,
     /// [`BUILT`] | [`UNLINKED`]: whoever sets the second bit retires the node.
+    /// [`INLINE_DROPPED`] | [`FREEING`]: whoever sets the second bit frees it.
     pub(crate) state: AtomicU8,
-    inline: MaybeUninit<V>,
+    /// The first value. In an `UnsafeCell` because it is dropped in place (once replaced and
+    /// past its epoch) while other threads may still hold references to the node.
+    inline: UnsafeCell<MaybeUninit<V>>,
 }
 
 #[cfg(not(loom))]
@@ -150,9 +160,10 @@ impl<V> Node<V> {
     pub(crate) unsafe fn value_at(&self, word: usize) -> &V {
         let p = word & !DELETED;
         if p == 0 {
-            // SAFETY: every node but the head is allocated with its inline value initialized,
-            // and it is dropped only when the node is freed.
-            unsafe { self.inline.assume_init_ref() }
+            // SAFETY: every node but the head is allocated with its inline value initialized.
+            // A word of 0 means no update has replaced it yet, or one did after the caller
+            // loaded `word`: then the caller's guard predates the deferred drop, which waits.
+            unsafe { (*self.inline.get()).assume_init_ref() }
         } else {
             // SAFETY: a non-zero word is the address of a live `Boxed<V>` (retired only after
             // it stopped being current, freed only after the caller's guard).
@@ -173,7 +184,7 @@ pub(crate) fn alloc<V>(key: &[u8], value: V, height: usize) -> Result<(usize, us
     // SAFETY: `alloc_raw` returned a fresh node of this layout; nobody else sees it yet.
     unsafe {
         let n = addr::<V>(link) as *mut Node<V>;
-        (*n).inline.as_mut_ptr().write(value);
+        (*n).inline.get_mut().as_mut_ptr().write(value);
     }
     Ok((link, bytes))
 }
@@ -217,24 +228,62 @@ unsafe fn alloc_raw<V>(key: &[u8], key_len: u32, height: usize) -> Result<(usize
     Ok((p as usize | wide, layout.size()))
 }
 
-/// Frees a node, dropping its values; returns the bytes released (node and boxed value).
+/// Releases a node the list is done with (retired past its epoch, or linked when the list is
+/// dropped): drops its current value and frees it. If an update replaced the inline value
+/// (the value word is not 0) the update scheduled that value's drop; the node is then freed
+/// here or by that drop ([`drop_replaced_inline`]), whichever comes second. Returns the bytes
+/// released here.
 ///
 /// # Safety
-/// The node is unreachable by every thread, freed once; `has_value` is false only for the head.
-pub(crate) unsafe fn free<V>(link: usize, has_value: bool) -> usize {
+/// The node is not the head, no thread can reach it any more, and it is released once.
+pub(crate) unsafe fn release<V>(link: usize) -> usize {
     let n = addr::<V>(link) as *mut Node<V>;
-    // SAFETY: per the contract we own the node exclusively.
+    // SAFETY: per the contract the node is ours, except that a scheduled drop of its replaced
+    // inline value may run at the same time; that drop touches only the inline value and the
+    // state byte, and the handshake below leaves the deallocation to the second of us.
     unsafe {
-        let mut bytes = 0;
-        let word = (*n).value.load(Relaxed) & !DELETED;
-        if word != 0 {
-            bytes += drop_box::<V>(word);
+        let word = (*n).value.load(Acquire) & !DELETED;
+        if word == 0 {
+            (*n).inline.get_mut().assume_init_drop();
+            return dealloc::<V>(n);
         }
-        if has_value {
-            (*n).inline.assume_init_drop();
+        let bytes = drop_box::<V>(word);
+        if (*n).state.fetch_or(FREEING, AcqRel) & INLINE_DROPPED != 0 {
+            return bytes + dealloc::<V>(n);
         }
-        bytes + dealloc::<V>(n)
+        bytes
     }
+}
+
+/// Drops the inline value of a node whose first update replaced it; frees the node too if the
+/// list was already done with it ([`release`]). Returns the bytes freed.
+///
+/// # Safety
+/// An update replaced the node's inline value (its value word left 0), no thread can still
+/// hold a reference to that value, and this runs once per node.
+pub(crate) unsafe fn drop_replaced_inline<V>(link: usize) -> usize {
+    let n = addr::<V>(link) as *mut Node<V>;
+    // SAFETY: the node is still allocated: it is freed only by the second of this call and
+    // `release`, and this call has not set its bit yet. The inline value is initialized
+    // (never dropped before: this runs once and `release` skips it) and nobody reads it any
+    // more; other threads may still read the node's other fields, which we leave alone, and
+    // the value sits in an `UnsafeCell`.
+    unsafe {
+        (*(*n).inline.get()).assume_init_drop();
+        if (*n).state.fetch_or(INLINE_DROPPED, AcqRel) & FREEING != 0 {
+            return dealloc::<V>(n);
+        }
+    }
+    0
+}
+
+/// Frees the head node (it has no value).
+///
+/// # Safety
+/// `link` is the list's head, no thread can reach it any more, freed once.
+pub(crate) unsafe fn free_head<V>(link: usize) -> usize {
+    // SAFETY: per the contract; the head's inline value was never initialized.
+    unsafe { dealloc::<V>(addr::<V>(link) as *mut Node<V>) }
 }
 
 /// Takes the value back out of a node that was never published and frees the node; returns
@@ -247,7 +296,7 @@ pub(crate) unsafe fn take_unpublished<V>(link: usize) -> (V, usize) {
     // SAFETY: per the contract we own the node; the inline value is initialized.
     unsafe {
         debug_assert_eq!((*n).value.load(Relaxed), 0);
-        let v = (*n).inline.assume_init_read();
+        let v = (*n).inline.get_mut().assume_init_read();
         let bytes = dealloc::<V>(n);
         (v, bytes)
     }
