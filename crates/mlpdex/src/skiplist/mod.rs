@@ -95,9 +95,10 @@
 //!   it yields keys in strictly increasing order (decreasing for
 //!   [`next_back`](DoubleEndedIterator::next_back)), never yields a key removed before it
 //!   started, never skips a key present throughout, and yields each key at most once.
-//! - References handed out live as long as the [`Guard`] passed in (see [`pin`]): a removed or
-//!   replaced entry stays readable until every guard pinned before its removal is dropped.
-//!   Holding a guard for a long time delays reclamation for the whole process.
+//! - References handed out live as long as the [`Guard`] passed in (made by [`pin`], on the
+//!   collector every list retires into; a guard of any other collector does not type-check):
+//!   a removed or replaced entry stays readable until every guard pinned before its removal
+//!   is dropped. Holding a guard for a long time delays reclamation for the whole process.
 //! - Updates never change a value in place: [`insert`](SkipList::insert) of a present key
 //!   installs a boxed replacement with one CAS (the first value lives inside the node, later
 //!   ones in their own allocation), and returns a clone of the value it replaced. Every
@@ -149,8 +150,6 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-pub use crossbeam_epoch::Guard;
-
 use self::raw::list::{RawList, Retire, Seek};
 use self::raw::node::{self, DELETED, MAX_HEIGHT, Node, addr};
 use self::raw::prefetch::{MAX_DEPTH, Prefetcher};
@@ -160,7 +159,62 @@ use crate::{ConcurrentOrderedMap, Error};
 /// Pins the current thread's epoch: references obtained under the returned [`Guard`] stay
 /// valid until it is dropped.
 pub fn pin() -> Guard {
-    crossbeam_epoch::pin()
+    Guard(crossbeam_epoch::pin())
+}
+
+/// A pinned epoch: entries read under it stay readable until it is dropped, even if they are
+/// removed or replaced meanwhile. Made by [`pin`]; not `Send` (it belongs to the thread that
+/// pinned).
+///
+/// ```
+/// use mlpdex::skiplist::{SkipList, pin};
+///
+/// let list = SkipList::new();
+/// list.insert(b"key", String::from("value")).unwrap();
+/// let guard = pin();
+/// let value = list.get(b"key", &guard).unwrap();
+/// list.remove(b"key");
+/// assert_eq!(value, "value"); // still readable: `guard` holds its epoch
+/// # // The example below fails only for its guard's type: crossbeam_epoch is in scope here.
+/// # let _other = crossbeam_epoch::Collector::new().register();
+/// ```
+///
+/// Every skip list retires removed nodes and replaced values into crossbeam-epoch's
+/// process-wide collector, and this type can only be made by pinning that collector, so a
+/// guard of some other collector (or crossbeam's `unprotected()`), which would protect
+/// nothing, is rejected when the program is compiled:
+///
+/// ```compile_fail,E0308
+/// let list = mlpdex::skiplist::SkipList::<u64>::new();
+/// let collector = crossbeam_epoch::Collector::new();
+/// let handle = collector.register();
+/// let foreign = handle.pin();
+/// let _ = list.get(b"key", &foreign); // expected `&skiplist::Guard`
+/// ```
+///
+/// Holding a guard delays the reclamation of everything retired after it was pinned, by every
+/// structure in the process that uses the collector; keep guards short, or
+/// [`repin`](Guard::repin) between batches of work.
+pub struct Guard(crossbeam_epoch::Guard);
+
+impl Guard {
+    /// Unpins and pins again, letting reclamation move past this guard. Takes `&mut self`, so
+    /// no reference read under the old pin can survive it.
+    pub fn repin(&mut self) {
+        self.0.repin();
+    }
+
+    /// Hands this thread's deferred frees to the collector and runs those whose epoch has
+    /// passed.
+    pub fn flush(&self) {
+        self.0.flush();
+    }
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Guard { .. }")
+    }
 }
 
 /// Settings of a [`SkipList`].
@@ -185,7 +239,7 @@ pub struct SkipList<V> {
 
 /// Defers destruction of unlinked nodes and replaced values past every pinned guard.
 struct EpochRetire<'g, V> {
-    guard: &'g Guard,
+    guard: &'g crossbeam_epoch::Guard,
     bytes: &'g Arc<AtomicUsize>,
     _values: PhantomData<V>,
 }
@@ -292,7 +346,7 @@ impl<V: Send + Sync + 'static> SkipList<V> {
 
     fn retirer<'g>(&'g self, guard: &'g Guard) -> EpochRetire<'g, V> {
         EpochRetire {
-            guard,
+            guard: &guard.0,
             bytes: &self.raw.bytes,
             _values: PhantomData,
         }
@@ -725,5 +779,36 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for SkipList<V> {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Small tests of the unsafe core through the front end, sized for miri.
+    use super::*;
+
+    /// Issue 16, defect 1: an entry read under a guard stays readable after it is removed and
+    /// the collector is flushed many times (miri flags the read if the node was freed; with a
+    /// guard of another collector, which no longer type-checks, it was).
+    #[test]
+    fn a_guard_keeps_removed_and_replaced_entries_readable() {
+        let list = SkipList::<Box<u64>>::new();
+        list.insert(b"key", Box::new(7)).unwrap();
+        list.insert(b"other", Box::new(8)).unwrap();
+        let guard = pin();
+        let removed = list.get(b"key", &guard).unwrap();
+        let (k, replaced) = list.lower_bound(Bound::Excluded(b"key"), &guard).unwrap();
+        assert_eq!(list.remove(b"key").as_deref(), Some(&7));
+        assert_eq!(
+            list.insert(b"other", Box::new(9)).unwrap().as_deref(),
+            Some(&8)
+        );
+        for _ in 0..256 {
+            pin().flush();
+        }
+        assert_eq!((**removed, k, **replaced), (7, &b"other"[..], 8));
+        drop(guard);
+        assert_eq!(list.len(), 1);
+        list.check_invariants();
     }
 }
