@@ -17,7 +17,8 @@
 //!    default config, growing config with every symbol size, 8-byte integer keys), then
 //!    `check_invariants()`.
 //! 3. **Multi-threaded stress** ([`concurrent::stress`], standard plans: 2 writers + 2
-//!    readers and 4 writers + 2 readers, partitioned and shared keys) on a universe of about
+//!    readers and 4 writers + 2 readers, partitioned and shared keys; 6 writers + 2 readers
+//!    on shared keys with 15 % of the writes, 8 threads on 2 cores) on a universe of about
 //!    2000 keys of mixed shapes, with the growing config, so that the fill/drain cycles grow
 //!    and shrink the table during the run: linearizability of every read and of the values
 //!    `insert`/`remove` return (per-thread monotonic [`Stamp`](concurrent::Stamp)s, no stale `get` after a
@@ -25,8 +26,9 @@
 //!    `Break`), exact final contents for partitioned runs and last-writer contents for shared
 //!    ones, `check_invariants()` after the run and after draining to empty.
 //! 4. **Range visits under churn** ([`concurrent::range_visits_under_churn`], 2 and 4
-//!    writers, 2 visitors, growing config): keys present throughout are reported by every
-//!    visit and seek covering them; keys removed before a visit starts never are.
+//!    writers, and 6 with a quarter of the writes; 2 visitors, growing config): keys present
+//!    throughout are reported by every visit and seek covering them; keys removed before a
+//!    visit starts never are.
 //! 5. **Values are dropped exactly once** ([`concurrent::values_dropped_once`] with the
 //!    default and the growing config, [`concurrent::values_dropped_once_concurrently`] with
 //!    2 writers + 2 readers on the growing config): `insert` and `remove` return clones, no
@@ -295,6 +297,19 @@ fn stress_shared_keys_4_writers_2_readers() {
     );
 }
 
+/// 8 threads on 2 cores: 6 writers on shared keys (15 % of the standard plan's writes)
+/// and 2 readers.
+#[test]
+fn stress_shared_keys_6_writers_2_readers() {
+    concurrent::stress(
+        &growth_subject(),
+        Plan {
+            phase_ops: 30_000 / 6,
+            ..Plan::standard(Sharing::Shared, 6, 2, 0x5EED_0006)
+        },
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Range visits under churn
 // ---------------------------------------------------------------------------------------------
@@ -307,6 +322,18 @@ fn range_visits_under_churn_keep_stable_keys_and_skip_removed_ones() {
 #[test]
 fn range_visits_under_churn_4_writers() {
     concurrent::range_visits_under_churn(&growth_subject(), ChurnPlan::standard(4, 0xC4A2_0002));
+}
+
+/// 8 threads on 2 cores: 6 writers (a quarter of the standard plan's writes) and 2 visitors.
+#[test]
+fn range_visits_under_churn_6_writers() {
+    concurrent::range_visits_under_churn(
+        &growth_subject(),
+        ChurnPlan {
+            phase_ops: 40_000 / 6,
+            ..ChurnPlan::standard(6, 0xC4A2_0006)
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,12 +10,14 @@
 //! API directly. What is covered:
 //!
 //! 1. **Multi-threaded stress** ([`concurrent::stress`], standard plans, default config: 2
-//!    writers + 2 readers and 4 writers + 2 readers, partitioned and shared keys):
+//!    writers + 2 readers and 4 writers + 2 readers, partitioned and shared keys; and 6
+//!    writers + 2 readers on shared keys with 15 % of the writes, 8 threads on 2 cores):
 //!    linearizability of every read and of the values `insert`/`remove` return, visit shape,
 //!    exact or last-writer final contents, `check_invariants()` after the run and after draining.
 //! 2. **Range visits under churn** ([`concurrent::range_visits_under_churn`], 2 and 4 writers,
-//!    each at `K = 0`, `3` and `6`): keys present throughout are reported by every visit and
-//!    seek covering them; keys removed before a visit starts never are.
+//!    each at `K = 0`, `3` and `6`, and 6 writers with a quarter of the writes at `K = 3`):
+//!    keys present throughout are reported by every visit and seek covering them; keys
+//!    removed before a visit starts never are.
 //! 3. **Values are dropped exactly once** ([`concurrent::values_dropped_once`] at `K = 0`, `3`,
 //!    `6`; [`concurrent::values_dropped_once_concurrently`] at `K = 3` and `6`): clones on the
 //!    way out only, nothing dropped early or twice, epoch reclamation eventually frees every
@@ -158,6 +160,19 @@ fn stress_shared_keys_4_writers_2_readers() {
     );
 }
 
+/// 8 threads on 2 cores: 6 writers on shared keys (15 % of the standard plan's writes)
+/// and 2 readers.
+#[test]
+fn stress_shared_keys_6_writers_2_readers() {
+    concurrent::stress(
+        &subject(DEFAULT_K),
+        Plan {
+            phase_ops: 30_000 / 6,
+            ..Plan::standard(Sharing::Shared, 6, 2, 0x5EED_5106)
+        },
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Range visits under churn (generic harness, through the prefetching iterator)
 // ---------------------------------------------------------------------------------------------
@@ -190,6 +205,18 @@ fn range_visits_under_churn_4_writers_k3() {
 #[test]
 fn range_visits_under_churn_4_writers_k6() {
     concurrent::range_visits_under_churn(&subject(6), ChurnPlan::standard(4, 0xC4A2_5406));
+}
+
+/// 8 threads on 2 cores: 6 writers (a quarter of the standard plan's writes) and 2 visitors.
+#[test]
+fn range_visits_under_churn_6_writers_k3() {
+    concurrent::range_visits_under_churn(
+        &subject(3),
+        ChurnPlan {
+            phase_ops: 40_000 / 6,
+            ..ChurnPlan::standard(6, 0xC4A2_5603)
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
