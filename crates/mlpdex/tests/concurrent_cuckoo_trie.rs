@@ -17,7 +17,8 @@
 //!    default config, growing config with every symbol size, 8-byte integer keys), then
 //!    `check_invariants()`.
 //! 3. **Multi-threaded stress** ([`concurrent::stress`], standard plans: 2 writers + 2
-//!    readers and 4 writers + 2 readers, partitioned and shared keys) on a universe of about
+//!    readers and 4 writers + 2 readers, partitioned and shared keys; 6 writers + 2 readers
+//!    on shared keys with 15 % of the writes, 8 threads on 2 cores) on a universe of about
 //!    2000 keys of mixed shapes, with the growing config, so that the fill/drain cycles grow
 //!    and shrink the table during the run: linearizability of every read and of the values
 //!    `insert`/`remove` return (per-thread monotonic [`Stamp`](concurrent::Stamp)s, no stale `get` after a
@@ -25,14 +26,23 @@
 //!    `Break`), exact final contents for partitioned runs and last-writer contents for shared
 //!    ones, `check_invariants()` after the run and after draining to empty.
 //! 4. **Range visits under churn** ([`concurrent::range_visits_under_churn`], 2 and 4
-//!    writers, 2 visitors, growing config): keys present throughout are reported by every
-//!    visit and seek covering them; keys removed before a visit starts never are.
+//!    writers, and 6 with a quarter of the writes; 2 visitors, growing config): keys present
+//!    throughout are reported by every visit and seek covering them; keys removed before a
+//!    visit starts never are.
 //! 5. **Values are dropped exactly once** ([`concurrent::values_dropped_once`] with the
 //!    default and the growing config, [`concurrent::values_dropped_once_concurrently`] with
 //!    2 writers + 2 readers on the growing config): `insert` and `remove` return clones, no
 //!    other clone is made, no stored value is dropped early or twice, dropping the map drops
 //!    the stored values at once, a refused insert (key over `MAX_KEY_LEN`) drops its value at
-//!    once, and epoch-based reclamation eventually frees every retired value.
+//!    once, and epoch-based reclamation eventually frees every retired value; and
+//!    ([`concurrent::replaced_values_dropped_while_key_stays`]) a key updated eleven times has
+//!    every replaced value freed, its first one included, while the key stays stored.
+//!
+//!    5b. **Many threads on a few keys** ([`concurrent::same_key_stress`]): 8 threads on 1
+//!    key (default config) and on 2 keys, 6 threads on 16 keys, 4 threads on 400 keys (growing
+//!    config), each value inserted unique: every value comes out exactly once (returned by
+//!    `insert` or `remove`, or stored at the end), none is invented, and `len()` read after
+//!    every operation never exceeds the number of keys.
 //! 6. **Edge cases**: the empty key alone and with others (default and growing config), prefix
 //!    keys in every insertion order (default config, and the growing config with
 //!    `symbol_bits: 1`), both through the generic harnesses; and, Cuckoo-Trie-specific, a key
@@ -51,13 +61,13 @@
 //! tests too.
 //!
 //! No test asserts on timing: the stress tests are sized by operation counts, and readers run
-//! until every writer is done. The file takes about 20 s on 2 cores, with `--release` or in the
+//! until every writer is done. The file takes about 30 s on 2 cores, with `--release` or in the
 //! test profile.
 
 use std::ops::{Bound, ControlFlow};
 
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config};
-use mlpdex::testing::concurrent::{self, ChurnPlan, Plan, Sharing, Subject, entries};
+use mlpdex::testing::concurrent::{self, ChurnPlan, Plan, SameKeyPlan, Sharing, Subject, entries};
 use mlpdex::testing::{
     KeyShape, arb_ops, arb_ops_with, arb_u64_key, run_ops_concurrent, try_differential_concurrent,
 };
@@ -287,6 +297,19 @@ fn stress_shared_keys_4_writers_2_readers() {
     );
 }
 
+/// 8 threads on 2 cores: 6 writers on shared keys (15 % of the standard plan's writes)
+/// and 2 readers.
+#[test]
+fn stress_shared_keys_6_writers_2_readers() {
+    concurrent::stress(
+        &growth_subject(),
+        Plan {
+            phase_ops: 30_000 / 6,
+            ..Plan::standard(Sharing::Shared, 6, 2, 0x5EED_0006)
+        },
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Range visits under churn
 // ---------------------------------------------------------------------------------------------
@@ -299,6 +322,18 @@ fn range_visits_under_churn_keep_stable_keys_and_skip_removed_ones() {
 #[test]
 fn range_visits_under_churn_4_writers() {
     concurrent::range_visits_under_churn(&growth_subject(), ChurnPlan::standard(4, 0xC4A2_0002));
+}
+
+/// 8 threads on 2 cores: 6 writers (a quarter of the standard plan's writes) and 2 visitors.
+#[test]
+fn range_visits_under_churn_6_writers() {
+    concurrent::range_visits_under_churn(
+        &growth_subject(),
+        ChurnPlan {
+            phase_ops: 40_000 / 6,
+            ..ChurnPlan::standard(6, 0xC4A2_0006)
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,6 +349,41 @@ fn values_cloned_on_the_way_out_and_dropped_once_single_thread() {
 #[test]
 fn values_cloned_on_the_way_out_and_dropped_once_concurrently() {
     concurrent::values_dropped_once_concurrently(&growth_subject(), 0xD210);
+}
+
+#[test]
+fn replaced_values_dropped_while_the_key_stays() {
+    concurrent::replaced_values_dropped_while_key_stays(&default_subject());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5b. Many threads on a few keys (8 threads on 2 cores)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn same_key_stress_1_key_8_threads() {
+    concurrent::same_key_stress(&default_subject(), SameKeyPlan::standard(1, 8, 0x5A_C001));
+}
+
+#[test]
+fn same_key_stress_2_keys_8_threads() {
+    concurrent::same_key_stress(&growth_subject(), SameKeyPlan::standard(2, 8, 0x5A_C002));
+}
+
+#[test]
+fn same_key_stress_16_keys_6_threads() {
+    concurrent::same_key_stress(&growth_subject(), SameKeyPlan::standard(16, 6, 0x5A_C016));
+}
+
+#[test]
+fn same_key_stress_400_keys_4_threads() {
+    concurrent::same_key_stress(
+        &growth_subject(),
+        SameKeyPlan {
+            ops: 120_000,
+            ..SameKeyPlan::standard(400, 4, 0x5A_C400)
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,16 +10,26 @@
 //! API directly. What is covered:
 //!
 //! 1. **Multi-threaded stress** ([`concurrent::stress`], standard plans, default config: 2
-//!    writers + 2 readers and 4 writers + 2 readers, partitioned and shared keys):
+//!    writers + 2 readers and 4 writers + 2 readers, partitioned and shared keys; and 6
+//!    writers + 2 readers on shared keys with 15 % of the writes, 8 threads on 2 cores):
 //!    linearizability of every read and of the values `insert`/`remove` return, visit shape,
 //!    exact or last-writer final contents, `check_invariants()` after the run and after draining.
 //! 2. **Range visits under churn** ([`concurrent::range_visits_under_churn`], 2 and 4 writers,
-//!    each at `K = 0`, `3` and `6`): keys present throughout are reported by every visit and
-//!    seek covering them; keys removed before a visit starts never are.
+//!    each at `K = 0`, `3` and `6`, and 6 writers with a quarter of the writes at `K = 3`):
+//!    keys present throughout are reported by every visit and seek covering them; keys
+//!    removed before a visit starts never are.
 //! 3. **Values are dropped exactly once** ([`concurrent::values_dropped_once`] at `K = 0`, `3`,
 //!    `6`; [`concurrent::values_dropped_once_concurrently`] at `K = 3` and `6`): clones on the
 //!    way out only, nothing dropped early or twice, epoch reclamation eventually frees every
-//!    replaced or removed value.
+//!    replaced or removed value; and ([`concurrent::replaced_values_dropped_while_key_stays`])
+//!    a key updated eleven times has every replaced value freed, its first one included,
+//!    while the key stays stored.
+//!
+//!    3b. **Many threads on a few keys** ([`concurrent::same_key_stress`]): 8 threads on 1
+//!    and on 2 keys, 6 threads on 16 keys, 4 threads on 400 keys (at `K = 0`), each value
+//!    inserted unique: every value comes out exactly once (returned by `insert` or `remove`,
+//!    or stored at the end), none is invented, and `len()` read after every operation never
+//!    exceeds the number of keys.
 //! 4. **Edge cases** ([`concurrent::empty_key_alone_and_with_others`],
 //!    [`concurrent::prefix_keys_in_every_insertion_order`]) at `K = 0`, `3` and `6`.
 //! 5. `stress_small_quick`: the quick plans (stress partitioned and shared, churn at `K = 0`,
@@ -67,7 +77,7 @@
 //!
 //! No test asserts on timing: the multi-threaded tests are sized by operation counts, and
 //! readers run until every writer is done (and a minimum number of scans). The file takes
-//! about 20 to 35 s on 2 cores, with `--release` or in the test profile.
+//! about 30 to 45 s on 2 cores, with `--release` or in the test profile.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
@@ -81,7 +91,7 @@ use mlpdex::key::{Escaped, after_start, before_end, show_bound};
 use mlpdex::skiplist::{Config, SkipList, pin};
 use mlpdex::testing::TestRng;
 use mlpdex::testing::concurrent::{
-    self, ChurnPlan, Done, Plan, Sharing, Stamp, Subject, as_slice, join_all,
+    self, ChurnPlan, Done, Plan, SameKeyPlan, Sharing, Stamp, Subject, as_slice, join_all,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -150,6 +160,19 @@ fn stress_shared_keys_4_writers_2_readers() {
     );
 }
 
+/// 8 threads on 2 cores: 6 writers on shared keys (15 % of the standard plan's writes)
+/// and 2 readers.
+#[test]
+fn stress_shared_keys_6_writers_2_readers() {
+    concurrent::stress(
+        &subject(DEFAULT_K),
+        Plan {
+            phase_ops: 30_000 / 6,
+            ..Plan::standard(Sharing::Shared, 6, 2, 0x5EED_5106)
+        },
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Range visits under churn (generic harness, through the prefetching iterator)
 // ---------------------------------------------------------------------------------------------
@@ -184,6 +207,18 @@ fn range_visits_under_churn_4_writers_k6() {
     concurrent::range_visits_under_churn(&subject(6), ChurnPlan::standard(4, 0xC4A2_5406));
 }
 
+/// 8 threads on 2 cores: 6 writers (a quarter of the standard plan's writes) and 2 visitors.
+#[test]
+fn range_visits_under_churn_6_writers_k3() {
+    concurrent::range_visits_under_churn(
+        &subject(3),
+        ChurnPlan {
+            phase_ops: 40_000 / 6,
+            ..ChurnPlan::standard(6, 0xC4A2_5603)
+        },
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. Values are cloned on the way out and dropped exactly once
 // ---------------------------------------------------------------------------------------------
@@ -203,6 +238,41 @@ fn values_cloned_on_the_way_out_and_dropped_once_concurrently_k3() {
 #[test]
 fn values_cloned_on_the_way_out_and_dropped_once_concurrently_k6() {
     concurrent::values_dropped_once_concurrently(&subject(6), 0xD5_4006);
+}
+
+#[test]
+fn replaced_values_dropped_while_the_key_stays() {
+    concurrent::replaced_values_dropped_while_key_stays(&subject(DEFAULT_K));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3b. Many threads on a few keys (8 threads on 2 cores)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn same_key_stress_1_key_8_threads() {
+    concurrent::same_key_stress(&subject(DEFAULT_K), SameKeyPlan::standard(1, 8, 0x5A_5001));
+}
+
+#[test]
+fn same_key_stress_2_keys_8_threads() {
+    concurrent::same_key_stress(&subject(DEFAULT_K), SameKeyPlan::standard(2, 8, 0x5A_5002));
+}
+
+#[test]
+fn same_key_stress_16_keys_6_threads() {
+    concurrent::same_key_stress(&subject(DEFAULT_K), SameKeyPlan::standard(16, 6, 0x5A_5016));
+}
+
+#[test]
+fn same_key_stress_400_keys_4_threads() {
+    concurrent::same_key_stress(
+        &subject(0),
+        SameKeyPlan {
+            ops: 120_000,
+            ..SameKeyPlan::standard(400, 4, 0x5A_5400)
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -66,6 +66,19 @@
 //!   concurrent version runs 2 writers, each owning half the keys, and 2 readers checking that
 //!   everything they reach through `get_with`, `lower_bound_with` and `visit_range` is a
 //!   stored original not yet dropped.
+//! - [`same_key_stress`] (values `u64`): `plan.threads` threads (more than the cores, so that
+//!   threads are preempted inside operations) all inserting, removing and reading the same
+//!   `plan.keys` keys (1, 2, 16, 400 in the crate's tests). Every value inserted is unique in
+//!   the run, so the values must come out exactly once: each is returned by one `insert` (as
+//!   the value it replaced) or one `remove`, or is still stored at the end, and nothing comes
+//!   out that was never inserted. `len()`, read after every operation, must never exceed the
+//!   number of keys (a length counter updated after the linking CAS can wrap below zero when
+//!   a remove of the key runs in between). The per-thread order checks of [`stress`], the
+//!   final contents and a drain to empty are checked too.
+//! - [`replaced_values_dropped_while_key_stays`] (values [`Counted`]): one key updated eleven
+//!   times; every replaced value, the first included, is eventually dropped while the key is
+//!   still stored (a map keeping a key's first value alive until the key is removed passes
+//!   [`values_dropped_once`] but fails here).
 //! - [`empty_key_alone_and_with_others`] and [`prefix_keys_in_every_insertion_order`]:
 //!   single-threaded edge cases through the `&self` API, compared with a `BTreeMap` (full
 //!   visits both ways, `len`, `is_empty`, `get`, and both seeks with every bound kind around
@@ -131,7 +144,9 @@
 //! write operations plus the readers' work, a few seconds each on 2 cores for a structure of
 //! this crate with `--release`; the quick plans ([`Plan::quick`], [`ChurnPlan::quick`]) a few
 //! thousand, well under a second. [`values_dropped_once`] makes 6,000 operations and
-//! [`values_dropped_once_concurrently`] 160,000 writes.
+//! [`values_dropped_once_concurrently`] 160,000 writes. [`SameKeyPlan::standard`] makes
+//! 960,000 operations, 2 to 4 s on 2 cores in the test profile;
+//! [`SameKeyPlan::quick`] 16,000.
 
 use core::fmt;
 use core::ops::{Bound, ControlFlow};
@@ -380,7 +395,12 @@ pub fn mixed_keys(target: usize, long: usize, seed: u64) -> Vec<Vec<u8>> {
 impl Universe {
     /// [`mixed_keys`]`(target, long, seed)`, indexed.
     fn new(target: usize, long: usize, seed: u64) -> Universe {
-        let keys = mixed_keys(target, long, seed);
+        Universe::from_keys(mixed_keys(target, long, seed))
+    }
+
+    /// The sorted, distinct `keys`, indexed.
+    fn from_keys(keys: Vec<Vec<u8>>) -> Universe {
+        debug_assert!(keys.is_sorted_by(|a, b| a < b));
         assert!(
             keys.len() < 1 << INDEX_BITS,
             "universe too large for a stamp"
@@ -1505,6 +1525,294 @@ pub fn range_visits_under_churn<M: ConcurrentOrderedMap<u64>>(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Many threads on a few keys
+// ---------------------------------------------------------------------------------------------
+
+/// The size of a [`same_key_stress`] run.
+#[derive(Clone, Copy, Debug)]
+pub struct SameKeyPlan {
+    /// Keys every thread writes, 1 to 65,535, drawn at random from [`mixed_keys`] (so the
+    /// set may hold the empty key, keys that are prefixes of each other, and from 64 keys on a
+    /// multi-KiB key).
+    pub keys: usize,
+    /// Threads, 1 to 255, each inserting, removing and reading every key. More threads than
+    /// cores means threads are preempted in the middle of operations.
+    pub threads: usize,
+    /// Operations of each thread.
+    pub ops: usize,
+    /// Seeds the key set and every thread's random choices.
+    pub seed: u64,
+}
+
+impl SameKeyPlan {
+    /// The full-size run: `keys` keys, `threads` threads, 960,000 operations split between
+    /// the threads.
+    pub fn standard(keys: usize, threads: usize, seed: u64) -> SameKeyPlan {
+        SameKeyPlan {
+            keys,
+            threads,
+            ops: 960_000 / threads.max(1),
+            seed,
+        }
+    }
+
+    /// A small run for CI: `keys` keys, 4 threads of 4000 operations.
+    pub fn quick(keys: usize, seed: u64) -> SameKeyPlan {
+        SameKeyPlan {
+            keys,
+            threads: 4,
+            ops: 4000,
+            seed,
+        }
+    }
+}
+
+/// `n` keys drawn at random from [`mixed_keys`], sorted.
+fn same_key_set(n: usize, seed: u64) -> Universe {
+    let pool = mixed_keys(n, usize::from(n >= 64), seed);
+    let mut order: Vec<usize> = (0..pool.len()).collect();
+    let mut rng = TestRng::new(seed ^ 0x5A3E_C0DE);
+    for i in 0..n {
+        let j = i + rng.index(order.len() - i);
+        order.swap(i, j);
+    }
+    let mut chosen = order[..n].to_vec();
+    chosen.sort_unstable();
+    Universe::from_keys(chosen.into_iter().map(|i| pool[i].clone()).collect())
+}
+
+/// What one thread of a [`same_key_stress`] run did: every value it inserted, every value
+/// `insert` and `remove` handed back to it, and what it saw.
+struct SameKeyLog {
+    inserted: Vec<u64>,
+    returned: Vec<u64>,
+    view: View,
+}
+
+fn same_key_thread<M: ConcurrentOrderedMap<u64>>(
+    map: &M,
+    u: &Universe,
+    plan: SameKeyPlan,
+    name: &str,
+    t: usize,
+) -> SameKeyLog {
+    let n = u.len();
+    let who = format!(
+        "[{name}] thread {t} of {} on {n} keys (seed {:#x})",
+        plan.threads, plan.seed
+    );
+    let mut log = SameKeyLog {
+        inserted: Vec::with_capacity(plan.ops),
+        returned: Vec::with_capacity(plan.ops),
+        view: View::new(who.clone(), n, plan.threads),
+    };
+    // This thread's last write on each key: the value it inserted, or `None` after a remove.
+    let mut own: Vec<Option<u64>> = vec![None; n];
+    let mut rng = TestRng::new(plan.seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    for c in 0..plan.ops {
+        let idx = rng.index(n);
+        let key = &u.keys[idx][..];
+        let what = |op: &str| format!("{op}({}) as operation #{c}", u.show(idx));
+        let r = rng.below(100);
+        let op = if r < 90 {
+            let (op, prev, mine) = if r < 50 {
+                let v = Stamp {
+                    counter: c as u64,
+                    idx,
+                    writer: t,
+                }
+                .encode();
+                log.inserted.push(v);
+                let prev = match map.insert(key, v) {
+                    Ok(prev) => prev,
+                    Err(e) => panic!("{who}: {} failed: {e}", what("insert")),
+                };
+                ("insert", prev, own[idx].replace(v))
+            } else {
+                ("remove", map.remove(key), own[idx].take())
+            };
+            if let Some(p) = prev {
+                let ctx = what(op);
+                log.view.observe(u, &ctx, idx, p);
+                // A value of this thread's own can only come back if it is its latest on
+                // the key: its next write on the key replaced or removed the older ones.
+                assert!(
+                    Stamp::decode(p).writer != t || Some(p) == mine,
+                    "{who}: {ctx} returned {}, written by this thread, but its last operation \
+                     on the key left {:?}",
+                    Stamp::decode(p),
+                    mine.map(Stamp::decode)
+                );
+                log.returned.push(p);
+            }
+            op
+        } else {
+            let (op, got) = if r < 95 {
+                ("get_with", map.get_with(key, |v| *v))
+            } else {
+                let f = |k: &[u8], v: &u64| (k == key).then_some(*v);
+                let got = map.lower_bound_with(Bound::Included(key), f).flatten();
+                ("lower_bound_with(Included)", got)
+            };
+            if let Some(v) = got {
+                log.view.observe(u, &what(op), idx, v);
+            }
+            op
+        };
+        let len = map.len();
+        assert!(
+            len <= n,
+            "{who}: len() = {len} right after {}, with {n} keys in the set",
+            what(op)
+        );
+    }
+    log
+}
+
+/// Up to six stamped values, decoded.
+fn show_stamps(values: &[u64]) -> String {
+    let shown: Vec<String> = values
+        .iter()
+        .take(6)
+        .map(|&v| format!("{v:#x} ({})", Stamp::decode(v)))
+        .collect();
+    format!(
+        "[{}{}]",
+        shown.join(", "),
+        if values.len() > 6 { ", …" } else { "" }
+    )
+}
+
+/// Runs `plan.threads` threads on one map from `subject`, all inserting, removing and reading
+/// the same `plan.keys` keys, and checks that every value inserted comes out exactly once:
+/// returned by one `insert` (as the value it replaced) or one `remove`, or still stored at the
+/// end; that no value comes out that was never inserted; and that `len()`, read after every
+/// operation, never exceeds the number of keys.
+///
+/// Each thread inserts (50 % of its operations) values that are unique in the run (a
+/// [`Stamp`] of the thread and its operation counter, for the key), removes (40 %), and reads
+/// with `get_with` and `lower_bound_with` (10 %). Also checked while running, as in
+/// [`stress`]: a value is only seen under its own key, per thread the counters seen from
+/// each writer on each key never go back, and a value a thread gets back from `insert` or
+/// `remove` that it wrote itself is its own latest on the key. After joining: the final
+/// contents through visits both ways, `get` and `len()`, the invariant check, and a drain to
+/// empty.
+///
+/// # Panics
+///
+/// At the first failed check (re-raised from the thread that found it).
+pub fn same_key_stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan: SameKeyPlan) {
+    assert!(
+        (1..1 << WRITER_BITS).contains(&plan.threads) && plan.keys >= 1,
+        "bad plan {plan:?}"
+    );
+    let u = same_key_set(plan.keys, plan.seed);
+    let n = u.len();
+    let name = subject.name();
+    let ctx = format!("[{name}] {plan:?}");
+    let map = subject.make();
+    let logs: Vec<SameKeyLog> = thread::scope(|s| {
+        let (map, u) = (&map, &u);
+        let hs: Vec<_> = (0..plan.threads)
+            .map(|t| s.spawn(move || same_key_thread(map, u, plan, name, t)))
+            .collect();
+        join_all(hs)
+    });
+
+    // Every value inserted comes out exactly once: returned, or present at the end.
+    let total: usize = logs.iter().map(|l| l.inserted.len()).sum();
+    let mut times: HashMap<u64, u32> = HashMap::with_capacity(total);
+    for l in &logs {
+        times.extend(l.inserted.iter().map(|&v| (v, 0)));
+    }
+    assert_eq!(times.len(), total, "{ctx}: inserted values are not unique");
+    let mut invented = Vec::new();
+    let mut count = |v: u64| match times.get_mut(&v) {
+        Some(t) => *t += 1,
+        None => invented.push(v),
+    };
+    for l in &logs {
+        l.returned.iter().for_each(|&v| count(v));
+    }
+    let got = entries(&map);
+    let mut present: Vec<Option<u64>> = vec![None; n];
+    for (k, v) in &got {
+        let Some(idx) = u.idx(k) else {
+            panic!(
+                "{ctx}: the map holds {} after the run, never inserted",
+                Escaped(k)
+            )
+        };
+        assert_eq!(
+            Stamp::decode(*v).idx,
+            idx,
+            "{ctx}: after the run {} holds {}, written for another key",
+            u.show(idx),
+            Stamp::decode(*v)
+        );
+        present[idx] = Some(*v);
+        count(*v);
+    }
+    let mut lost: Vec<u64> = times.iter().filter(|e| *e.1 == 0).map(|e| *e.0).collect();
+    let mut repeated: Vec<u64> = times.iter().filter(|e| *e.1 > 1).map(|e| *e.0).collect();
+    lost.sort_unstable();
+    repeated.sort_unstable();
+    invented.sort_unstable();
+    let returned: usize = logs.iter().map(|l| l.returned.len()).sum();
+    assert!(
+        lost.is_empty() && repeated.is_empty() && invented.is_empty(),
+        "{ctx}: of {total} values inserted ({returned} returned by insert/remove, {} stored at \
+         the end), {} were lost (never returned nor stored at the end): {}; {} came out more \
+         than once: {}; and {} values that were never inserted came out: {}",
+        got.len(),
+        lost.len(),
+        show_stamps(&lost),
+        repeated.len(),
+        show_stamps(&repeated),
+        invented.len(),
+        show_stamps(&invented)
+    );
+    // Values seen by reads were inserted too.
+    for l in &logs {
+        for v in &l.view.seen {
+            assert!(
+                times.contains_key(v),
+                "{ctx}: {} saw {}, which was never written",
+                l.view.who,
+                Stamp::decode(*v)
+            );
+        }
+    }
+
+    // The final contents, every way.
+    assert_eq!(map.len(), got.len(), "{ctx}: len() after the run");
+    let mut rev = entries_rev(&map);
+    rev.reverse();
+    assert!(
+        rev == got,
+        "{ctx}: visit_range_rev(..) is not visit_range(..) reversed after the run"
+    );
+    for (idx, want) in present.iter().enumerate() {
+        assert_eq!(
+            map.get(&u.keys[idx]),
+            *want,
+            "{ctx}: get({}) disagrees with visit_range after the run",
+            u.show(idx)
+        );
+    }
+    subject.audit(&map, &format!("{plan:?}: after the run"));
+    for (k, v) in &got {
+        assert_eq!(map.remove(k), Some(*v), "{ctx}: draining {}", Escaped(k));
+    }
+    assert!(map.is_empty(), "{ctx}: drained map has len {}", map.len());
+    assert!(
+        entries(&map).is_empty(),
+        "{ctx}: drained map visits entries"
+    );
+    subject.audit(&map, &format!("{plan:?}: drained"));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Values are cloned on the way out and dropped exactly once
 // ---------------------------------------------------------------------------------------------
 
@@ -1608,6 +1916,19 @@ impl Ledger {
         subject: &Subject<M>,
         ctx: &str,
     ) {
+        let all: Vec<usize> = (0..self.created()).collect();
+        self.assert_dropped_eventually(&all, subject, ctx);
+    }
+
+    /// Works another map from `subject`, as [`assert_all_dropped_eventually`]
+    /// (Self::assert_all_dropped_eventually) does, until each of `ids` is dropped, then checks
+    /// that no value was dropped twice.
+    fn assert_dropped_eventually<M: ConcurrentOrderedMap<Counted>>(
+        &self,
+        ids: &[usize],
+        subject: &Subject<M>,
+        ctx: &str,
+    ) {
         const ROUNDS: usize = 5_000;
         const KEYS: usize = 64;
         // The scratch map's own values, in a ledger of their own: an insert makes one value
@@ -1615,7 +1936,7 @@ impl Ledger {
         let scratch_ledger = Ledger::new(2 * ROUNDS * KEYS);
         let scratch = subject.make();
         for round in 0..ROUNDS {
-            if (0..self.created()).all(|id| self.drops_of(id) > 0) {
+            if ids.iter().all(|&id| self.drops_of(id) > 0) {
                 self.assert_no_double_drop(ctx);
                 return;
             }
@@ -1630,14 +1951,16 @@ impl Ledger {
                 thread::sleep(std::time::Duration::from_millis(1));
             }
         }
-        let never: Vec<usize> = (0..self.created())
+        let never: Vec<usize> = ids
+            .iter()
+            .copied()
             .filter(|&id| self.drops_of(id) == 0)
             .collect();
         panic!(
             "{ctx}: {} of {} values were never dropped, even after {} operations on another map \
              drove reclamation (first ids {:?})",
             never.len(),
-            self.created(),
+            ids.len(),
             ROUNDS * KEYS,
             &never[..never.len().min(8)]
         );
@@ -1936,6 +2259,62 @@ pub fn values_dropped_once_concurrently<M: ConcurrentOrderedMap<Counted>>(
         &ctx("values stored, right after dropping the map"),
     );
     ledger.assert_all_dropped_eventually(subject, &ctx("after the concurrent run"));
+}
+
+/// Single-threaded: a key of a map from `subject` is given a first value and then updated
+/// eleven times while it stays stored; each replaced value (the first one included) must be
+/// dropped eventually while the key is still there (work on a second map drives deferred
+/// reclamation, as in [`values_dropped_once`]), and the current one must stay alive. Then the
+/// key is removed and its last value must be dropped eventually too.
+///
+/// A map that keeps a key's first value for as long as the key lives passes
+/// [`values_dropped_once`] (the value is dropped with the map) but fails here.
+///
+/// # Panics
+///
+/// At the first failed check.
+pub fn replaced_values_dropped_while_key_stays<M: ConcurrentOrderedMap<Counted>>(
+    subject: &Subject<M>,
+) {
+    const UPDATES: usize = 11;
+    let name = subject.name();
+    let ledger = Ledger::new(64);
+    let map = subject.make();
+    let key = b"replaced";
+    let mut ids = Vec::with_capacity(UPDATES + 1);
+    for step in 0..=UPDATES {
+        let v = ledger.make();
+        let id = v.id;
+        let prev = match map.insert(key, v) {
+            Ok(prev) => prev,
+            Err(e) => panic!("[{name}] insert #{step} failed: {e}"),
+        };
+        let ctx = format!("[{name}] insert #{step} of one key");
+        check_returned(prev, ids.last().copied(), &ctx);
+        ids.push(id);
+    }
+    let (current, replaced) = ids.split_last().expect("values were inserted");
+    ledger.assert_dropped_eventually(
+        replaced,
+        subject,
+        &format!("[{name}] values replaced by {UPDATES} updates, the key still stored"),
+    );
+    ledger.assert_dropped(&[*current], 0, &format!("[{name}] the key's current value"));
+    assert_eq!(
+        map.get_with(key, |v| v.id),
+        Some(*current),
+        "[{name}] get_with after the updates"
+    );
+    assert_eq!(map.len(), 1, "[{name}] len() after the updates");
+    subject.audit(&map, "one key updated");
+    check_returned(map.remove(key), Some(*current), &format!("[{name}] remove"));
+    ledger.assert_dropped_eventually(
+        &[*current],
+        subject,
+        &format!("[{name}] the last value, the key removed"),
+    );
+    drop(map);
+    ledger.assert_all_dropped_eventually(subject, &format!("[{name}] after dropping the map"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2308,6 +2687,160 @@ mod tests {
     fn locked_model_passes_the_edge_cases() {
         empty_key_alone_and_with_others(&subject());
         prefix_keys_in_every_insertion_order(&subject());
+    }
+
+    #[test]
+    fn locked_model_passes_same_key_stress() {
+        for (keys, seed) in [(1, 7), (2, 8), (16, 9), (400, 10)] {
+            same_key_stress(&subject(), SameKeyPlan::quick(keys, seed));
+        }
+    }
+
+    #[test]
+    fn locked_model_drops_replaced_values_while_the_key_stays() {
+        replaced_values_dropped_while_key_stays(&subject());
+    }
+
+    /// What a [`Faulty`] map gets wrong.
+    #[derive(Clone, Copy, Debug)]
+    enum Fault {
+        /// `insert` over a present key returns `None`: the replaced value is lost.
+        LosesReplaced,
+        /// `remove` sometimes returns the removed value and stores it back: it comes out twice.
+        ReturnsTwice,
+        /// Every 50th `len()` is one less, wrapping below zero as a racy counter would.
+        LenWraps,
+        /// A key keeps its first value alive until it is removed.
+        KeepsFirstValue,
+    }
+
+    /// A [`Locked`] model with a [`Fault`].
+    struct Faulty<V> {
+        inner: Locked<V>,
+        fault: Fault,
+        calls: AtomicUsize,
+        /// For `KeepsFirstValue`: each updated key's first value, kept until it is removed.
+        kept: Mutex<BTreeMap<Vec<u8>, V>>,
+    }
+
+    impl<V: Clone + Send + Sync> ConcurrentOrderedMap<V> for Faulty<V> {
+        fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
+            self.inner.get_with(key, f)
+        }
+        fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+            let mut map = self.inner.lock();
+            let old = map.insert(key, value)?;
+            let out = old.clone();
+            match (self.fault, old) {
+                (Fault::LosesReplaced, _) => return Ok(None),
+                (Fault::KeepsFirstValue, Some(old)) => {
+                    self.kept.lock().unwrap().entry(key.to_vec()).or_insert(old);
+                }
+                _ => {}
+            }
+            Ok(out)
+        }
+        fn remove(&self, key: &[u8]) -> Option<V> {
+            let mut map = self.inner.lock();
+            let old = map.remove(key);
+            self.kept.lock().unwrap().remove(key);
+            let n = self.calls.fetch_add(1, Relaxed);
+            if let (Fault::ReturnsTwice, Some(v), 0) = (self.fault, &old, n % 100) {
+                map.insert(key, v.clone()).expect("the model takes any key");
+            }
+            old.clone()
+        }
+        fn len(&self) -> usize {
+            let len = self.inner.len();
+            let n = self.calls.fetch_add(1, Relaxed);
+            match self.fault {
+                Fault::LenWraps if n % 50 == 0 => len.wrapping_sub(1),
+                _ => len,
+            }
+        }
+        fn memory_usage(&self) -> usize {
+            self.inner.memory_usage()
+        }
+        fn lower_bound_with<R>(
+            &self,
+            bound: Bound<&[u8]>,
+            f: impl FnOnce(&[u8], &V) -> R,
+        ) -> Option<R> {
+            self.inner.lower_bound_with(bound, f)
+        }
+        fn upper_bound_with<R>(
+            &self,
+            bound: Bound<&[u8]>,
+            f: impl FnOnce(&[u8], &V) -> R,
+        ) -> Option<R> {
+            self.inner.upper_bound_with(bound, f)
+        }
+        fn visit_range<Q, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+        where
+            Q: AsRef<[u8]> + ?Sized,
+            Rg: core::ops::RangeBounds<Q>,
+        {
+            self.inner.visit_range(range, f);
+        }
+        fn visit_range_rev<Q, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+        where
+            Q: AsRef<[u8]> + ?Sized,
+            Rg: core::ops::RangeBounds<Q>,
+        {
+            self.inner.visit_range_rev(range, f);
+        }
+    }
+
+    fn faulty<V: Clone + Send + Sync + 'static>(fault: Fault) -> Subject<Faulty<V>> {
+        Subject::new(format!("{fault:?}"), move || Faulty {
+            inner: Locked::new(),
+            fault,
+            calls: AtomicUsize::new(0),
+            kept: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The panic message of `f`, which must panic.
+    fn panic_message(f: impl FnOnce()) -> String {
+        let err = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("the check passed");
+        match (err.downcast_ref::<String>(), err.downcast_ref::<&str>()) {
+            (Some(s), _) => s.clone(),
+            (None, Some(s)) => s.to_string(),
+            (None, None) => String::new(),
+        }
+    }
+
+    #[test]
+    fn same_key_stress_catches_lost_repeated_values_and_a_wrapped_len() {
+        let msg = panic_message(|| {
+            same_key_stress(&faulty(Fault::LosesReplaced), SameKeyPlan::quick(2, 11))
+        });
+        assert!(
+            msg.contains("were lost") && !msg.contains(" 0 were lost"),
+            "{msg}"
+        );
+        let msg = panic_message(|| {
+            same_key_stress(&faulty(Fault::ReturnsTwice), SameKeyPlan::quick(16, 12))
+        });
+        // Caught by the accounting, or first by the thread that gets its own value back.
+        assert!(
+            msg.contains("came out more than once") || msg.contains("written by this thread"),
+            "{msg}"
+        );
+        let msg =
+            panic_message(|| same_key_stress(&faulty(Fault::LenWraps), SameKeyPlan::quick(1, 13)));
+        assert!(msg.contains(&format!("len() = {}", usize::MAX)), "{msg}");
+    }
+
+    #[test]
+    fn replaced_values_check_catches_a_kept_first_value() {
+        let msg = panic_message(|| {
+            replaced_values_dropped_while_key_stays(&faulty(Fault::KeepsFirstValue))
+        });
+        assert!(
+            msg.contains("values replaced by 11 updates") && msg.contains("first ids [0]"),
+            "{msg}"
+        );
     }
 
     #[test]
