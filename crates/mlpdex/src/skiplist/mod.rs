@@ -124,8 +124,10 @@
 //! 5. The first update of a node retires its inline value on its own (the node stays). The
 //!    node's memory is then freed by whichever runs second of the inline value's deferred drop
 //!    and the node's release (its retirement past the epoch, or the list's drop).
+//! 6. The key count reads low, never high: an insertion counts after its linking CAS, a
+//!    removal uncounts before its tagging CAS.
 //!
-//! Details and the argument for rule 4 are in `raw::list`.
+//! Details and the arguments for rules 4–6 are in `raw::list`.
 //!
 //! # Layout
 //!
@@ -361,11 +363,11 @@ impl<V> SkipList<V> {
 
     /// Number of keys present.
     ///
-    /// Exact when no write is in flight. While other threads insert and remove, it is a
-    /// moment's estimate: each write counts itself just after its linearization point, so the
-    /// answer is off by at most the number of writes in flight. It is never negative (a removal
-    /// counted before the insertion it undoes reads as zero, not as `usize::MAX`) and never
-    /// exceeds the number of insertions made so far.
+    /// Exact when no write is in flight. While other threads insert and remove, it never
+    /// counts more keys than are present, and fewer by at most the number of writes in flight
+    /// (an insertion counts itself just after its linearization point, a removal just before
+    /// its own). So `len() <= n` holds whenever at most `n` distinct keys were ever stored, and
+    /// `is_empty()` is true whenever the list is empty.
     pub fn len(&self) -> usize {
         self.raw.len()
     }

@@ -23,6 +23,13 @@
 //!    ([`node::drop_replaced_inline`]) and the release ([`node::release`]) set a bit of the
 //!    node's state with one RMW; whichever sees the other's bit frees the node, so it is
 //!    freed once, after both are done with it, whatever order the epoch runs them in.
+//! 6. The key count reads low, never high. An insertion counts its key after its linking
+//!    CAS; a removal uncounts it before its tagging CAS (and counts it back if another
+//!    removal tagged first). Each removal of a key thus happens-before the next insertion of
+//!    that key counts, so in the counter's modification order each key's insertions counted
+//!    outnumber its removals counted by at most one, and by one only while it is present.
+//!    A plain decrement after the tag let a racing re-insertion count first: `len() == 2`
+//!    with one key, or a wrap below zero.
 //!
 //! Rule 4 is a store-then-load pattern on each side (the inserter links, then checks the value
 //! word; the remover tags the value word, then searches the links). The inserter's check is
@@ -99,9 +106,9 @@ pub(crate) struct RawList<V> {
     head: usize,
     /// Levels in use: at least the height of every node ever inserted (searches start there).
     top: Counter,
-    /// Insertions minus removals. An insertion counts after its linking CAS and a removal
-    /// right after its tagging CAS, so a removal can uncount a key before its insertion
-    /// counted it: the sum dips below zero for a moment, and [`RawList::len`] clamps it.
+    /// Insertions minus removals, each counted on the side of its linearization point that
+    /// makes the sum read low, never high (rule 6); it can dip below zero for a moment, and
+    /// [`RawList::len`] clamps it.
     len: AtomicIsize,
     /// Bytes of nodes and boxed values, retired ones included until freed.
     pub(crate) bytes: Arc<Counter>,
@@ -168,10 +175,8 @@ impl<V> RawList<V> {
         self.head
     }
 
-    /// Keys present: exact when no write is in flight. Under concurrent writes it is off by
-    /// at most the number of writes in flight (each counts itself just after its
-    /// linearization point), it is never negative, and it never exceeds the number of
-    /// insertions made so far.
+    /// Keys present: exact when no write is in flight; under concurrent writes never above
+    /// the keys present and below them by at most the writes in flight (rule 6).
     pub(crate) fn len(&self) -> usize {
         usize::try_from(self.len.load(Relaxed)).unwrap_or(0)
     }
@@ -430,11 +435,12 @@ impl<V> RawList<V> {
             }
             // SAFETY: reached under the caller's guard.
             let n = unsafe { at::<V>(found) };
+            // Rule 6: uncount the key before the removal's linearization point.
+            self.len.fetch_sub(1, Relaxed);
             let mut w = n.value.load(SeqCst);
             while w & DELETED == 0 {
                 match n.value.compare_exchange(w, w | DELETED, SeqCst, SeqCst) {
                     Ok(_) => {
-                        self.len.fetch_sub(1, Relaxed);
                         // SAFETY: the value word is frozen now; the node is retired only
                         // after this thread sets UNLINKED below.
                         let old = unsafe { n.value_at(w) }.clone();
@@ -450,7 +456,9 @@ impl<V> RawList<V> {
                     Err(now) => w = now,
                 }
             }
-            // Another thread removed it first; search again (it may be back already).
+            // Another thread removed it first: count the key back (it was not ours to
+            // uncount) and search again (it may be back already).
+            self.len.fetch_add(1, Relaxed);
         }
     }
 
@@ -736,16 +744,20 @@ mod loom_model {
         model(|| {
             let list = Arc::new(RawList::<u64>::new().unwrap());
             let retired = Arc::new(Collect::default());
-            let (inserted, (removed, len_after_remove)) = race(
+            let ((inserted, len_after_insert), (removed, len_after_remove)) = race(
                 &list,
                 &retired,
-                |l, r| l.insert(b"k", 1, 1, r).unwrap(),
+                |l, r| {
+                    let inserted = l.insert(b"k", 1, 1, r).unwrap();
+                    (inserted, l.len())
+                },
                 |l, r| {
                     let removed = l.remove(b"k", r);
                     (removed, l.len())
                 },
             );
             assert_eq!(inserted, None);
+            assert!(len_after_insert <= 1, "len {len_after_insert} with one key");
             assert!(len_after_remove <= 1, "len {len_after_remove} with one key");
             assert_eq!(list.len(), usize::from(removed.is_none()));
             settle(&list, &retired, usize::from(removed.is_some()));
