@@ -358,26 +358,25 @@ impl Trie {
             if nodes == 0 {
                 return Err(Flaw::new("trie level without nodes", Part::Header, 48));
             }
-            let mut children = 0usize;
+            let level_start = at;
             for _ in 0..nodes {
                 if at >= self.s_len || !self.s_louds.get(at) {
                     return Err(Flaw::new("sparse node missing", Part::SLouds, at));
                 }
                 let end = self.sparse_end(at);
-                let before = self.s_has_child.rank1(at);
                 let term = self.sparse_terminator(at, end);
                 if term {
-                    prefix_key(self.dense_leaves + at - before)?;
+                    prefix_key(self.dense_leaves + at - self.s_has_child.rank1(at))?;
                 }
                 let s = at + term as usize;
                 if let Some(i) = self.s_labels[s..end].windows(2).position(|w| w[0] >= w[1]) {
                     let what = "sparse node labels out of order";
                     return Err(Flaw::new(what, Part::SLabels, s + i + 1));
                 }
-                children += self.s_has_child.rank1(end) - before;
                 at = end;
             }
-            nodes = children;
+            // Two ranks per level, not per node: the level's nodes are contiguous.
+            nodes = self.s_has_child.rank1(at) - self.s_has_child.rank1(level_start);
         }
         if at != self.s_len {
             return Err(Flaw::new("sparse labels left over", Part::SLouds, at));
