@@ -60,7 +60,11 @@
 //!   false. `approx_count` counts the stored unique prefixes inside the range; it is exact for
 //!   keys strictly inside and may count one key too many at each end.
 //! - `Surf` is immutable and `Send + Sync`. [`Surf::to_bytes`] / [`Surf::from_bytes`] use the
-//!   FST format (`fst::raw::format`) with its own magic; corrupt buffers are errors.
+//!   FST format (`fst::raw::format`) with its own magic; corrupt buffers are errors, and
+//!   loading checks every invariant the queries rely on (a loaded filter admits every key its
+//!   cursor visits, and its cursor agrees in both directions), including zero real bits on
+//!   prefix keys. The hash bits of a prefix key are never read (a lookup that ends at one has
+//!   matched the whole key), so they need no check.
 //!   [`Surf::from_shared`] loads in place, as [`Fst::from_shared`](crate::fst::Fst::from_shared)
 //!   does.
 
@@ -249,10 +253,7 @@ impl Surf {
         }
         match self.trie.lookup(key) {
             None => false,
-            Some((leaf, depth, _)) => self
-                .fixed
-                .as_ref()
-                .is_none_or(|f| f.may_match(leaf, key, depth)),
+            Some((leaf, depth, level)) => self.leaf_may_match(leaf, key, depth, level),
         }
     }
 
@@ -281,10 +282,7 @@ impl Surf {
                 *o = match h {
                     _ if k.is_empty() => self.has_empty,
                     None => false,
-                    Some((leaf, depth, _)) => self
-                        .fixed
-                        .as_ref()
-                        .is_none_or(|f| f.may_match(*leaf, k, *depth)),
+                    Some((leaf, depth, level)) => self.leaf_may_match(*leaf, k, *depth, *level),
                 };
             }
         }
@@ -444,6 +442,20 @@ impl Surf {
             kind,
             ratio: img.ratio,
         })
+    }
+
+    /// Whether the leaf a lookup of `key` reached (`depth` bytes consumed, on `level`) may
+    /// hold it. A lookup that consumed no label on the leaf's level ended at a prefix key equal
+    /// to `key`: a match without reading the leaf's bits (a valid image stores exactly the
+    /// hash and real bits of that key there, so this changes no answer, and a damaged image
+    /// cannot make the filter deny a key its cursor visits).
+    #[inline]
+    fn leaf_may_match(&self, leaf: usize, key: &[u8], depth: usize, level: usize) -> bool {
+        depth == level
+            || self
+                .fixed
+                .as_ref()
+                .is_none_or(|f| f.may_match(leaf, key, depth))
     }
 
     /// Orders the key of the leaf at `pos` on `level` against `key` by real bits, when the trie

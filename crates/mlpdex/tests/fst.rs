@@ -490,3 +490,304 @@ fn zero_copy_loads_answer_like_the_built_map() {
         }
     }
 }
+
+// ---- Images that pass the checksum but not the structure (issue 16, defect 6) ---------------
+
+/// Recomputes an image's trailing checksum (XXH3-64, seed 0, of every byte before it), as a
+/// buggy writer or an attacker could.
+fn reseal(img: &mut [u8]) {
+    let body = img.len() - 8;
+    let sum = xxhash_rust::xxh3::xxh3_64_with_seed(&img[..body], 0);
+    img[body..].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// Byte offset of the first LOUDS-Sparse label of an image (format version 2: a 64-byte
+/// header, three dense bit vectors each a u64 bit count and its words, then the label count).
+fn first_sparse_label_at(img: &[u8]) -> usize {
+    let u64_at = |at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap()) as usize;
+    let mut at = 64;
+    for _ in 0..3 {
+        at += 8 + u64_at(at).div_ceil(64) * 8;
+    }
+    at + 8
+}
+
+/// The example of the issue: the root's sparse label 0x00 (a leaf) rewritten to 0xFF, which
+/// then reads as a terminator, i.e. the empty key inside the trie, carrying the leaf's suffix.
+/// It used to load, and then iterated `zz` before `b` and lost `get(b"zz")`.
+#[test]
+fn forged_root_terminator_is_rejected_by_both_loaders() {
+    let set: BTreeMap<Vec<u8>, u64> = [(&b"\x00zz"[..], 1), (b"b", 2), (b"c", 3)]
+        .into_iter()
+        .map(|(k, v)| (k.to_vec(), v))
+        .collect();
+    for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
+        let fst = build(
+            &set,
+            Config {
+                dense_ratio: u32::MAX,
+                keys,
+            },
+        );
+        assert_eq!(fst.stats().dense_levels, 0, "the root must be sparse");
+        let mut bad = fst.to_bytes();
+        let at = first_sparse_label_at(&bad);
+        assert_eq!(bad[at], 0x00, "{keys:?}: root label not found");
+        bad[at] = 0xFF;
+        reseal(&mut bad);
+        let copied = Fst::from_bytes(&bad);
+        assert!(
+            matches!(copied, Err(Error::Format { .. })),
+            "{keys:?}: from_bytes accepted the forged image: {:?}",
+            copied.map(|m| collect_forward(&m))
+        );
+        let in_place = Fst::from_shared(bad.clone());
+        assert!(
+            matches!(in_place, Err(Error::Format { .. })),
+            "{keys:?}: from_shared accepted the forged image: {:?}",
+            in_place.map(|m| collect_forward(&m))
+        );
+        assert_eq!(copied, in_place);
+        assert_eq!(
+            copied,
+            Err(Error::Format {
+                what: "root holds a prefix key",
+                offset: at
+            })
+        );
+    }
+}
+
+/// The same forgery on a dense root: leaf `b` traded for the root's prefix-key bit (the key
+/// count stays), which puts the empty key inside the trie, where `get(b"")` never looks.
+#[test]
+fn forged_dense_root_prefix_key_is_rejected() {
+    let set: BTreeMap<Vec<u8>, u64> = [(b"a".to_vec(), 1), (b"b".to_vec(), 2)].into();
+    let fst = build(
+        &set,
+        Config {
+            dense_ratio: 0,
+            keys: KeyStorage::Complete,
+        },
+    );
+    assert!(fst.stats().dense_levels > 0, "the root must be dense");
+    let mut bad = fst.to_bytes();
+    let u64_at =
+        |img: &[u8], at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap()) as usize;
+    // d_labels starts at 64 (bit count, then words); d_is_prefix follows d_has_child.
+    let label_b = 64 + 8 + usize::from(b'b') / 8;
+    let mut at = 64;
+    for _ in 0..2 {
+        at += 8 + u64_at(&bad, at).div_ceil(64) * 8;
+    }
+    let root_prefix = at + 8;
+    assert_eq!(bad[label_b] & 1 << (b'b' % 8), 1 << (b'b' % 8));
+    assert_eq!(bad[root_prefix] & 1, 0);
+    bad[label_b] &= !(1 << (b'b' % 8));
+    bad[root_prefix] |= 1;
+    reseal(&mut bad);
+    let want = Err(Error::Format {
+        what: "root holds a prefix key",
+        offset: root_prefix,
+    });
+    assert_eq!(Fst::from_bytes(&bad), want);
+    assert_eq!(Fst::from_shared(bad), want);
+}
+
+/// Every entry from the front (at most `len + 1`: a cursor that does not end is a failure).
+fn collect_forward(m: &Fst) -> Vec<(Vec<u8>, u64)> {
+    let mut c = m.iter();
+    let mut out = Vec::new();
+    while let Some((k, v)) = c.next() {
+        out.push((k.to_vec(), v));
+        if out.len() > m.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// Every entry from the back, in key order (at most `len + 1`).
+fn collect_backward(m: &Fst) -> Vec<(Vec<u8>, u64)> {
+    let mut c = m.iter();
+    let mut out = Vec::new();
+    while let Some((k, v)) = c.next_back() {
+        out.push((k.to_vec(), v));
+        if out.len() > m.len() {
+            break;
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// What every loaded map must satisfy, whatever its image: iteration strictly increasing and
+/// the same from both ends, `len` counting it, `get` (one by one and batched) finding every
+/// iterated key with its value, and seeks agreeing with the iterated sequence.
+fn check_self_consistent(m: &Fst, probes: &[Vec<u8>]) -> Result<(), String> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let complete = m.config().keys == KeyStorage::Complete;
+    let fwd = collect_forward(m);
+    if let Some(w) = fwd.windows(2).find(|w| w[0].0 >= w[1].0) {
+        return Err(format!(
+            "iteration out of order: {:?} then {:?}",
+            w[0], w[1]
+        ));
+    }
+    if fwd.len() != m.len() {
+        return Err(format!("len {} but {} iterated", m.len(), fwd.len()));
+    }
+    let back = collect_backward(m);
+    if back != fwd {
+        return Err(format!("forward {fwd:?} but backward {back:?}"));
+    }
+    let keys: Vec<&[u8]> = fwd.iter().map(|(k, _)| k.as_slice()).collect();
+    let mut batch = vec![None; keys.len()];
+    m.get_batch(&keys, &mut batch);
+    for (i, (k, v)) in fwd.iter().enumerate() {
+        let entry = Some((k.clone(), *v));
+        if m.get(k) != Some(*v) || batch[i] != Some(*v) {
+            return Err(format!(
+                "get({k:?}) = {:?}, batched {:?}, iterated {v}",
+                m.get(k),
+                batch[i]
+            ));
+        }
+        let next = fwd.get(i + 1).cloned();
+        let prev = i.checked_sub(1).map(|j| fwd[j].clone());
+        let got = (
+            m.lower_bound(Included(k)),
+            m.lower_bound(Excluded(k)),
+            m.upper_bound(Included(k)),
+            m.upper_bound(Excluded(k)),
+        );
+        // A unique-prefix map cannot order a probe against a leaf it reaches, and keeps it.
+        let ok = got.0 == entry
+            && got.2 == entry
+            && (got.1 == next || (!complete && got.1 == entry))
+            && (got.3 == prev || (!complete && got.3 == entry));
+        if !ok || m.lower_bound_value(Included(k)) != Some(*v) {
+            return Err(format!(
+                "seeks around {k:?} (prev {prev:?}, next {next:?}): {got:?}"
+            ));
+        }
+    }
+    for p in probes {
+        for b in [Included(&p[..]), Excluded(&p[..]), Unbounded] {
+            let lo = fwd.partition_point(|(k, _)| !mlpdex::key::after_start(k, b));
+            let hi = fwd.partition_point(|(k, _)| mlpdex::key::before_end(k, b));
+            let first = fwd.get(lo).cloned();
+            let last = hi.checked_sub(1).map(|j| fwd[j].clone());
+            let (got_lo, got_hi) = (m.lower_bound(b), m.upper_bound(b));
+            let ok = if complete {
+                got_lo == first && got_hi == last
+            } else {
+                // One early at most (at the last key not above the probe), or one late.
+                (got_lo == first || got_lo == lo.checked_sub(1).map(|j| fwd[j].clone()))
+                    && (got_hi == last || got_hi == fwd.get(hi).cloned())
+            };
+            if !ok || m.lower_bound_value(b) != got_lo.as_ref().map(|e| e.1) {
+                return Err(format!(
+                    "seeks of {b:?}: {got_lo:?} / {got_hi:?}, iteration says {first:?} / {last:?}"
+                ));
+            }
+        }
+    }
+    if complete && fwd.len() >= 2 {
+        let (a, z) = (&fwd[0].0, &fwd[fwd.len() - 1].0);
+        let mut c = m.range::<[u8], _>((Excluded(&a[..]), Excluded(&z[..])));
+        let mut inner = Vec::new();
+        while let Some((k, v)) = c.next() {
+            inner.push((k.to_vec(), v));
+            if inner.len() > fwd.len() {
+                break;
+            }
+        }
+        if inner[..] != fwd[1..fwd.len() - 1] {
+            return Err(format!("range between the ends yields {inner:?}"));
+        }
+    }
+    let _ = (m.memory_usage(), m.stats());
+    Ok(())
+}
+
+/// Key families for the damage test: the adversarial shapes (but multi-KiB keys, whose images
+/// are mostly suffix bytes, or thousands of dense levels at ratio 0), tiny tries whose few
+/// bytes of structure take most of the damage (root labels 0x00 and 0xFF, prefix keys), and a
+/// prefix of 200 bytes shared by every key.
+fn damage_families() -> Vec<(KeyShape, BTreeMap<Vec<u8>, u64>)> {
+    let mut out: Vec<(KeyShape, BTreeMap<Vec<u8>, u64>)> = SHAPES
+        .iter()
+        .filter(|&&s| s != KeyShape::Long)
+        .map(|&s| (s, key_set(s, 61, 50)))
+        .collect();
+    let shared = [b'x'; 200];
+    let long: Vec<Vec<u8>> = [&b""[..], b"\x00", b"a", b"a\xff", b"b", b"\xff"]
+        .iter()
+        .map(|t| [&shared[..], t].concat())
+        .collect();
+    let tiny: [&[&[u8]]; 4] = [
+        &[b"\x00zz", b"b", b"c"],
+        &[b"", b"\x00", b"\x00\x00", b"\x00\xff", b"\xff"],
+        &[b"a", b"ab", b"abc", b"b\xff", b"b\xff\xff"],
+        &[b"", b"x\x00", b"x\x00y", b"x\xffz", b"y"],
+    ];
+    let long_refs: Vec<&[u8]> = long.iter().map(Vec::as_slice).collect();
+    for keys in tiny.iter().copied().chain([&long_refs[..]]) {
+        let set = keys
+            .iter()
+            .enumerate()
+            .map(|(j, k)| (k.to_vec(), 100 + j as u64))
+            .collect();
+        out.push((KeyShape::ZeroFf, set));
+    }
+    out
+}
+
+/// Damaged images with recomputed checksums (1–3 bytes each, many per image): whatever
+/// loads, by copy or in place, must be self-consistent (see `check_self_consistent`), and
+/// neither loading nor querying may panic.
+#[test]
+fn damaged_images_that_load_answer_consistently() {
+    let mut rng = TestRng::new(2016);
+    let mut loaded = 0usize;
+    for (shape, set) in damage_families() {
+        let name = format!("{shape:?} ({} keys)", set.len());
+        let probes: Vec<Vec<u8>> = set
+            .keys()
+            .cloned()
+            .chain((0..8).map(|_| shape.gen_key(&mut rng)))
+            .collect();
+        for ratio in [0, 64, u32::MAX] {
+            for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
+                let fst = build(
+                    &set,
+                    Config {
+                        dense_ratio: ratio,
+                        keys,
+                    },
+                );
+                let img = fst.to_bytes();
+                for round in 0..250 {
+                    let bad = mlpdex::testing::damage_keeping_checksum(&img, &mut rng);
+                    let in_place = Fst::from_shared(bad.clone());
+                    let copied = Fst::from_bytes(&bad);
+                    assert_eq!(
+                        copied, in_place,
+                        "{name} {ratio} {keys:?}: loaders disagree"
+                    );
+                    let Ok(m) = copied else { continue };
+                    loaded += 1;
+                    if let Err(e) = check_self_consistent(&m, &probes) {
+                        panic!("{name}, ratio {ratio}, {keys:?}, round {round}: {e}");
+                    }
+                }
+            }
+        }
+    }
+    // Damage to values and to the suffixes of leaves leaves a valid map.
+    assert!(
+        loaded > 0,
+        "no damaged image loaded: the test checks nothing"
+    );
+}

@@ -475,3 +475,223 @@ fn damaged_images_with_valid_checksums_never_panic() {
         }
     }
 }
+
+// ---- Images that pass the checksum but not the structure (issue 16, defect 6) ---------------
+
+/// Recomputes an image's trailing checksum (XXH3-64, seed 0, of every byte before it).
+fn reseal(img: &mut [u8]) {
+    let body = img.len() - 8;
+    let sum = xxhash_rust::xxh3::xxh3_64_with_seed(&img[..body], 0);
+    img[body..].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// Byte offset of the first LOUDS-Sparse label of an image (format version 2: a 64-byte
+/// header, three dense bit vectors each a u64 bit count and its words, then the label count).
+fn first_sparse_label_at(img: &[u8]) -> usize {
+    let u64_at = |at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap()) as usize;
+    let mut at = 64;
+    for _ in 0..3 {
+        at += 8 + u64_at(at).div_ceil(64) * 8;
+    }
+    at + 8
+}
+
+/// The issue's example on a SuRF: the root's sparse leaf label 0x00 rewritten to 0xFF reads
+/// as a terminator, a stored empty key inside the trie. It used to load.
+#[test]
+fn forged_root_terminator_is_rejected_by_both_loaders() {
+    let set: BTreeSet<Vec<u8>> = [&b"\x00zz"[..], b"b", b"c"]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
+    for kind in [SurfKind::Base, SurfKind::Real(8), SurfKind::Hash(8)] {
+        let s = build(&set, kind, u32::MAX);
+        assert_eq!(s.stats().dense_levels, 0, "the root must be sparse");
+        let mut bad = s.to_bytes();
+        let at = first_sparse_label_at(&bad);
+        assert_eq!(bad[at], 0x00, "{kind:?}: root label not found");
+        bad[at] = 0xFF;
+        reseal(&mut bad);
+        let copied = Surf::from_bytes(&bad);
+        assert!(
+            matches!(copied, Err(Error::Format { .. })),
+            "{kind:?}: from_bytes accepted the forged image: {:?}",
+            copied.map(|f| collect_entries(&f, true))
+        );
+        let in_place = Surf::from_shared(bad.clone());
+        assert!(
+            matches!(in_place, Err(Error::Format { .. })),
+            "{kind:?}: from_shared accepted the forged image"
+        );
+        assert_eq!(copied, in_place);
+    }
+}
+
+/// The entries of a filter as (unique prefix, smallest key it stands for), in key order, from
+/// the front or from the back (at most `len + 1`: a cursor that does not end is a failure).
+fn collect_entries(f: &Surf, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut c = f.cursor();
+    let mut ok = if forward {
+        c.seek(Bound::Unbounded)
+    } else {
+        c.seek_back(Bound::Unbounded)
+    };
+    let mut out = Vec::new();
+    while ok && out.len() <= f.len() {
+        let mut k = Vec::new();
+        c.smallest_key(&mut k);
+        out.push((c.prefix().to_vec(), k));
+        ok = if forward { c.next() } else { c.prev() };
+    }
+    if !forward {
+        out.reverse();
+    }
+    out
+}
+
+/// What every loaded filter must satisfy, whatever its image: the cursor visits entries in
+/// strictly increasing order and the same ones from both ends, as many as `len` says; the
+/// filter admits every entry it visits (points for kinds without hash bits and for prefix keys,
+/// single-key ranges for all), seeks to an entry's smallest key land on it, and seeks to probes land where the
+/// visited sequence says (at the first entry at or above, or one early).
+fn check_self_consistent(f: &Surf, probes: &[Vec<u8>]) -> Result<(), String> {
+    let fwd = collect_entries(f, true);
+    for w in fwd.windows(2) {
+        if w[0].0 >= w[1].0 || w[0].1 >= w[1].1 {
+            return Err(format!("cursor out of order: {:?} then {:?}", w[0], w[1]));
+        }
+    }
+    let has_empty = f.may_contain(b"");
+    if fwd.len() + has_empty as usize != f.len() {
+        return Err(format!("len {} but {} visited", f.len(), fwd.len()));
+    }
+    let back = collect_entries(f, false);
+    if back != fwd {
+        return Err(format!("forward {fwd:?} but backward {back:?}"));
+    }
+    let points = matches!(f.kind(), SurfKind::Base | SurfKind::Real(_));
+    let smallest: Vec<&[u8]> = fwd.iter().map(|e| e.1.as_slice()).collect();
+    let mut batch = vec![false; smallest.len()];
+    f.may_contain_batch(&smallest, &mut batch);
+    let ranges: Vec<_> = smallest
+        .iter()
+        .map(|k| (Bound::Included(*k), Bound::Included(*k)))
+        .collect();
+    let mut rbatch = vec![false; ranges.len()];
+    f.may_contain_range_batch(&ranges, &mut rbatch);
+    let mut c = f.cursor();
+    for (i, (prefix, k)) in fwd.iter().enumerate() {
+        if points && !(f.may_contain(k) && batch[i]) {
+            return Err(format!("denies its own entry {k:?}"));
+        }
+        // An entry followed by longer ones under it is a prefix key: stored exactly, whatever
+        // the kind.
+        let prefix_key = fwd.get(i + 1).is_some_and(|e| e.0.starts_with(prefix));
+        if prefix_key && !f.may_contain(prefix) {
+            return Err(format!("denies its own prefix key {prefix:?}"));
+        }
+        let r = (Bound::Included(&k[..]), Bound::Included(&k[..]));
+        if !f.may_contain_range::<[u8], _>(r) || !rbatch[i] || f.approx_count::<[u8], _>(r) == 0 {
+            return Err(format!("denies the range [{k:?}, {k:?}] of its own entry"));
+        }
+        let wide = (Bound::Included(&prefix[..]), Bound::<&[u8]>::Unbounded);
+        if !f.may_contain_range::<[u8], _>(wide) {
+            return Err(format!("denies the range from {prefix:?} up"));
+        }
+        for forward in [true, false] {
+            let found = if forward {
+                c.seek(Bound::Included(k))
+            } else {
+                c.seek_back(Bound::Included(k))
+            };
+            if !found || c.prefix() != prefix.as_slice() {
+                return Err(format!(
+                    "seek (forward {forward}) to {k:?} lands on {:?}, not {prefix:?}",
+                    found.then(|| c.prefix().to_vec())
+                ));
+            }
+        }
+    }
+    for p in probes {
+        let at = fwd.partition_point(|e| e.1.as_slice() < p.as_slice());
+        let first = fwd.get(at).map(|e| e.0.clone());
+        let before = at.checked_sub(1).map(|j| fwd[j].0.clone());
+        let got = c.seek(Bound::Included(p)).then(|| c.prefix().to_vec());
+        if got != first && (got.is_none() || got != before) {
+            return Err(format!(
+                "seek to {p:?} lands on {got:?}; visited order says {first:?} (or {before:?})"
+            ));
+        }
+    }
+    let _ = (f.memory_usage(), f.stats(), f.bits_per_key());
+    Ok(())
+}
+
+/// Damaged images with recomputed checksums (1–3 bytes each, many per image), of every key
+/// family and SuRF kind: whatever loads, by copy or in place, must be self-consistent (see
+/// `check_self_consistent`), and neither loading nor querying may panic.
+#[test]
+fn damaged_images_that_load_answer_consistently() {
+    let mut rng = TestRng::new(2017);
+    // As for the FST: the adversarial shapes (but multi-KiB keys), tiny tries, and a prefix
+    // of 200 bytes shared by every key.
+    let mut families: Vec<(KeyShape, BTreeSet<Vec<u8>>)> = SHAPES
+        .iter()
+        .filter(|&&s| s != KeyShape::Long)
+        .map(|&s| (s, key_set(s, 62, 50)))
+        .collect();
+    let tiny: [&[&[u8]]; 4] = [
+        &[b"\x00zz", b"b", b"c"],
+        &[b"", b"\x00", b"\x00\x00", b"\x00\xff", b"\xff"],
+        &[b"a", b"ab", b"abc", b"b\xff", b"b\xff\xff"],
+        &[b"", b"x\x00", b"x\x00y", b"x\xffz", b"y"],
+    ];
+    for keys in tiny {
+        families.push((KeyShape::ZeroFf, keys.iter().map(|k| k.to_vec()).collect()));
+    }
+    let shared = [b'x'; 200];
+    let long = [&b""[..], b"\x00", b"a", b"a\xff", b"b", b"\xff"]
+        .iter()
+        .map(|t| [&shared[..], t].concat())
+        .collect();
+    families.push((KeyShape::ZeroFf, long));
+    let mut loaded = 0usize;
+    for (shape, set) in &families {
+        let probes: Vec<Vec<u8>> = set
+            .iter()
+            .cloned()
+            .chain((0..8).map(|_| shape.gen_key(&mut rng)))
+            .collect();
+        for kind in [
+            SurfKind::Base,
+            SurfKind::Hash(5),
+            SurfKind::Real(12),
+            SurfKind::Mixed { hash: 3, real: 5 },
+        ] {
+            for ratio in [0, 64, u32::MAX] {
+                let img = build(set, kind, ratio).to_bytes();
+                for round in 0..120 {
+                    let bad = mlpdex::testing::damage_keeping_checksum(&img, &mut rng);
+                    let in_place = Surf::from_shared(bad.clone());
+                    let copied = Surf::from_bytes(&bad);
+                    assert_eq!(
+                        copied, in_place,
+                        "{shape:?} {kind:?} {ratio}: loaders disagree"
+                    );
+                    let Ok(f) = copied else { continue };
+                    loaded += 1;
+                    if let Err(e) = check_self_consistent(&f, &probes) {
+                        panic!(
+                            "{shape:?} ({} keys), {kind:?}, ratio {ratio}, round {round}: {e}",
+                            set.len()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        loaded > 0,
+        "no damaged image loaded: the test checks nothing"
+    );
+}

@@ -33,7 +33,11 @@
 //! - Immutable after [`FstBuilder::finish`]; `Fst` is `Send + Sync`, any number of threads may
 //!   query it.
 //! - [`Fst::to_bytes`] / [`Fst::from_bytes`]: a versioned little-endian format (see
-//!   `raw::format`); a corrupt or truncated buffer is an [`Error::Format`], never a panic.
+//!   `raw::format`); a corrupt or truncated buffer is an [`Error::Format`], never a panic, and
+//!   an image that loads never answers inconsistently, even one forged with a valid checksum:
+//!   loading checks every structural invariant a query relies on (listed in `raw::trie` and
+//!   `raw::format`), so iteration is strictly increasing and the same both ways, and `get` and
+//!   the seeks agree with it.
 //!   [`Fst::from_shared`] loads in place from a buffer it keeps (a `Vec<u8>`, an `Arc<[u8]>`, a
 //!   memory map): labels, bit vectors, suffixes and values are read where they lie and only the
 //!   rank/select directories are allocated. Loading checks every byte either way, so it costs a
@@ -47,7 +51,10 @@
 //! 2. A LOUDS-Sparse node's labels strictly increase after an optional terminator (0xFF without
 //!    a child, first in a node of two or more labels); see `raw::trie` for why a real 0xFF byte
 //!    is never mistaken for it.
-//! 3. The empty key is kept beside the trie, never in it.
+//! 3. The empty key is kept beside the trie, never in it: the root holds no prefix key.
+//! 4. A prefix key's suffix is empty (its whole key is the path to its node).
+//!
+//! All are checked on load, with the trie's shape (`raw::trie`, invariants 1–7).
 //!
 //! # Measured
 //!

@@ -29,10 +29,26 @@
 //! last 8        XXH3-64 (seed 0) of every byte before it
 //! ```
 //!
-//! Loading checks the magic, the version, the checksum, every length against the buffer, the
-//! reserved fields, and then the trie's structural invariants ([`super::trie::Trie::validate`])
-//! and that every leaf has its value and suffix, so no query on a loaded structure can index
-//! out of bounds. Any failure is an [`Error::Format`] naming the problem and the offset, or
+//! Loading checks, in time linear in the image and without copying an aligned one:
+//!
+//! - the magic, the version, the checksum, every length against the buffer, zero padding and
+//!   reserved fields (flag bits; the empty key's value is 0 when it is absent, and always in a
+//!   SuRF);
+//! - the trie's invariants 1–6 (see `super::trie`: sizes, LOUDS shape level by level, a label
+//!   in every node, `d_has_child ⊆ d_labels`, no prefix key at the root, strictly increasing
+//!   labels after an optional terminator), via [`Trie::validate`];
+//! - the payloads against the trie: the key count is its leaves (plus the empty key), one
+//!   value per leaf (unique-prefix FST) or none, one suffix record per leaf with every suffix
+//!   byte owned by a leaf (complete-key FST), `width` bits per leaf (SuRF), nothing else;
+//! - invariant 7: a prefix key's leaf has an empty suffix and zero real bits.
+//!
+//! Together these make every query stay in bounds (no panic) and agree with every other: the
+//! keys iterated forwards are strictly increasing and the same as backwards, `get` finds each
+//! with its value, seeks land where the iterated order says, and a SuRF admits what its cursor
+//! visits. What no check can catch is damage that yields another valid image (a changed value,
+//! a changed suffix byte or suffix bit of a leaf that is not a prefix key): that is a structure
+//! of other keys, consistent in itself; the checksum is what guards against it. Any failure is
+//! an [`Error::Format`] naming the broken rule and the byte where it was found, or an
 //! [`Error::Version`].
 //!
 //! Every section starts at a multiple of 8 bytes, so a buffer whose start is 8-aligned is used
@@ -42,7 +58,7 @@
 //! label padding) are refused with [`Error::Version`].
 
 use super::suffix::{FixedSuffixes, FullSuffixes, SuffixKind};
-use super::trie::Trie;
+use super::trie::{Flaw, Part, Trie};
 use crate::Error;
 use crate::substrate::hash::hash_bytes;
 use crate::substrate::labels::LABEL_PAD;
@@ -264,24 +280,42 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
     let dense_height = rd.count("truncated header")?;
     let height = rd.count("truncated header")?;
     let dense_nodes = rd.count("truncated header")?;
+    // Where each section's data starts (after its length), to locate flaws.
+    let mut data = [0usize; 9];
+    data[Part::DLabels as usize] = rd.at + 8;
     let d_labels = rd.bits("truncated d_labels")?;
+    data[Part::DHasChild as usize] = rd.at + 8;
     let d_has_child = rd.bits("truncated d_has_child")?;
     let at = rd.at;
+    data[Part::DIsPrefix as usize] = at + 8;
     let d_is_prefix = rd.bits("truncated d_is_prefix")?;
     if d_is_prefix.len() != dense_nodes {
         return Err(bad("dense node count disagrees", at));
     }
+    data[Part::SLabels as usize] = rd.at + 8;
     let (s_labels, s_len) = rd.bytes(LABEL_PAD, true, "truncated s_labels")?;
+    data[Part::SHasChild as usize] = rd.at + 8;
     let s_has_child = rd.bits("truncated s_has_child")?;
+    data[Part::SLouds as usize] = rd.at + 8;
     let s_louds = rd.bits("truncated s_louds")?;
     let at = rd.at;
     let nvalues = rd.count("truncated values")?;
     let values = rd.words(nvalues, "truncated values")?;
+    let suffix_at = rd.at;
     let (suffix_bytes, _) = rd.bytes(0, false, "truncated suffix bytes")?;
+    let ends_at = rd.at;
+    data[Part::SuffixEnds as usize] = ends_at + 8;
     let suffix_ends = rd.bits("truncated suffix ends")?;
+    let fixed_at = rd.at;
+    data[Part::SuffixBits as usize] = fixed_at + 8;
     let fixed_bits = rd.bits("truncated suffix bits")?;
     if rd.at != body {
         return Err(bad("trailing bytes", rd.at));
+    }
+    let empty = (flags & 1 == 1).then_some(empty_value);
+    // Reserved values: no value without an empty key, and a SuRF keeps no value at all.
+    if (empty.is_none() || magic == SURF_MAGIC) && empty_value != 0 {
+        return Err(bad("value of an absent empty key", 32));
     }
     let trie = Trie::assemble(
         dense_height,
@@ -295,9 +329,7 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
         s_louds,
     )
     .map_err(|_| bad("trie too large", 24))?;
-    trie.validate().map_err(|what| bad(what, 24))?;
     let leaves = trie.leaves();
-    let empty = (flags & 1 == 1).then_some(empty_value);
     if keys != leaves as u64 + empty.is_some() as u64 {
         return Err(bad("key count disagrees with the trie", 24));
     }
@@ -307,31 +339,59 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
     }
     let full = if kind == SuffixKind::Full {
         let f = FullSuffixes::new(suffix_bytes, suffix_ends)
-            .map_err(|_| bad("suffix records disagree with their end markers", at))?;
+            .map_err(|_| bad("suffix records disagree with their end markers", suffix_at))?;
         if f.len() != leaves {
-            return Err(bad("suffix count disagrees with the trie", at));
+            return Err(bad("suffix count disagrees with the trie", ends_at));
         }
         Some(f)
     } else {
         if !suffix_bytes.is_empty() || !suffix_ends.is_empty() {
-            return Err(bad("suffix bytes without full suffixes", at));
+            return Err(bad("suffix bytes without full suffixes", suffix_at));
         }
         None
     };
     let fixed = match kind {
         SuffixKind::None | SuffixKind::Full => {
             if !fixed_bits.is_empty() {
-                return Err(bad("suffix bits without a fixed-width kind", at));
+                return Err(bad("suffix bits without a fixed-width kind", fixed_at));
             }
             None
         }
         _ => {
             if fixed_bits.len() != leaves * kind.width() as usize {
-                return Err(bad("suffix bit count disagrees with the trie", at));
+                return Err(bad("suffix bit count disagrees with the trie", fixed_at));
             }
             Some(FixedSuffixes::from_bits(kind, fixed_bits))
         }
     };
+    // The trie's invariants, and that a prefix key's leaf adds nothing to its key (invariant
+    // 7 of `trie`).
+    let mut prefix_key = |leaf: usize| -> Result<(), Flaw> {
+        if let Some(f) = &full
+            && let Some(end) = f.nonempty_suffix_end(leaf)
+        {
+            return Err(Flaw::new("prefix key with a suffix", Part::SuffixEnds, end));
+        }
+        if let Some(f) = &fixed
+            && f.real(leaf).0 != 0
+        {
+            let bit = leaf * kind.width() as usize;
+            return Err(Flaw::new(
+                "prefix key with real suffix bits",
+                Part::SuffixBits,
+                bit,
+            ));
+        }
+        Ok(())
+    };
+    trie.validate(&mut prefix_key).map_err(|f| {
+        let offset = match f.part {
+            Part::Header => f.index,
+            Part::SLabels => data[f.part as usize] + f.index,
+            p => data[p as usize] + f.index / 8,
+        };
+        bad(f.what, offset)
+    })?;
     Ok(Image {
         kind,
         ratio,

@@ -147,7 +147,9 @@ impl FullSuffixes {
         })?;
         let leaves = ends.count_ones();
         let suffix_bytes = ends.len() - leaves;
-        if Some(records.len()) != leaves.checked_mul(VALUE).map(|v| v + suffix_bytes) {
+        // Every suffix byte belongs to a leaf: the markers end with a one.
+        let owned = ends.is_empty() || ends.get(ends.len() - 1);
+        if !owned || Some(records.len()) != leaves.checked_mul(VALUE).map(|v| v + suffix_bytes) {
             return Err(Error::Format {
                 what: "suffix records disagree with their end markers",
                 offset: 0,
@@ -222,6 +224,15 @@ impl FullSuffixes {
             }
         }
         self.get(leaf)
+    }
+
+    /// The end marker of leaf `i`'s suffix when that suffix is not empty (`None` when it is,
+    /// or past the last leaf).
+    pub(crate) fn nonempty_suffix_end(&self, i: usize) -> Option<usize> {
+        // The suffix is empty when its marker directly follows the previous one (or, for the
+        // first leaf, starts the markers).
+        let end = self.ends.select1(i)?;
+        (end > 0 && !self.ends.get(end - 1)).then_some(end)
     }
 
     pub(crate) fn parts(&self) -> (&[u8], &FrozenBits) {

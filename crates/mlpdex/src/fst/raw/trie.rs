@@ -25,9 +25,26 @@
 //! is 0xFF, has no child, and the node has another label (a node that holds a prefix key always
 //! has a longer key below it). The empty key is never in the trie.
 //!
-//! Invariants (checked by [`Trie::validate`] on load): every node has at least one label; the
-//! labels of a node are strictly increasing after an optional terminator; branches with a
-//! child number one less than the nodes; dense bitmaps have `d_has_child ⊆ d_labels`.
+//! Invariants, all checked on load by [`Trie::validate`] in one pass over the levels (so a
+//! loaded image never gives a wrong answer, see `format`):
+//!
+//! 1. Sizes agree: 256 bits of `d_labels` and `d_has_child` per dense node, one bit of
+//!    `s_has_child` and `s_louds` per sparse label; dense height ≤ height; a trie of height 0
+//!    has no node.
+//! 2. LOUDS shape: level 0 is one node; level `l + 1` has exactly as many nodes as level `l`
+//!    has branches with a child; the dense levels use exactly the dense nodes; each sparse node
+//!    starts at a one of `s_louds` where the previous one ended; the last level has no branch
+//!    with a child and nothing follows it. So every rank-and-select child step lands on a node
+//!    of the next level, the one the per-level cursors of [`Path`] step to.
+//! 3. Every node has a label (a dense node may also hold its prefix key).
+//! 4. `d_has_child ⊆ d_labels`.
+//! 5. The root holds no prefix key: the empty key lives beside the trie.
+//! 6. A sparse node's labels strictly increase after its optional terminator (dense bitmaps
+//!    are ordered by construction). With 2 and 5, the leaves in leaf order spell strictly
+//!    increasing keys, which lookups, seeks and iteration both ways agree on.
+//! 7. A prefix key's leaf adds nothing to its key: no suffix byte, zero real bits (the loader
+//!    checks the payloads of the leaves `validate` reports). Hash bits of a prefix key are
+//!    never read: a lookup ending at one has matched the whole key.
 
 use core::cmp::Ordering;
 
@@ -81,6 +98,41 @@ impl TrieStats {
     /// LOUDS-Sparse bits per sparse node, counting every label as a node as §3.5 does.
     pub fn sparse_bits_per_node(&self) -> f64 {
         self.sparse_bits as f64 / self.sparse_labels.max(1) as f64
+    }
+}
+
+/// A part of a serialized trie and its payloads, for locating a [`Flaw`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// The header; the index is a byte offset.
+    Header,
+    /// The LOUDS-Dense bitmaps; the index is a bit.
+    DLabels,
+    DHasChild,
+    DIsPrefix,
+    /// The LOUDS-Sparse labels; the index is a label.
+    SLabels,
+    /// The LOUDS-Sparse bit vectors; the index is a bit.
+    SHasChild,
+    SLouds,
+    /// The full suffixes' end markers; the index is a bit.
+    SuffixEnds,
+    /// The fixed-width suffix bits; the index is a bit.
+    SuffixBits,
+}
+
+/// A broken invariant of a loaded image: what, and where (the loader turns the place into a
+/// byte offset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Flaw {
+    pub(crate) what: &'static str,
+    pub(crate) part: Part,
+    pub(crate) index: usize,
+}
+
+impl Flaw {
+    pub(crate) fn new(what: &'static str, part: Part, index: usize) -> Flaw {
+        Flaw { what, part, index }
     }
 }
 
@@ -197,80 +249,140 @@ impl Trie {
         })
     }
 
-    /// Checks the invariants a loaded trie must satisfy for every query to stay in bounds, by
-    /// walking the levels: level 0 is one node, level `l + 1` has as many nodes as level `l`
-    /// has branches with a child, dense nodes are consecutive, sparse nodes start where the
-    /// previous one ended, and nothing is left over.
-    pub(crate) fn validate(&self) -> Result<(), &'static str> {
+    /// Checks, in one pass over the levels, every invariant of the module docs that queries
+    /// rely on, calling `prefix_key(leaf)` for each prefix key's leaf in increasing order (the
+    /// caller checks that leaf's payload). Invariants 1–4 keep every query in bounds; 5–7 make
+    /// the trie spell strictly increasing keys in leaf order, which lookups, seeks and
+    /// iteration in both directions then agree on.
+    pub(crate) fn validate(
+        &self,
+        prefix_key: &mut dyn FnMut(usize) -> Result<(), Flaw>,
+    ) -> Result<(), Flaw> {
         let dl = self.d_labels.bits().words();
         let dc = self.d_has_child.bits().words();
-        if self.d_labels.len() != self.dense_nodes * 256
-            || self.d_has_child.len() != self.d_labels.len()
-        {
-            return Err("LOUDS-Dense bitmap sizes disagree");
+        if self.d_labels.len() != self.dense_nodes * 256 {
+            return Err(Flaw::new(
+                "LOUDS-Dense label bitmap size disagrees",
+                Part::DLabels,
+                0,
+            ));
         }
-        if self.s_has_child.len() != self.s_len || self.s_louds.len() != self.s_len {
-            return Err("LOUDS-Sparse sequence sizes disagree");
+        if self.d_has_child.len() != self.d_labels.len() {
+            return Err(Flaw::new(
+                "LOUDS-Dense bitmap sizes disagree",
+                Part::DHasChild,
+                0,
+            ));
+        }
+        if self.s_has_child.len() != self.s_len {
+            return Err(Flaw::new(
+                "LOUDS-Sparse sequence sizes disagree",
+                Part::SHasChild,
+                0,
+            ));
+        }
+        if self.s_louds.len() != self.s_len {
+            return Err(Flaw::new(
+                "LOUDS-Sparse sequence sizes disagree",
+                Part::SLouds,
+                0,
+            ));
         }
         if self.height < self.dense_height {
-            return Err("dense height above trie height");
+            return Err(Flaw::new(
+                "dense height above trie height",
+                Part::Header,
+                40,
+            ));
         }
         if self.height == 0 {
             return if self.dense_nodes == 0 && self.s_len == 0 {
                 Ok(())
             } else {
-                Err("empty trie with nodes")
+                Err(Flaw::new("empty trie with nodes", Part::Header, 48))
             };
+        }
+        // Invariant 5: the empty key lives beside the trie, never as the root's prefix key.
+        if self.dense_height > 0 {
+            if self.d_is_prefix.get(0) {
+                return Err(Flaw::new("root holds a prefix key", Part::DIsPrefix, 0));
+            }
+        } else if self.s_len > 0 && self.sparse_terminator(0, self.sparse_end(0)) {
+            return Err(Flaw::new("root holds a prefix key", Part::SLabels, 0));
         }
         let mut nodes = 1usize;
         let mut dense_node = 0usize;
+        let mut leaf = 0usize;
         for _ in 0..self.dense_height {
             let end = dense_node
                 .checked_add(nodes)
                 .filter(|&e| e <= self.dense_nodes)
-                .ok_or("more dense nodes than encoded")?;
+                .ok_or(Flaw::new("more dense nodes than encoded", Part::Header, 56))?;
             let mut children = 0usize;
             for n in dense_node..end {
                 let (l, c) = (&dl[n * 4..n * 4 + 4], &dc[n * 4..n * 4 + 4]);
                 if l.iter().all(|&x| x == 0) {
-                    return Err("dense node without labels");
+                    return Err(Flaw::new(
+                        "dense node without labels",
+                        Part::DLabels,
+                        n * 256,
+                    ));
                 }
                 if l.iter().zip(c).any(|(l, c)| c & !l != 0) {
-                    return Err("dense branch with a child but no label");
+                    let what = "dense branch with a child but no label";
+                    return Err(Flaw::new(what, Part::DHasChild, n * 256));
                 }
-                children += c.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+                // Leaves are numbered node by node: the prefix key, then the labels without
+                // a child.
+                if self.d_is_prefix.get(n) {
+                    prefix_key(leaf)?;
+                    leaf += 1;
+                }
+                let kids: usize = c.iter().map(|w| w.count_ones() as usize).sum();
+                let labels: usize = l.iter().map(|w| w.count_ones() as usize).sum();
+                leaf += labels - kids;
+                children += kids;
             }
             dense_node = end;
             nodes = children;
         }
         if dense_node != self.dense_nodes {
-            return Err("dense nodes left over");
+            return Err(Flaw::new(
+                "dense nodes left over",
+                Part::DIsPrefix,
+                dense_node,
+            ));
         }
         let mut at = 0usize;
         for _ in self.dense_height..self.height {
             if nodes == 0 {
-                return Err("trie level without nodes");
+                return Err(Flaw::new("trie level without nodes", Part::Header, 48));
             }
-            let mut children = 0usize;
+            let level_start = at;
             for _ in 0..nodes {
                 if at >= self.s_len || !self.s_louds.get(at) {
-                    return Err("sparse node missing");
+                    return Err(Flaw::new("sparse node missing", Part::SLouds, at));
                 }
                 let end = self.sparse_end(at);
-                let s = at + self.sparse_terminator(at, end) as usize;
-                if self.s_labels[s..end].windows(2).any(|w| w[0] >= w[1]) {
-                    return Err("sparse node labels out of order");
+                let term = self.sparse_terminator(at, end);
+                if term {
+                    prefix_key(self.dense_leaves + at - self.s_has_child.rank1(at))?;
                 }
-                children += self.s_has_child.rank1(end) - self.s_has_child.rank1(at);
+                let s = at + term as usize;
+                if let Some(i) = self.s_labels[s..end].windows(2).position(|w| w[0] >= w[1]) {
+                    let what = "sparse node labels out of order";
+                    return Err(Flaw::new(what, Part::SLabels, s + i + 1));
+                }
                 at = end;
             }
-            nodes = children;
+            // Two ranks per level, not per node: the level's nodes are contiguous.
+            nodes = self.s_has_child.rank1(at) - self.s_has_child.rank1(level_start);
         }
         if at != self.s_len {
-            return Err("sparse labels left over");
+            return Err(Flaw::new("sparse labels left over", Part::SLouds, at));
         }
         if nodes != 0 {
-            return Err("branches below the last level");
+            return Err(Flaw::new("branches below the last level", Part::Header, 48));
         }
         Ok(())
     }
@@ -1448,7 +1560,7 @@ pub(crate) mod tests {
         let keys: [&[u8]; 7] = [b"a", b"ab", b"abc", b"ba", b"b\xff", b"b\xff\xff", b"c"];
         for ratio in [0, 1, 64, u32::MAX] {
             let t = trie_of(&keys, ratio);
-            t.validate().unwrap();
+            t.validate(&mut |_| Ok(())).unwrap();
             let mut p = Path::default();
             let mut fwd = Vec::new();
             let mut ok = p.first(&t);
