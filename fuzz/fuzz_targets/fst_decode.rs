@@ -15,7 +15,9 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mlpdex::StaticMapBuilder;
 use mlpdex::fst::{Config, Fst, FstBuilder};
-use mlpdex_fuzz::{KeySpec, Mutation, Pool, check_fst, dense_ratio, key_set, key_storage, mutate};
+use mlpdex_fuzz::{
+    KeySpec, Mutation, Oracle, Pool, check_fst, dense_ratio, graft, key_set, key_storage, mutate,
+};
 
 #[derive(Arbitrary, Debug)]
 enum Source {
@@ -30,28 +32,43 @@ enum Source {
 #[derive(Arbitrary, Debug)]
 struct Input {
     source: Source,
+    /// Keys of a second image, built with the same settings, whose sections `graft` crosses
+    /// into the first one (section indices in the second field).
+    donor: Option<(Vec<KeySpec>, Vec<u8>)>,
     mutations: Vec<Mutation>,
     keep_bad_checksum: bool,
     probes: Vec<KeySpec>,
 }
 
+fn build(keys: &Oracle, config: Config) -> Fst {
+    let mut b = FstBuilder::with_config(config);
+    b.extend_sorted(keys.iter().map(|(k, v)| (k, *v)))
+        .expect("sorted distinct keys");
+    b.finish().expect("finish")
+}
+
 fuzz_target!(|input: Input| {
     let mut pool = Pool::default();
+    let mut grafted = false;
     let (mut img, built) = match &input.source {
         Source::Built {
             keys,
             ratio,
             unique,
         } => {
-            let oracle = key_set(keys, &mut pool);
-            let mut b = FstBuilder::with_config(Config {
+            let config = Config {
                 dense_ratio: dense_ratio(*ratio),
                 keys: key_storage(*unique),
-            });
-            b.extend_sorted(oracle.iter().map(|(k, v)| (k, *v)))
-                .expect("sorted distinct keys");
-            let fst = b.finish().expect("finish");
-            (fst.to_bytes(), Some(fst))
+            };
+            let fst = build(&key_set(keys, &mut pool), config);
+            let mut img = fst.to_bytes();
+            if let Some((donor, which)) = &input.donor {
+                let donor: Vec<(KeySpec, u64)> = donor.iter().cloned().zip(100..).collect();
+                let donor = build(&key_set(&donor, &mut pool), config).to_bytes();
+                graft(&mut img, &donor, which);
+                grafted = !which.is_empty();
+            }
+            (img, Some(fst))
         }
         Source::Raw(bytes) => {
             let mut img = b"MLPDXFST".to_vec();
@@ -60,7 +77,7 @@ fuzz_target!(|input: Input| {
             (img, None)
         }
     };
-    let untouched = input.mutations.is_empty();
+    let untouched = input.mutations.is_empty() && !grafted;
     mutate(
         &mut img,
         &input.mutations,

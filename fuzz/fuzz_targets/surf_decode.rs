@@ -12,9 +12,10 @@ use std::ops::Bound;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mlpdex::surf::{Surf, SurfBuilder};
+use mlpdex::surf::{Surf, SurfBuilder, SurfKind};
 use mlpdex_fuzz::{
-    KeySpec, Mutation, Oracle, Pool, check_surf, check_surf_keys, dense_ratio, mutate, surf_kind,
+    KeySpec, Mutation, Oracle, Pool, check_surf, check_surf_keys, dense_ratio, graft, mutate,
+    surf_kind,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -30,28 +31,46 @@ enum Source {
 #[derive(Arbitrary, Debug)]
 struct Input {
     source: Source,
+    /// Keys of a second image, built with the same settings, whose sections `graft` crosses
+    /// into the first one (section indices in the second field).
+    donor: Option<(Vec<KeySpec>, Vec<u8>)>,
     mutations: Vec<Mutation>,
     keep_bad_checksum: bool,
     probes: Vec<KeySpec>,
 }
 
+/// The key set of `keys` (values unused).
+fn key_set(keys: &[KeySpec], pool: &mut Pool) -> Oracle {
+    keys.iter()
+        .take(mlpdex_fuzz::MAX_KEYS)
+        .map(|k| (k.make(pool), 0))
+        .collect()
+}
+
+fn build(keys: &Oracle, kind: SurfKind, ratio: u32) -> Surf {
+    let mut b = SurfBuilder::with_dense_ratio(kind, ratio).expect("a valid kind");
+    for k in keys.keys() {
+        b.push(k).expect("sorted distinct keys");
+    }
+    b.finish().expect("finish")
+}
+
 fuzz_target!(|input: Input| {
     let mut pool = Pool::default();
+    let mut grafted = false;
     let (mut img, built) = match &input.source {
         Source::Built { keys, kind, ratio } => {
-            let oracle: Oracle = keys
-                .iter()
-                .take(mlpdex_fuzz::MAX_KEYS)
-                .map(|k| (k.make(&mut pool), 0))
-                .collect();
+            let oracle = key_set(keys, &mut pool);
             let kind = surf_kind(kind.0, kind.1, kind.2);
-            let mut b =
-                SurfBuilder::with_dense_ratio(kind, dense_ratio(*ratio)).expect("a valid kind");
-            for k in oracle.keys() {
-                b.push(k).expect("sorted distinct keys");
+            let ratio = dense_ratio(*ratio);
+            let surf = build(&oracle, kind, ratio);
+            let mut img = surf.to_bytes();
+            if let Some((donor, which)) = &input.donor {
+                let donor = build(&key_set(donor, &mut pool), kind, ratio).to_bytes();
+                graft(&mut img, &donor, which);
+                grafted = !which.is_empty();
             }
-            let surf = b.finish().expect("finish");
-            (surf.to_bytes(), Some((surf, oracle)))
+            (img, Some((surf, oracle)))
         }
         Source::Raw(bytes) => {
             let mut img = b"MLPDSURF".to_vec();
@@ -60,7 +79,7 @@ fuzz_target!(|input: Input| {
             (img, None)
         }
     };
-    let untouched = input.mutations.is_empty();
+    let untouched = input.mutations.is_empty() && !grafted;
     mutate(
         &mut img,
         &input.mutations,

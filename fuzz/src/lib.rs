@@ -8,7 +8,7 @@
 //! that break tries: the empty key, keys that are prefixes of each other, long shared prefixes.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 
 use arbitrary::Arbitrary;
 use mlpdex::fst::{Fst, KeyStorage};
@@ -493,6 +493,61 @@ pub fn mutate(img: &mut Vec<u8>, muts: &[Mutation], fix_checksum: bool) {
         let body = img.len() - 8;
         let sum = mlpdex::substrate::hash::hash_bytes(&img[..body], 0).to_le_bytes();
         img[body..].copy_from_slice(&sum);
+    }
+}
+
+/// The byte ranges of the ten sections of an FST or SuRF image (format version 2, see
+/// `fst::raw::format`: each a u64 count then its items, after a 64-byte header), or `None`
+/// when `img` does not parse that far.
+pub fn fst_sections(img: &[u8]) -> Option<Vec<Range<usize>>> {
+    /// How a section's count turns into its length in bytes.
+    #[derive(Clone, Copy)]
+    enum Items {
+        Bits,
+        Labels,
+        Words,
+        Bytes,
+    }
+    use Items::*;
+    let end = img.len().checked_sub(8)?;
+    let mut at = 64usize;
+    let mut out = Vec::with_capacity(10);
+    for items in [
+        Bits, Bits, Bits, Labels, Bits, Bits, Words, Bytes, Bits, Bits,
+    ] {
+        let n = usize::try_from(u64::from_le_bytes(img.get(at..at + 8)?.try_into().ok()?)).ok()?;
+        let len = match items {
+            Bits => n.div_ceil(64).checked_mul(8)?,
+            Labels => n.checked_add(16)?.div_ceil(8).checked_mul(8)?,
+            Words => n.checked_mul(8)?,
+            Bytes => n.div_ceil(8).checked_mul(8)?,
+        };
+        let next = at.checked_add(8)?.checked_add(len)?;
+        if next > end {
+            return None;
+        }
+        out.push(at..next);
+        at = next;
+    }
+    Some(out)
+}
+
+/// Replaces sections of the FST/SuRF image `img` by the same sections of `donor` (an image
+/// of other keys): section `w % 11` for each `w`, 10 standing for the header's counts (key
+/// count, empty-key value, levels, dense nodes). Crossing whole sections over makes images
+/// that are well formed section by section but disagree across sections, which byte edits
+/// rarely reach (a suffix given to a leaf that ends a key, say).
+pub fn graft(img: &mut Vec<u8>, donor: &[u8], which: &[u8]) {
+    for &w in which.iter().take(4) {
+        let (Some(a), Some(b)) = (fst_sections(img), fst_sections(donor)) else {
+            return;
+        };
+        match usize::from(w) % 11 {
+            10 => img[24..64].copy_from_slice(&donor[24..64]),
+            i => {
+                img.splice(a[i].clone(), donor[b[i].clone()].iter().copied());
+            }
+        }
     }
 }
 
