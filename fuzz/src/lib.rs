@@ -622,8 +622,9 @@ pub fn check_fst(m: &Fst, what: &str) -> Vec<(Vec<u8>, u64)> {
 }
 
 /// The entries a SuRF's cursor visits (unique prefixes, smallest keys), forward, and checks
-/// them: strictly sorted, forward equal to reversed backward, at most `len` of them, each
-/// admitted by `may_contain` (kinds without hash bits) and by a range starting at it.
+/// them: strictly sorted (prefixes and smallest keys), forward equal to reversed backward, at
+/// most `len` of them, each admitted by `may_contain` (kinds without hash bits) and by a range
+/// starting at it.
 pub fn check_surf(f: &Surf, what: &str) -> Vec<Vec<u8>> {
     let bound = f.len();
     let mut fwd = Vec::new();
@@ -661,6 +662,17 @@ pub fn check_surf(f: &Surf, what: &str) -> Vec<Vec<u8>> {
         assert!(
             w[0] < w[1],
             "{what}: visit not strictly sorted: {} then {}",
+            Escaped(&w[0]),
+            Escaped(&w[1])
+        );
+    }
+    // A visited key's smallest key is its prefix followed by its real bits; the real bits of
+    // a key that ends at its leaf (a prefix of later keys) are zero, so these sort as the
+    // prefixes do.
+    for w in smallest.windows(2) {
+        assert!(
+            w[0] < w[1],
+            "{what}: smallest keys not strictly sorted: {} then {}",
             Escaped(&w[0]),
             Escaped(&w[1])
         );
