@@ -532,21 +532,33 @@ pub fn fst_sections(img: &[u8]) -> Option<Vec<Range<usize>>> {
     Some(out)
 }
 
+/// The sections `graft` moves together, as they must agree with each other to load at all:
+/// the three LOUDS-Dense bitmaps, the three LOUDS-Sparse sequences, the values, the suffix
+/// records with their end markers, the fixed-width suffix bits.
+const GRAFT_GROUPS: [&[usize]; 5] = [&[0, 1, 2], &[3, 4, 5], &[6], &[7, 8], &[9]];
+
 /// Replaces sections of the FST/SuRF image `img` by the same sections of `donor` (an image
-/// of other keys): section `w % 11` for each `w`, 10 standing for the header's counts (key
-/// count, empty-key value, levels, dense nodes). Crossing whole sections over makes images
-/// that are well formed section by section but disagree across sections, which byte edits
-/// rarely reach (a suffix given to a leaf that ends a key, say).
+/// of other keys): for each `w`, group `w % 6` of [`GRAFT_GROUPS`], 5 standing for the
+/// header's counts (key count, empty-key value, levels, dense nodes). Crossing whole sections
+/// over makes images that are well formed section by section but disagree across sections,
+/// which byte edits rarely reach (a suffix given to a leaf that ends a key, say).
 pub fn graft(img: &mut Vec<u8>, donor: &[u8], which: &[u8]) {
     for &w in which.iter().take(4) {
-        let (Some(a), Some(b)) = (fst_sections(img), fst_sections(donor)) else {
-            return;
-        };
-        match usize::from(w) % 11 {
-            10 => img[24..64].copy_from_slice(&donor[24..64]),
-            i => {
-                img.splice(a[i].clone(), donor[b[i].clone()].iter().copied());
+        let group = match GRAFT_GROUPS.get(usize::from(w) % 6) {
+            Some(g) => *g,
+            None => {
+                if img.len() >= 64 && donor.len() >= 64 {
+                    img[24..64].copy_from_slice(&donor[24..64]);
+                }
+                continue;
             }
+        };
+        // Last section first, so the earlier ones' offsets stay put.
+        for &i in group.iter().rev() {
+            let (Some(a), Some(b)) = (fst_sections(img), fst_sections(donor)) else {
+                return;
+            };
+            img.splice(a[i].clone(), donor[b[i].clone()].iter().copied());
         }
     }
 }
