@@ -1,0 +1,41 @@
+//! The concurrent Cuckoo Trie against `BTreeMap`, single-threaded through the
+//! `ConcurrentOrderedMap` trait (`get_with`, `insert`, `remove`, seeks, forward and reverse
+//! visits that break early, `len`), on a fuzzer-chosen configuration, then its invariant audit.
+
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config};
+use mlpdex::testing::run_ops_concurrent;
+use mlpdex_fuzz::{OpSpec, map_ops, report};
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    symbol_bits: u8,
+    prefetch_depth: u8,
+    load: u8,
+    buckets: u8,
+    ops: Vec<OpSpec>,
+}
+
+fuzz_target!(|input: Input| {
+    let config = Config {
+        symbol_bits: 1 + u32::from(input.symbol_bits % 5),
+        prefetch_depth: 1 + usize::from(input.prefetch_depth % 16),
+        max_load_factor: 0.5 + 0.45 * f64::from(input.load) / 255.0,
+        initial_buckets: 1 + usize::from(input.buckets % 128),
+    };
+    let ops = map_ops(&input.ops);
+    let map = ConcurrentCuckooTrie::<u64>::with_config(config.clone()).expect("a valid config");
+    if let Err(e) = run_ops_concurrent(&map, &ops) {
+        report("concurrent_cuckoo_trie", &ops, &format!("{config:?}\n{e}"));
+    }
+    if let Err(e) = map.check_invariants() {
+        report(
+            "concurrent_cuckoo_trie",
+            &ops,
+            &format!("{config:?}\ncheck_invariants: {e}"),
+        );
+    }
+});

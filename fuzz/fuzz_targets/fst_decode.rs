@@ -1,0 +1,131 @@
+//! The FST loader on damaged images: a valid image built from fuzzer-chosen keys (or fuzzer
+//! bytes behind a valid magic and version) is mutated (byte edits, u64 field edits, truncation,
+//! splices, insertions, removals), its checksum recomputed so the damage reaches the
+//! structural validation, and loaded through both `Fst::from_bytes` and the zero-copy
+//! `Fst::from_shared`. Loading must not panic and both paths must agree; a loaded map must
+//! iterate strictly sorted with `len` entries, forward equal to reversed backward, with `get`
+//! and both seeks finding every iterated key and its value, and answer probe queries alike
+//! through both paths.
+
+#![no_main]
+
+use std::ops::Bound;
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use mlpdex::StaticMapBuilder;
+use mlpdex::fst::{Config, Fst, FstBuilder};
+use mlpdex_fuzz::{
+    KeySpec, Mutation, Oracle, Pool, check_fst, dense_ratio, graft, key_set, key_storage, mutate,
+};
+
+#[derive(Arbitrary, Debug)]
+enum Source {
+    Built {
+        keys: Vec<(KeySpec, u64)>,
+        ratio: u8,
+        unique: bool,
+    },
+    Raw(Vec<u8>),
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    source: Source,
+    /// Keys of a second image, built with the same settings, whose sections `graft` crosses
+    /// into the first one (section indices in the second field).
+    donor: Option<(Vec<KeySpec>, Vec<u8>)>,
+    mutations: Vec<Mutation>,
+    keep_bad_checksum: bool,
+    probes: Vec<KeySpec>,
+}
+
+fn build(keys: &Oracle, config: Config) -> Fst {
+    let mut b = FstBuilder::with_config(config);
+    b.extend_sorted(keys.iter().map(|(k, v)| (k, *v)))
+        .expect("sorted distinct keys");
+    b.finish().expect("finish")
+}
+
+fuzz_target!(|input: Input| {
+    let mut pool = Pool::default();
+    let mut grafted = false;
+    let (mut img, built) = match &input.source {
+        Source::Built {
+            keys,
+            ratio,
+            unique,
+        } => {
+            let config = Config {
+                dense_ratio: dense_ratio(*ratio),
+                keys: key_storage(*unique),
+            };
+            let fst = build(&key_set(keys, &mut pool), config);
+            let mut img = fst.to_bytes();
+            if let Some((donor, which)) = &input.donor {
+                let donor: Vec<(KeySpec, u64)> = donor.iter().cloned().zip(100..).collect();
+                let donor = build(&key_set(&donor, &mut pool), config).to_bytes();
+                graft(&mut img, &donor, which);
+                grafted = !which.is_empty();
+            }
+            (img, Some(fst))
+        }
+        Source::Raw(bytes) => {
+            let mut img = b"MLPDXFST".to_vec();
+            img.extend_from_slice(&2u32.to_le_bytes());
+            img.extend_from_slice(bytes);
+            (img, None)
+        }
+    };
+    let untouched = input.mutations.is_empty() && !grafted;
+    mutate(
+        &mut img,
+        &input.mutations,
+        !input.keep_bad_checksum || untouched,
+    );
+
+    let copied = Fst::from_bytes(&img);
+    let shared = Fst::from_shared(img.clone());
+    let (copied, shared) = match (copied, shared) {
+        (Ok(c), Ok(s)) => (c, s),
+        (Err(_), Err(_)) => {
+            if let (Some(_), true) = (&built, untouched) {
+                panic!("a valid image, unmutated, fails to load");
+            }
+            return;
+        }
+        (c, s) => panic!(
+            "from_bytes and from_shared disagree: {:?} / {:?}",
+            c.map(|m| m.len()),
+            s.map(|m| m.len())
+        ),
+    };
+    assert!(
+        copied == shared,
+        "from_bytes and from_shared load different maps"
+    );
+    if let (Some(orig), true) = (&built, untouched) {
+        assert!(&copied == orig, "an unmutated image loads a different map");
+    }
+    let entries = check_fst(&copied, "from_bytes");
+    assert!(
+        check_fst(&shared, "from_shared") == entries,
+        "from_bytes and from_shared iterate differently"
+    );
+    for p in input.probes.iter().take(16) {
+        let p = p.make(&mut pool);
+        assert_eq!(copied.get(&p), shared.get(&p), "get disagrees");
+        for b in [Bound::Included(p.as_slice()), Bound::Excluded(p.as_slice())] {
+            assert_eq!(
+                copied.lower_bound(b),
+                shared.lower_bound(b),
+                "lower_bound disagrees"
+            );
+            assert_eq!(
+                copied.upper_bound(b),
+                shared.upper_bound(b),
+                "upper_bound disagrees"
+            );
+        }
+    }
+});

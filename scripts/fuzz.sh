@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs the cargo-fuzz targets under fuzz/ for a while each, starting from the committed seed
+# corpora (fuzz/seeds/<target>/), copied into a scratch directory so the tree stays clean.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#
+# SECONDS per target (default 30); the targets default to all of them. Needs a nightly
+# toolchain (`cargo +nightly`): without one it prints a note and exits 0. cargo-fuzz is
+# installed from crates.io when missing. Builds every target once (`cargo +nightly fuzz build
+# -O`), then runs one target at a time, one process each. Exits non-zero if any target fails
+# (a crash, a divergence from the oracle, a leak or a timeout); its reproducer is then in
+# fuzz/artifacts/<target>/ (ignored by git) and the log in the scratch directory, whose path
+# is printed. FUZZ_WORK_DIR chooses the scratch directory (default: a fresh temporary one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+secs=${1:-30}
+if [ $# -gt 0 ]; then shift; fi
+case $secs in
+    '' | *[!0-9]*)
+        echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
+        exit 2
+        ;;
+esac
+
+if ! cargo +nightly --version >/dev/null 2>&1; then
+    echo "fuzz: no nightly toolchain (cargo +nightly); the fuzz targets need one. Skipping."
+    exit 0
+fi
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    echo "== installing cargo-fuzz"
+    cargo install cargo-fuzz --locked
+fi
+
+cd fuzz
+if [ $# -gt 0 ]; then
+    targets=("$@")
+else
+    mapfile -t targets < <(cargo +nightly fuzz list)
+fi
+
+echo "== cargo +nightly fuzz build -O (${#targets[@]} targets)"
+build_start=$(date +%s)
+cargo +nightly fuzz build -O
+echo "built in $(($(date +%s) - build_start)) s"
+
+work=${FUZZ_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/mlpdex-fuzz.XXXXXX")}
+mkdir -p "$work"
+echo "== running each target for $secs s; corpora and logs in $work"
+
+failed=()
+for t in "${targets[@]}"; do
+    corpus="$work/corpus/$t"
+    log="$work/$t.log"
+    mkdir -p "$corpus"
+    if [ -d "seeds/$t" ]; then
+        cp -R "seeds/$t/." "$corpus/"
+    fi
+    start=$(date +%s)
+    status=ok
+    # -timeout: one input running longer than this is a failure (a hang).
+    if ! cargo +nightly fuzz run -O "$t" "$corpus" -- \
+        -max_total_time="$secs" -timeout=60 -print_final_stats=1 >"$log" 2>&1; then
+        status=FAILED
+        failed+=("$t")
+    fi
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    printf '%-24s %-6s %6s s %10s execs\n' "$t" "$status" "$(($(date +%s) - start))" "${execs:-?}"
+    if [ "$status" = FAILED ]; then
+        grep -E "panicked|ERROR:|SUMMARY:|Test unit written|assert" "$log" | head -n 20 || true
+    fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzz: failing targets: ${failed[*]} (logs in $work, inputs in fuzz/artifacts/)" >&2
+    exit 1
+fi
+echo "fuzz: all ${#targets[@]} targets ran ${secs} s without a failure"
