@@ -99,7 +99,9 @@
 //! - Growth never fails an insert short of the operating system refusing memory
 //!   ([`Error::OutOfMemory`]) or the table passing 2³² hash values (about 700 million keys).
 //! - `memory_usage` counts the table (exact mapped bytes), the records (requested bytes) and
-//!   scratch buffers.
+//!   the writer's scratch buffers. Scratch grows with the longest key written (megabytes for
+//!   a `MAX_KEY_LEN` key) and is given back after about a dozen writes that need far less;
+//!   up to 64 KiB of it is always kept.
 //!
 //! # Invariants
 //!

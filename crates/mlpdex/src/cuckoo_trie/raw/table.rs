@@ -489,8 +489,21 @@ pub(crate) struct Locks {
 }
 
 impl Locks {
+    /// Bytes of one held lock.
+    pub(crate) const ELEM_BYTES: usize = core::mem::size_of::<usize>();
+
     pub(crate) fn capacity_bytes(&self) -> usize {
-        self.held.capacity() * core::mem::size_of::<usize>()
+        self.held.capacity() * Self::ELEM_BYTES
+    }
+
+    /// Buckets held.
+    pub(crate) fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Gives back memory beyond `min` held locks (and beyond those held now).
+    pub(crate) fn shrink_to(&mut self, min: usize) {
+        self.held.shrink_to(min);
     }
 }
 
