@@ -280,6 +280,29 @@ mod tests {
             Region::with_policy(1 << 62, false),
             Err(Error::OutOfMemory { .. })
         ));
+        // Sizes whose rounding up to a page, or whose alignment slack, passes usize::MAX.
+        for bytes in [
+            usize::MAX,
+            usize::MAX - 4095,
+            usize::MAX - HUGE_PAGE + 1,
+            usize::MAX - HUGE_PAGE - 1,
+            usize::MAX - 2 * HUGE_PAGE,
+            isize::MAX as usize + 1,
+        ] {
+            for huge in [false, true] {
+                assert!(
+                    matches!(
+                        Region::with_policy(bytes, huge),
+                        Err(Error::OutOfMemory { .. })
+                    ),
+                    "with_policy({bytes}, {huge})"
+                );
+            }
+            assert!(matches!(
+                Region::new_zeroed(bytes),
+                Err(Error::OutOfMemory { .. })
+            ));
+        }
     }
 
     #[test]
