@@ -46,7 +46,7 @@ use std::fmt::{self, Debug};
 use std::ops::Bound;
 use std::rc::Rc;
 
-use mlpdex::cuckoo_trie::{Config, CuckooTrie};
+use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
 use mlpdex::key::{Escaped, is_empty_range, show_bound};
 use mlpdex::testing::{
     KeyShape, TestRng, arb_key, arb_ops, arb_ops_with, arb_u64_key, permutations, run_ops,
@@ -1919,6 +1919,36 @@ fn with_config_rejects_each_out_of_range_field() {
         }
         assert_eq!(map.len(), 300);
         audit(&map, what);
+    }
+}
+
+/// Table sizes whose byte count passes `usize::MAX` (or the 2^32 hash values) are refused with
+/// `Error::OutOfMemory`, never wrapped onto a small table (issue 16's overflow audit).
+#[test]
+fn with_config_refuses_absurd_initial_buckets() {
+    for buckets in [
+        usize::MAX,
+        usize::MAX - 1,
+        usize::MAX / 64 + 1,
+        usize::MAX / 64,
+        1 << 40,
+    ] {
+        let c = Config {
+            initial_buckets: buckets,
+            ..Config::default()
+        };
+        match CuckooTrie::<u64>::with_config(c.clone()) {
+            Err(Error::OutOfMemory { .. }) => {}
+            Err(e) => panic!("with_config(initial_buckets = {buckets}) failed with {e:?}"),
+            Ok(_) => panic!("with_config(initial_buckets = {buckets}) was accepted"),
+        }
+        assert!(
+            matches!(
+                ConcurrentCuckooTrie::<u64>::with_config(c),
+                Err(Error::OutOfMemory { .. })
+            ),
+            "ConcurrentCuckooTrie::with_config(initial_buckets = {buckets})"
+        );
     }
 }
 
