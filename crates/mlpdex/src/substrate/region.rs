@@ -371,7 +371,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides; no unsafe of its own")]
+    #[cfg_attr(
+        miri,
+        ignore = "reads /proc, which miri's isolation hides; no unsafe of its own"
+    )]
     fn smaps_fields_parse_on_linux() {
         if cfg!(target_os = "linux") && std::path::Path::new("/proc/self/smaps_rollup").exists() {
             assert!(anon_bytes().is_some());
