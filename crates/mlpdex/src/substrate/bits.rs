@@ -262,6 +262,7 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        #![proptest_config(crate::substrate::proptest_config())]
         #[test]
         fn matches_vec_of_bool(bits in proptest::collection::vec(any::<bool>(), 0..700),
                                flips in proptest::collection::vec(any::<usize>(), 0..50)) {

@@ -187,6 +187,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::substrate::proptest_config())]
         #[test]
         fn random_runs_match_scalar(mut labels in proptest::collection::vec(any::<u8>(), 0..70), b in any::<u8>(), sort in any::<bool>()) {
             if sort { labels.sort(); labels.dedup(); }

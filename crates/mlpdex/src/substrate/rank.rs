@@ -402,7 +402,8 @@ mod tests {
         ];
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut words = patterns.to_vec();
-        for _ in 0..2000 {
+        // Fewer random words under miri (this module has no unsafe code).
+        for _ in 0..if cfg!(miri) { 50 } else { 2000 } {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
@@ -470,8 +471,8 @@ mod tests {
 
     #[test]
     fn exhaustive_small_vectors() {
-        // Every bit pattern of up to 12 bits.
-        for len in 0..=12 {
+        // Every bit pattern of up to 12 bits (6 under miri: `check` is quadratic).
+        for len in 0..=if cfg!(miri) { 6 } else { 12 } {
             for pat in 0u32..(1 << len) {
                 let bits: Vec<bool> = (0..len).map(|i| pat >> i & 1 == 1).collect();
                 check(&bits);
@@ -481,7 +482,12 @@ mod tests {
 
     #[test]
     fn block_and_sample_boundaries() {
-        for len in [63, 64, 65, 511, 512, 513, 1024, 4095, 4096, 4097, 9000] {
+        let lens: &[usize] = if cfg!(miri) {
+            &[63, 64, 65, 511, 512, 513]
+        } else {
+            &[63, 64, 65, 511, 512, 513, 1024, 4095, 4096, 4097, 9000]
+        };
+        for &len in lens {
             check(&vec![true; len]);
             check(&vec![false; len]);
             check(&(0..len).map(|i| i % 64 == 63).collect::<Vec<_>>());
@@ -491,13 +497,22 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::substrate::proptest_config())]
         #[test]
-        fn random_vectors_match_naive(bits in proptest::collection::vec(any::<bool>(), 0..3000)) {
+        fn random_vectors_match_naive(
+            // Shorter under miri: `check` is quadratic.
+            bits in proptest::collection::vec(any::<bool>(), 0..if cfg!(miri) { 300 } else { 3000 }),
+        ) {
             check(&bits);
         }
 
         #[test]
-        fn sparse_random_vectors_match_naive(ones in proptest::collection::vec(0usize..20_000, 0..200)) {
+        fn sparse_random_vectors_match_naive(
+            ones in proptest::collection::vec(
+                0usize..if cfg!(miri) { 600 } else { 20_000 },
+                0..if cfg!(miri) { 20 } else { 200 },
+            ),
+        ) {
             let len = ones.iter().max().map_or(0, |m| m + 1 + ones.len());
             let mut bits = vec![false; len];
             for o in ones { bits[o] = true; }
