@@ -538,6 +538,68 @@ mod tests {
     //! are in `tests/concurrent_cuckoo_trie.rs`.
     use super::*;
 
+    /// A writer and a reader racing on a small map, sized for miri: the seqlocked bucket copies,
+    /// read validation, retirement of replaced values and the publication of a grown table all
+    /// run with another thread inside them. The reader only ever sees a key with one of the
+    /// values the writer gave it.
+    #[test]
+    fn writer_and_reader_race_on_a_small_map() {
+        // 114 keys outgrow the first table; miri, which interprets every probe, runs 20 keys
+        // (minutes for 120), so there the table does not grow.
+        let n: u64 = if cfg!(miri) { 20 } else { 2000 };
+        let rounds = if cfg!(miri) { 1 } else { 3 };
+        // The smallest table (one 4 KiB page), so the writer also grows it.
+        let map = ConcurrentCuckooTrie::<u64>::with_config(Config {
+            initial_buckets: 1,
+            max_load_factor: 0.5,
+            ..Config::default()
+        })
+        .unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..n {
+                    assert_eq!(map.insert(&i.to_be_bytes(), i), Ok(None));
+                }
+                for i in (0..n).step_by(3) {
+                    assert_eq!(map.insert(&i.to_be_bytes(), i + n), Ok(Some(i)));
+                }
+                for i in (1..n).step_by(3) {
+                    assert_eq!(map.remove(&i.to_be_bytes()), Some(i));
+                }
+            });
+            s.spawn(|| {
+                for round in 0..rounds {
+                    for i in 0..n {
+                        if let Some(v) = map.get(&i.to_be_bytes()) {
+                            assert!(v == i || v == i + n, "round {round}: key {i} has {v}");
+                        }
+                    }
+                    let mut prev = None;
+                    map.visit_range::<[u8], _>(.., |k, _| {
+                        assert!(prev.as_deref() < Some(k), "range out of order");
+                        prev = Some(k.to_vec());
+                        ControlFlow::Continue(())
+                    });
+                }
+            });
+        });
+        map.check_invariants().unwrap();
+        assert!(
+            cfg!(miri) || map.mapped_bytes() > 4096,
+            "the table never grew"
+        );
+        let want = (0..n).filter(|i| i % 3 != 1).count();
+        assert_eq!(map.len(), want);
+        for i in 0..n {
+            let expect = match i % 3 {
+                0 => Some(i + n),
+                1 => None,
+                _ => Some(i),
+            };
+            assert_eq!(map.get(&i.to_be_bytes()), expect, "key {i}");
+        }
+    }
+
     /// Regression (issue 16, defect 5), as `scratch_shrinks_after_huge_keys_are_removed` in
     /// `tests/cuckoo_trie.rs`: the writer's scratch kept the size two `MAX_KEY_LEN` keys
     /// sharing all but their last byte had needed after they were removed.
