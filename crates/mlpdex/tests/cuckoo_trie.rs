@@ -46,7 +46,7 @@ use std::fmt::{self, Debug};
 use std::ops::Bound;
 use std::rc::Rc;
 
-use mlpdex::cuckoo_trie::{Config, CuckooTrie};
+use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
 use mlpdex::key::{Escaped, is_empty_range, show_bound};
 use mlpdex::testing::{
     KeyShape, TestRng, arb_key, arb_ops, arb_ops_with, arb_u64_key, permutations, run_ops,
@@ -906,6 +906,62 @@ fn az_like_keys(n: usize, seed: u64) -> Vec<Vec<u8>> {
 fn growth_20k_az_like_keys() {
     let keys = az_like_keys(20_000, 0xA2);
     grow_empty_regrow("20k az-like keys", &keys);
+}
+
+/// Writer scratch a map may keep beyond what its recent operations needed (the maps keep
+/// up to 64 KiB of it whatever happened before, so small-key workloads never reallocate).
+const SCRATCH_SLACK: usize = 64 * 1024;
+
+/// Inserts and removes 64 8-byte keys: the "recent operations" after which a map's writer
+/// scratch must fit small keys again.
+fn small_key_ops(map: &mut CuckooTrie<u64>) {
+    for i in 0..64u64 {
+        assert_eq!(
+            map.insert(&mix64(i).to_be_bytes(), i),
+            Ok(None),
+            "small insert #{i}"
+        );
+    }
+    for i in 0..64u64 {
+        assert_eq!(
+            map.remove(&mix64(i).to_be_bytes()),
+            Some(i),
+            "small remove #{i}"
+        );
+    }
+}
+
+/// Regression (issue 16, defect 5): the writer's scratch buffers (search path, created
+/// entries, jump chain, held locks) kept their largest size forever, so two `MAX_KEY_LEN`
+/// keys sharing all but their last byte, once inserted and removed, left the map holding
+/// 22.5 MiB until `clear()`. After small-key operations the map must use about what a map
+/// that only ever saw those operations uses.
+#[test]
+fn scratch_shrinks_after_huge_keys_are_removed() {
+    let n = CuckooTrie::<u64>::MAX_KEY_LEN;
+    let a = vec![0x5au8; n];
+    let mut b = a.clone();
+    b[n - 1] ^= 0xff;
+
+    let mut small_only = CuckooTrie::<u64>::new();
+    small_key_ops(&mut small_only);
+    let baseline = small_only.memory_usage();
+
+    let mut map = CuckooTrie::<u64>::new();
+    assert_eq!(map.insert(&a, 1), Ok(None));
+    assert_eq!(map.insert(&b, 2), Ok(None));
+    let peak = map.memory_usage();
+    assert_eq!(map.remove(&a), Some(1));
+    assert_eq!(map.remove(&b), Some(2));
+    small_key_ops(&mut map);
+    audit(&map, "after the huge keys and the small ones");
+    let after = map.memory_usage();
+    assert!(
+        after <= baseline + SCRATCH_SLACK,
+        "memory_usage() is {after} bytes after inserting and removing two {n}-byte keys (peak \
+         {peak}) and 64 small keys; a map that saw only the small keys uses {baseline} \
+         (limit {baseline} + {SCRATCH_SLACK})"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1863,6 +1919,36 @@ fn with_config_rejects_each_out_of_range_field() {
         }
         assert_eq!(map.len(), 300);
         audit(&map, what);
+    }
+}
+
+/// Table sizes whose byte count passes `usize::MAX` (or the 2^32 hash values) are refused with
+/// `Error::OutOfMemory`, never wrapped onto a small table (issue 16's overflow audit).
+#[test]
+fn with_config_refuses_absurd_initial_buckets() {
+    for buckets in [
+        usize::MAX,
+        usize::MAX - 1,
+        usize::MAX / 64 + 1,
+        usize::MAX / 64,
+        1 << 40,
+    ] {
+        let c = Config {
+            initial_buckets: buckets,
+            ..Config::default()
+        };
+        match CuckooTrie::<u64>::with_config(c.clone()) {
+            Err(Error::OutOfMemory { .. }) => {}
+            Err(e) => panic!("with_config(initial_buckets = {buckets}) failed with {e:?}"),
+            Ok(_) => panic!("with_config(initial_buckets = {buckets}) was accepted"),
+        }
+        assert!(
+            matches!(
+                ConcurrentCuckooTrie::<u64>::with_config(c),
+                Err(Error::OutOfMemory { .. })
+            ),
+            "ConcurrentCuckooTrie::with_config(initial_buckets = {buckets})"
+        );
     }
 }
 

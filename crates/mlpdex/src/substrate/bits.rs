@@ -25,6 +25,8 @@ impl BitVec {
     }
 
     /// `len` zero bits.
+    ///
+    /// Allocates `len.div_ceil(64)` words like `vec!`: aborts if the allocator refuses them.
     pub fn zeros(len: usize) -> Self {
         BitVec {
             words: vec![0; len.div_ceil(64)],
@@ -90,7 +92,7 @@ impl BitVec {
         if value {
             self.words[self.len / 64] |= 1 << (self.len % 64);
         }
-        self.len += 1;
+        self.len = grown(self.len, 1);
     }
 
     /// Appends the low `n` bits of `bits` (`n ≤ 64`), least significant first.
@@ -110,7 +112,7 @@ impl BitVec {
                 self.words.push(bits >> (64 - offset));
             }
         }
-        self.len += n as usize;
+        self.len = grown(self.len, n as usize);
         debug_assert_eq!(self.words.len(), self.len.div_ceil(64));
     }
 
@@ -216,6 +218,14 @@ impl FrozenBits {
     }
 }
 
+/// `len + n` for a growing vector. The bit count can pass `usize::MAX` only on a 32-bit target
+/// (64 bits per word of at most `isize::MAX` bytes): there it panics, as `Vec` does when its
+/// capacity would overflow, rather than wrap to a short length.
+#[inline]
+fn grown(len: usize, n: usize) -> usize {
+    len.checked_add(n).expect("BitVec length overflows usize")
+}
+
 /// Whether `words` are exactly the words of a `len`-bit vector: `len.div_ceil(64)` of them,
 /// with the bits past `len` zero.
 fn holds_exactly(words: &[u64], len: usize) -> bool {
@@ -252,6 +262,7 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        #![proptest_config(crate::substrate::proptest_config())]
         #[test]
         fn matches_vec_of_bool(bits in proptest::collection::vec(any::<bool>(), 0..700),
                                flips in proptest::collection::vec(any::<usize>(), 0..50)) {
@@ -284,6 +295,41 @@ mod tests {
             }
             prop_assert_eq!(a, b);
         }
+    }
+
+    /// Positions and lengths at and near `usize::MAX` (issue 16's overflow audit): every query
+    /// answers "absent", and construction from words refuses a length they cannot hold.
+    #[test]
+    fn extreme_positions_and_lengths() {
+        let v: BitVec = [true, false, true].into_iter().collect();
+        let f = FrozenBits::from(v.clone());
+        for i in [
+            3,
+            64,
+            usize::MAX - 64,
+            usize::MAX - 63,
+            usize::MAX - 1,
+            usize::MAX,
+        ] {
+            assert_eq!(v.get(i), None, "get({i})");
+            assert!(!v.bit(i), "bit({i})");
+            assert!(!f.bit(i), "frozen bit({i})");
+            assert!(!v.clone().set(i, true), "set({i})");
+        }
+        for len in [usize::MAX, usize::MAX - 63, usize::MAX - 64, 1 << 63, 65] {
+            assert_eq!(
+                BitVec::from_words(vec![1], len),
+                None,
+                "from_words(len {len})"
+            );
+            assert_eq!(
+                FrozenBits::new(Frozen::from(vec![1u64]), len),
+                None,
+                "FrozenBits::new(len {len})"
+            );
+        }
+        assert_eq!(BitVec::from_words(vec![], usize::MAX), None);
+        assert_eq!(BitVec::from_words(vec![0b101], 3), Some(v));
     }
 
     #[test]

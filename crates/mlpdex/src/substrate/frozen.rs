@@ -279,6 +279,26 @@ mod tests {
         assert!(s.section::<u64>(8, 3).is_none());
         assert!(s.section::<u8>(usize::MAX, 2).is_none());
         assert!(s.section::<u64>(0, usize::MAX).is_none());
+        // Offsets and counts whose byte size or end passes usize::MAX (or wraps onto a small
+        // number) are refused, not wrapped.
+        for (offset, count) in [
+            (usize::MAX, 0),
+            (usize::MAX - 7, 1),
+            (8, usize::MAX / 8),
+            (8, usize::MAX / 8 + 1),
+            (usize::MAX / 2, usize::MAX / 16 + 1),
+            (25, 0),
+        ] {
+            assert!(
+                s.section::<u64>(offset, count).is_none(),
+                "u64 ({offset}, {count})"
+            );
+            assert!(
+                s.section::<u32>(offset, count).is_none(),
+                "u32 ({offset}, {count})"
+            );
+        }
+        assert_eq!(s.section::<u8>(24, 0).map(|f| f.len()), Some(0));
         // Sections outlive the handle they were cut from.
         drop(s);
         assert_eq!(w[0], 7);

@@ -19,29 +19,37 @@ pub fn padded(mut labels: Vec<u8>) -> Vec<u8> {
 
 /// Index (relative to `start`) of the first label equal to `b` in `arr[start..end]`.
 ///
-/// `arr` must extend [`LABEL_PAD`] bytes past `end` for the SIMD path; a shorter `arr` falls back
-/// to the scalar loop.
+/// `None` also when the run is not inside `arr` (`start > end` or `end > arr.len()`): out-of-
+/// range arguments never read outside `arr`. `arr` must extend [`LABEL_PAD`] bytes past `end`
+/// for the SIMD path; a shorter `arr` falls back to the scalar loop.
 #[inline]
 pub fn find_eq(arr: &[u8], start: usize, end: usize, b: u8) -> Option<usize> {
-    debug_assert!(start <= end && end <= arr.len());
     #[cfg(all(target_arch = "x86_64", not(miri)))]
-    if end + LABEL_PAD <= arr.len() {
+    if padded_past(arr, end) {
         return sse2::find(arr, start, end, b, false);
     }
-    arr[start..end].iter().position(|&l| l == b)
+    arr.get(start..end)?.iter().position(|&l| l == b)
 }
 
 /// Index (relative to `start`) of the first label `≥ b` in the sorted run `arr[start..end]`.
 ///
-/// Padding requirement as for [`find_eq`].
+/// Range and padding requirements as for [`find_eq`].
 #[inline]
 pub fn find_ge(arr: &[u8], start: usize, end: usize, b: u8) -> Option<usize> {
-    debug_assert!(start <= end && end <= arr.len());
     #[cfg(all(target_arch = "x86_64", not(miri)))]
-    if end + LABEL_PAD <= arr.len() {
+    if padded_past(arr, end) {
         return sse2::find(arr, start, end, b, true);
     }
-    arr[start..end].iter().position(|&l| l >= b)
+    arr.get(start..end)?.iter().position(|&l| l >= b)
+}
+
+/// Whether `arr` holds [`LABEL_PAD`] bytes past `end`, as the SIMD path needs, computed
+/// without overflow (the sum once wrapped: issue 16, defect 2). The SIMD loop reads nothing
+/// when `start >= end`, so `start` needs no check.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline]
+fn padded_past(arr: &[u8], end: usize) -> bool {
+    end.checked_add(LABEL_PAD).is_some_and(|e| e <= arr.len())
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
@@ -50,15 +58,14 @@ mod sse2 {
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_set1_epi8,
     };
 
-    use super::LABEL_PAD;
-
     #[inline]
     pub(super) fn find(arr: &[u8], start: usize, end: usize, b: u8, ge: bool) -> Option<usize> {
-        debug_assert!(end + LABEL_PAD <= arr.len());
+        debug_assert!(super::padded_past(arr, end));
         let mut at = start;
         // SAFETY: for the whole block:
         // - SSE2 is part of the x86-64 baseline, so the intrinsics are available;
-        // - every load reads arr[at..at + 16] with at < end, and end + 16 <= arr.len().
+        // - every load reads arr[at..at + 16] with at < end (none when start >= end), and
+        //   the caller checked (`padded_past`) that end + 16 <= arr.len() without overflow.
         unsafe {
             let needle = _mm_set1_epi8(b as i8);
             while at < end {
@@ -128,7 +135,59 @@ mod tests {
         check(&[0x80, 0x81, 0x7F], 0x80);
     }
 
+    /// Regression (issue 16, defect 2): the padding check `end + LABEL_PAD <= arr.len()`
+    /// wrapped in builds without overflow checks, sending an `end` near `usize::MAX` down the
+    /// SSE2 path, which then read far past the array.
+    #[test]
+    fn end_near_usize_max_is_none() {
+        let arr = [0u8; 32];
+        assert_eq!(find_ge(&arr, 0, usize::MAX - 15, 1), None);
+    }
+
+    /// Every way a run can lie outside the array, including sums that wrap, answers `None`
+    /// from both searches, whether the array is padded (SIMD path) or not (scalar path).
+    #[test]
+    fn runs_outside_the_array_are_none() {
+        let labels: Vec<u8> = (1..=40).collect();
+        for arr in [padded(labels.clone()), labels] {
+            let n = arr.len();
+            let cases = [
+                (0, usize::MAX),
+                (0, usize::MAX - LABEL_PAD),
+                (0, usize::MAX - LABEL_PAD + 1),
+                (0, n + 1),
+                (n, n + 1),
+                (n + 1, n + 1),
+                (usize::MAX, usize::MAX),
+                (usize::MAX - 1, usize::MAX),
+                (1, 0),
+                (n, 0),
+                (usize::MAX, 0),
+                (usize::MAX - LABEL_PAD, n - LABEL_PAD),
+            ];
+            for (start, end) in cases {
+                for b in [0, 1, 40, 0xFF] {
+                    assert_eq!(
+                        find_eq(&arr, start, end, b),
+                        None,
+                        "find_eq({start}, {end}, {b})"
+                    );
+                    assert_eq!(
+                        find_ge(&arr, start, end, b),
+                        None,
+                        "find_ge({start}, {end}, {b})"
+                    );
+                }
+            }
+            // The run may end exactly at the array's end, and be empty anywhere in it.
+            assert_eq!(find_ge(&arr, n - 1, n, 0), Some(0));
+            assert_eq!(find_eq(&arr, n, n, 0), None);
+            assert_eq!(find_ge(&arr, 0, 0, 0), None);
+        }
+    }
+
     proptest! {
+        #![proptest_config(crate::substrate::proptest_config())]
         #[test]
         fn random_runs_match_scalar(mut labels in proptest::collection::vec(any::<u8>(), 0..70), b in any::<u8>(), sort in any::<bool>()) {
             if sort { labels.sort(); labels.dedup(); }

@@ -27,3 +27,18 @@ pub use bits::{BitVec, FrozenBits};
 pub use frozen::{Frozen, Shared};
 pub use rank::{RankBits, SelectBits};
 pub use region::Region;
+
+/// The proptest settings of this module's tests: the defaults natively; under miri a few cases
+/// and no failure file (miri's isolation hides the file system, and every case is interpreted).
+#[cfg(test)]
+pub(crate) fn proptest_config() -> proptest::prelude::ProptestConfig {
+    if cfg!(miri) {
+        proptest::prelude::ProptestConfig {
+            cases: 4,
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        }
+    } else {
+        proptest::prelude::ProptestConfig::default()
+    }
+}

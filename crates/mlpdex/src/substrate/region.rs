@@ -15,6 +15,10 @@
 //! The policy can be switched off process-wide with [`set_huge_pages`] or the environment variable
 //! `MLPDEX_HUGE_PAGES=0`, so benchmarks can compare against 4 KiB pages.
 //!
+//! Under miri, which cannot unmap part of a mapping nor take `madvise` advice, regions are
+//! zeroed heap blocks aligned as the mappings would be (`cfg(miri)` in this file only); the
+//! rest of the crate sees the same type and invariants.
+//!
 //! Memory accounting: a region reports its whole mapped length as owned memory
 //! ([`Region::memory_usage`]), since every byte of it is reserved for the structure (pages are
 //! zero-filled lazily, but a structure's table is touched all over soon after creation).
@@ -155,11 +159,24 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: invariant 1: the mapping is ours and live; nothing borrows it past drop.
-        let rc = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-        debug_assert_eq!(rc, 0, "munmap of an owned region failed");
+        // `align` is the one it was mapped with (invariant 3 and `with_policy`).
+        unsafe { unmap(self.ptr, self.len, if self.huge { HUGE_PAGE } else { 4096 }) };
     }
 }
 
+/// Unmaps a whole mapping made by [`map`] or [`map_aligned`].
+///
+/// # Safety
+/// `ptr..ptr+len` is a live mapping made by [`map`] (then `align` is 4096) or [`map_aligned`]
+/// with `align`, and nothing uses it afterwards.
+#[cfg(not(miri))]
+unsafe fn unmap(ptr: NonNull<u8>, len: usize, _align: usize) {
+    // SAFETY: per the contract, a live mapping of `len` bytes that is ours to end.
+    let rc = unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+    debug_assert_eq!(rc, 0, "munmap of an owned region failed");
+}
+
+#[cfg(not(miri))]
 fn map(len: usize) -> Result<NonNull<u8>, Error> {
     // SAFETY: an anonymous private mapping at a kernel-chosen address touches no existing memory.
     let p = unsafe {
@@ -179,6 +196,7 @@ fn map(len: usize) -> Result<NonNull<u8>, Error> {
 }
 
 /// Maps `len` bytes aligned to `align` by over-mapping and trimming the slack at both ends.
+#[cfg(not(miri))]
 fn map_aligned(len: usize, align: usize) -> Result<NonNull<u8>, Error> {
     let total = len
         .checked_add(align)
@@ -201,7 +219,54 @@ fn map_aligned(len: usize, align: usize) -> Result<NonNull<u8>, Error> {
     NonNull::new(aligned as *mut u8).ok_or(Error::OutOfMemory { bytes: len })
 }
 
-#[cfg(target_os = "linux")]
+/// The miri stand-ins for [`map`], [`map_aligned`] and [`unmap`]: zeroed heap blocks with the
+/// alignment the mappings would have. Miri cannot unmap part of a mapping (`map_aligned`'s
+/// trimming), and it stops rather than failing an allocation it cannot make, so requests over
+/// [`MIRI_MAX`] are refused as the kernel would refuse an absurd mapping.
+#[cfg(miri)]
+mod heap {
+    use core::ptr::NonNull;
+    use std::alloc::{Layout, alloc_zeroed, dealloc};
+
+    use crate::Error;
+
+    /// Largest block the miri stand-in allocates (far above what the tests use).
+    pub(super) const MIRI_MAX: usize = 1 << 32;
+
+    fn layout(len: usize, align: usize) -> Result<Layout, Error> {
+        if len > MIRI_MAX {
+            return Err(Error::OutOfMemory { bytes: len });
+        }
+        Layout::from_size_align(len, align).map_err(|_| Error::OutOfMemory { bytes: len })
+    }
+
+    pub(super) fn map(len: usize) -> Result<NonNull<u8>, Error> {
+        map_aligned(len, 4096)
+    }
+
+    pub(super) fn map_aligned(len: usize, align: usize) -> Result<NonNull<u8>, Error> {
+        debug_assert!(len > 0);
+        let layout = layout(len, align)?;
+        // SAFETY: `layout` has a non-zero size (`with_policy` asks for at least one page).
+        let p = unsafe { alloc_zeroed(layout) };
+        NonNull::new(p).ok_or(Error::OutOfMemory { bytes: len })
+    }
+
+    /// # Safety
+    /// `ptr` came from `map_aligned(len, align)` (or `map(len)` with `align` 4096) and is
+    /// not used afterwards.
+    pub(super) unsafe fn unmap(ptr: NonNull<u8>, len: usize, align: usize) {
+        // SAFETY: the same layout was valid when the block was allocated.
+        let layout = unsafe { Layout::from_size_align_unchecked(len, align) };
+        // SAFETY: per the contract, allocated with `layout` and freed once.
+        unsafe { dealloc(ptr.as_ptr(), layout) };
+    }
+}
+
+#[cfg(miri)]
+use heap::{map, map_aligned, unmap};
+
+#[cfg(all(target_os = "linux", not(miri)))]
 fn advise_huge(ptr: NonNull<u8>, len: usize) {
     // SAFETY: advice on our own fresh mapping; MADV_HUGEPAGE changes no contents. Failure (THP
     // disabled, old kernel) leaves normal pages, which is correct, so the result is ignored.
@@ -210,7 +275,7 @@ fn advise_huge(ptr: NonNull<u8>, len: usize) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), miri))]
 fn advise_huge(_ptr: NonNull<u8>, _len: usize) {}
 
 /// Bytes of this process's anonymous memory currently backed by transparent huge pages
@@ -280,9 +345,36 @@ mod tests {
             Region::with_policy(1 << 62, false),
             Err(Error::OutOfMemory { .. })
         ));
+        // Sizes whose rounding up to a page, or whose alignment slack, passes usize::MAX.
+        for bytes in [
+            usize::MAX,
+            usize::MAX - 4095,
+            usize::MAX - HUGE_PAGE + 1,
+            usize::MAX - HUGE_PAGE - 1,
+            usize::MAX - 2 * HUGE_PAGE,
+            isize::MAX as usize + 1,
+        ] {
+            for huge in [false, true] {
+                assert!(
+                    matches!(
+                        Region::with_policy(bytes, huge),
+                        Err(Error::OutOfMemory { .. })
+                    ),
+                    "with_policy({bytes}, {huge})"
+                );
+            }
+            assert!(matches!(
+                Region::new_zeroed(bytes),
+                Err(Error::OutOfMemory { .. })
+            ));
+        }
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "reads /proc, which miri's isolation hides; no unsafe of its own"
+    )]
     fn smaps_fields_parse_on_linux() {
         if cfg!(target_os = "linux") && std::path::Path::new("/proc/self/smaps_rollup").exists() {
             assert!(anon_bytes().is_some());

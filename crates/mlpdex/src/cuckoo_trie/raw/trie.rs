@@ -198,6 +198,13 @@ pub(crate) struct Params {
 
 /// A writer's working memory, kept between operations so writes allocate nothing. There is
 /// one per map, and `&mut Scratch` is what makes a thread the map's (only) writer.
+///
+/// The buffers grow to what the longest operation needed (a `MAX_KEY_LEN` key's path and jump
+/// chain take megabytes), so each write ends with [`settle`](Self::settle), which gives memory
+/// back once the buffers are far larger than what recent writes used: over
+/// [`SCRATCH_KEEP`] bytes in all and more than [`SCRATCH_SLACK`] times a decaying high-water
+/// mark of recent use. The mark decays by an eighth per write, so a shrink needs about a dozen
+/// writes of far less than the peak; alternating large and small writes keep their buffers.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     /// Buckets locked by the operation in progress (shared tables).
@@ -208,6 +215,27 @@ pub(crate) struct Scratch {
     created: Vec<Loc>,
     /// The symbols of a new jump chain.
     chain: Vec<u32>,
+    /// Decaying high-water marks of the lengths recent writes gave `locks`, `path`, `created`
+    /// and `chain`, in elements.
+    recent: [HighWater; 4],
+}
+
+/// Scratch bytes a writer keeps whatever it needed before: small-key workloads never
+/// reallocate.
+pub(crate) const SCRATCH_KEEP: usize = 64 * 1024;
+/// Scratch is given back once its capacity is more than this many times the bytes recent
+/// writes used.
+pub(crate) const SCRATCH_SLACK: usize = 4;
+
+/// The most elements recent operations used: the largest length noted, decaying by an eighth
+/// at every note, so a peak stops counting after a few dozen smaller operations.
+#[derive(Clone, Copy, Debug, Default)]
+struct HighWater(usize);
+
+impl HighWater {
+    fn note(&mut self, len: usize) {
+        self.0 = (self.0 - self.0 / 8).max(len);
+    }
 }
 
 impl Scratch {
@@ -216,6 +244,54 @@ impl Scratch {
             + self.path.capacity() * core::mem::size_of::<PathNode>()
             + self.created.capacity() * core::mem::size_of::<Loc>()
             + self.chain.capacity() * core::mem::size_of::<u32>()
+    }
+
+    /// Bytes the buffers' recent high-water marks stand for.
+    fn recent_bytes(&self) -> usize {
+        let [locks, path, created, chain] = self.recent.map(|h| h.0);
+        locks * Locks::ELEM_BYTES
+            + path * core::mem::size_of::<PathNode>()
+            + created * core::mem::size_of::<Loc>()
+            + chain * core::mem::size_of::<u32>()
+    }
+
+    /// Ends a write (its locks, if any, still held): empties the buffers only it used, notes
+    /// how much it used, and shrinks the buffers when they are far above recent use (see the
+    /// type's docs). Allocates nothing unless it shrinks.
+    pub(crate) fn settle(&mut self) {
+        let lens = [
+            self.locks.len(),
+            self.path.len(),
+            self.created.len(),
+            self.chain.len(),
+        ];
+        for (h, len) in self.recent.iter_mut().zip(lens) {
+            h.note(len);
+        }
+        self.path.clear();
+        self.created.clear();
+        self.chain.clear();
+        let capacity = self.memory_usage();
+        if capacity > SCRATCH_KEEP && capacity / SCRATCH_SLACK > self.recent_bytes() {
+            self.shrink();
+        }
+    }
+
+    /// Shrinks each buffer to its recent high-water mark, but not below an equal share of
+    /// [`SCRATCH_KEEP`] (so a shrink leaves at most that much plus recent use, and the next
+    /// small write does not reallocate).
+    #[cold]
+    fn shrink(&mut self) {
+        let share = SCRATCH_KEEP / 4;
+        let [locks, path, created, chain] = self.recent.map(|h| h.0);
+        self.locks.shrink_to(locks.max(share / Locks::ELEM_BYTES));
+        self.path
+            .shrink_to(path.max(share / core::mem::size_of::<PathNode>()));
+        self.created
+            .shrink_to(created.max(share / core::mem::size_of::<Loc>()));
+        self.chain
+            .shrink_to(chain.max(share / core::mem::size_of::<u32>()));
+        debug_assert!(self.memory_usage() <= 2 * (SCRATCH_KEEP + self.recent_bytes()));
     }
 }
 
@@ -698,6 +774,7 @@ impl RawTrie {
             }
         })();
         w.path = path;
+        w.settle();
         self.refresh_root();
         result
     }
@@ -1015,6 +1092,7 @@ impl RawTrie {
             self.len.fetch_sub(1, Relaxed);
         }
         w.path = path;
+        w.settle();
         self.refresh_root();
         found
     }
