@@ -2754,7 +2754,7 @@ mod tests {
             let len = self.inner.len();
             let n = self.calls.fetch_add(1, Relaxed);
             match self.fault {
-                Fault::LenWraps if n % 50 == 0 => len.wrapping_sub(1),
+                Fault::LenWraps if n.is_multiple_of(50) => len.wrapping_sub(1),
                 _ => len,
             }
         }
