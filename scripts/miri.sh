@@ -31,16 +31,20 @@ SKIP=(
 # global collector until a later collection, which the end of the process never runs, and
 # the collector itself lives for the whole process; miri reports both as leaks. These run
 # with -Zmiri-ignore-leaks, everything else with the leak check on.
-EPOCH_TESTS=cuckoo_trie::concurrent::
+EPOCH_TESTS=(cuckoo_trie::concurrent:: skiplist::tests::)
 
 skip_args=()
 for s in "${SKIP[@]}"; do
     skip_args+=(--skip "$s")
 done
+skip_epoch=()
+for s in "${EPOCH_TESTS[@]}"; do
+    skip_epoch+=(--skip "$s")
+done
 
 export CARGO_TARGET_DIR=target/miri
 flags="-Zmiri-tree-borrows ${MIRIFLAGS:-}"
 MIRIFLAGS="$flags" cargo +nightly miri test -p mlpdex --lib --locked -- \
-    "${skip_args[@]}" --skip "$EPOCH_TESTS" "$@"
+    "${skip_args[@]}" "${skip_epoch[@]}" "$@"
 MIRIFLAGS="$flags -Zmiri-ignore-leaks" cargo +nightly miri test -p mlpdex --lib --locked -- \
-    "${skip_args[@]}" "$EPOCH_TESTS" "$@"
+    "${skip_args[@]}" "${EPOCH_TESTS[@]}" "$@"
