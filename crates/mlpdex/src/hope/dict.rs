@@ -47,9 +47,15 @@ pub const MAX_SYMBOL: usize = 127;
 pub const TERMINAL: u8 = 0x80;
 
 /// Packs an entry.
+///
+/// # Panics
+/// If `len` exceeds [`MAX_CODE_LEN`] or `code` has bits at or above `len` (they would be lost).
 #[inline]
 pub fn entry(code: u64, len: u8, sym: u8) -> u64 {
-    debug_assert!(u32::from(len) <= MAX_CODE_LEN && code >> len == 0);
+    assert!(
+        u32::from(len) <= MAX_CODE_LEN && code.checked_shr(u32::from(len)).unwrap_or(0) == 0,
+        "entry: code {code:#x} does not fit in {len} bits"
+    );
     code << 16 | u64::from(sym) << 8 | u64::from(len)
 }
 
@@ -207,8 +213,16 @@ impl ArrayDict {
 
     /// The dictionary of `width` bytes with one entry per boundary of
     /// [`boundaries`](Self::boundaries).
+    ///
+    /// # Panics
+    /// If `width` is not 1 or 2, or `entries` has not one entry per boundary.
     pub fn new(width: usize, entries: Vec<u64>) -> ArrayDict {
-        debug_assert_eq!(entries.len(), Self::boundaries(width).len());
+        let want = match width {
+            1 => 257,
+            2 => 1 + 256 * 257,
+            _ => panic!("ArrayDict: width {width}, expected 1 or 2"),
+        };
+        assert_eq!(entries.len(), want, "ArrayDict: one entry per boundary");
         ArrayDict { width, entries }
     }
 
@@ -225,7 +239,15 @@ impl ArrayDict {
     }
 
     /// Boundary `i` of [`boundaries`](Self::boundaries), written into `buf`.
+    ///
+    /// # Panics
+    /// If `i` is not below the number of entries, like slice indexing.
     pub fn boundary<'a>(&self, i: usize, buf: &'a mut [u8; 2]) -> &'a [u8] {
+        assert!(
+            i < self.entries.len(),
+            "ArrayDict::boundary: {i} of {}",
+            self.entries.len()
+        );
         if i == 0 {
             return &buf[..0];
         }

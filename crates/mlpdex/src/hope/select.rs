@@ -82,8 +82,11 @@ fn fit(mut cands: Vec<Candidate>, limit: usize) -> Vec<Vec<u8>> {
 }
 
 /// 3-Grams (`n = 3`) or 4-Grams (`n = 4`).
+///
+/// # Panics
+/// If `n` is not 2, 3 or 4 (grams are packed into 32 bits).
 pub fn ngrams(sample: &[&[u8]], n: usize, limit: usize) -> Vec<Vec<u8>> {
-    debug_assert!((2..=4).contains(&n));
+    assert!((2..=4).contains(&n), "ngrams: n = {n}, expected 2, 3 or 4");
     // Key: up to 4 bytes big-endian, then the length and the terminal flag.
     let pack = |s: &[u8], terminal: bool| {
         let mut x = 0u64;
