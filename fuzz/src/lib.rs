@@ -496,6 +496,35 @@ pub fn mutate(img: &mut Vec<u8>, muts: &[Mutation], fix_checksum: bool) {
     }
 }
 
+/// Loads `img` through a structure's copying and zero-copy loaders, both results; `None` when
+/// both refuse it. Panics when they disagree (one loads, or they load different structures), or when
+/// `must_load` (an untouched valid image) and the image is refused.
+pub fn load_both<T: PartialEq, E: std::fmt::Debug>(
+    img: &[u8],
+    must_load: bool,
+    from_bytes: impl FnOnce(&[u8]) -> Result<T, E>,
+    from_shared: impl FnOnce(Vec<u8>) -> Result<T, E>,
+) -> Option<(T, T)> {
+    match (from_bytes(img), from_shared(img.to_vec())) {
+        (Ok(copied), Ok(shared)) => {
+            assert!(
+                copied == shared,
+                "from_bytes and from_shared load different structures"
+            );
+            Some((copied, shared))
+        }
+        (Err(_), Err(_)) => {
+            assert!(!must_load, "a valid image, unmutated, fails to load");
+            None
+        }
+        (c, s) => panic!(
+            "from_bytes and from_shared disagree: {:?} / {:?}",
+            c.err(),
+            s.err()
+        ),
+    }
+}
+
 /// The byte ranges of the ten sections of an FST or SuRF image (format version 2, see
 /// `fst::raw::format`: each a u64 count then its items, after a 64-byte header), or `None`
 /// when `img` does not parse that far.
