@@ -489,10 +489,8 @@ pub fn mutate(img: &mut Vec<u8>, muts: &[Mutation], fix_checksum: bool) {
             _ => {}
         }
     }
-    if fix_checksum && img.len() >= 8 {
-        let body = img.len() - 8;
-        let sum = mlpdex::substrate::hash::hash_bytes(&img[..body], 0).to_le_bytes();
-        img[body..].copy_from_slice(&sum);
+    if fix_checksum {
+        mlpdex::testing::reseal(img);
     }
 }
 

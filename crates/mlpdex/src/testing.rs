@@ -1776,9 +1776,31 @@ pub fn damage_keeping_checksum(img: &[u8], rng: &mut TestRng) -> Vec<u8> {
             _ => rng.next_u64() as u8,
         };
     }
-    let sum = crate::substrate::hash::hash_bytes(&bad[..body], 0).to_le_bytes();
-    bad[body..].copy_from_slice(&sum);
+    reseal(&mut bad);
     bad
+}
+
+/// Rewrites the trailing checksum of a serialized FST, SuRF or HOPE image (XXH3-64, seed 0, of
+/// every byte before the last 8) after its body was changed, as a buggy writer or an attacker
+/// could; an image shorter than 8 bytes is left as it is.
+pub fn reseal(img: &mut [u8]) {
+    let Some(body) = img.len().checked_sub(8) else {
+        return;
+    };
+    let sum = crate::substrate::hash::hash_bytes(&img[..body], 0).to_le_bytes();
+    img[body..].copy_from_slice(&sum);
+}
+
+/// Byte offset of the first LOUDS-Sparse label of an FST or SuRF image (format version 2: a
+/// 64-byte header, three dense bit vectors each a `u64` bit count and its words, then the
+/// label count).
+pub fn first_sparse_label_at(img: &[u8]) -> usize {
+    let u64_at = |at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap()) as usize;
+    let mut at = 64;
+    for _ in 0..3 {
+        at += 8 + u64_at(at).div_ceil(64) * 8;
+    }
+    at + 8
 }
 
 /// Every permutation of `0..n` (Heap's algorithm), for tests that try every insertion order

@@ -16,7 +16,9 @@
 use std::collections::BTreeMap;
 
 use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage};
-use mlpdex::testing::{KeyShape, TestRng, check_builder_rejects, check_static};
+use mlpdex::testing::{
+    KeyShape, TestRng, check_builder_rejects, check_static, first_sparse_label_at, reseal,
+};
 use mlpdex::{Error, RangeCursor, StaticMap};
 
 fn key_set(shape: KeyShape, seed: u64, n: usize) -> BTreeMap<Vec<u8>, u64> {
@@ -492,25 +494,6 @@ fn zero_copy_loads_answer_like_the_built_map() {
 }
 
 // ---- Images that pass the checksum but not the structure (issue 16, defect 6) ---------------
-
-/// Recomputes an image's trailing checksum (XXH3-64, seed 0, of every byte before it), as a
-/// buggy writer or an attacker could.
-fn reseal(img: &mut [u8]) {
-    let body = img.len() - 8;
-    let sum = xxhash_rust::xxh3::xxh3_64_with_seed(&img[..body], 0);
-    img[body..].copy_from_slice(&sum.to_le_bytes());
-}
-
-/// Byte offset of the first LOUDS-Sparse label of an image (format version 2: a 64-byte
-/// header, three dense bit vectors each a u64 bit count and its words, then the label count).
-fn first_sparse_label_at(img: &[u8]) -> usize {
-    let u64_at = |at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap()) as usize;
-    let mut at = 64;
-    for _ in 0..3 {
-        at += 8 + u64_at(at).div_ceil(64) * 8;
-    }
-    at + 8
-}
 
 /// The example of the issue: the root's sparse label 0x00 (a leaf) rewritten to 0xFF, which
 /// then reads as a terminator, i.e. the empty key inside the trie, carrying the leaf's suffix.

@@ -66,7 +66,7 @@ use mlpdex::key::{Escaped, is_empty_range};
 use mlpdex::skiplist::SkipList;
 use mlpdex::surf::{SurfBuilder, SurfKind};
 use mlpdex::testing::concurrent::{self, Plan, Sharing, Subject, entries, entries_rev};
-use mlpdex::testing::{KeyShape, TestRng, check_static, differential_concurrent};
+use mlpdex::testing::{KeyShape, TestRng, check_static, differential_concurrent, reseal};
 use mlpdex::{ConcurrentOrderedMap, Error, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder};
 
 // ---------------------------------------------------------------------------------------------
@@ -715,12 +715,6 @@ fn image(scheme: u8, entries: &[(Vec<u8>, u8)]) -> Vec<u8> {
 fn reseal_append(v: &mut Vec<u8>) {
     let sum = mlpdex::substrate::hash::hash_bytes(v, 0);
     v.extend_from_slice(&sum.to_le_bytes());
-}
-
-/// Recomputes the checksum of a whole image in place.
-fn reseal(v: &mut Vec<u8>) {
-    v.truncate(v.len() - 8);
-    reseal_append(v);
 }
 
 /// The boundaries and code lengths of an encoder's image.

@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use mlpdex::surf::{Surf, SurfBuilder, SurfKind};
-use mlpdex::testing::{KeyShape, TestRng};
+use mlpdex::testing::{KeyShape, TestRng, first_sparse_label_at, reseal};
 use mlpdex::{Error, RangeFilter};
 
 const KINDS: &[SurfKind] = &[
@@ -477,24 +477,6 @@ fn damaged_images_with_valid_checksums_never_panic() {
 }
 
 // ---- Images that pass the checksum but not the structure (issue 16, defect 6) ---------------
-
-/// Recomputes an image's trailing checksum (XXH3-64, seed 0, of every byte before it).
-fn reseal(img: &mut [u8]) {
-    let body = img.len() - 8;
-    let sum = xxhash_rust::xxh3::xxh3_64_with_seed(&img[..body], 0);
-    img[body..].copy_from_slice(&sum.to_le_bytes());
-}
-
-/// Byte offset of the first LOUDS-Sparse label of an image (format version 2: a 64-byte
-/// header, three dense bit vectors each a u64 bit count and its words, then the label count).
-fn first_sparse_label_at(img: &[u8]) -> usize {
-    let u64_at = |at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap()) as usize;
-    let mut at = 64;
-    for _ in 0..3 {
-        at += 8 + u64_at(at).div_ceil(64) * 8;
-    }
-    at + 8
-}
 
 /// The issue's example on a SuRF: the root's sparse leaf label 0x00 rewritten to 0xFF reads
 /// as a terminator, a stored empty key inside the trie. It used to load.
