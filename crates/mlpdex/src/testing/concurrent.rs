@@ -1085,15 +1085,24 @@ pub fn stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan: Plan) {
         got.len()
     );
 
-    for (k, v) in &got {
+    drain(subject, &map, &got, &ctx, &plan);
+}
+
+/// Removes every entry of `got` (the map's final contents), each removal answering its value;
+/// then the map must be empty both by `len` and by a visit, and pass the subject's audit.
+fn drain<M: ConcurrentOrderedMap<u64>>(
+    subject: &Subject<M>,
+    map: &M,
+    got: &[(Vec<u8>, u64)],
+    ctx: &str,
+    plan: &dyn fmt::Debug,
+) {
+    for (k, v) in got {
         assert_eq!(map.remove(k), Some(*v), "{ctx}: draining {}", Escaped(k));
     }
     assert!(map.is_empty(), "{ctx}: drained map has len {}", map.len());
-    assert!(
-        entries(&map).is_empty(),
-        "{ctx}: drained map visits entries"
-    );
-    subject.audit(&map, &format!("{plan:?}: drained"));
+    assert!(entries(map).is_empty(), "{ctx}: drained map visits entries");
+    subject.audit(map, &format!("{plan:?}: drained"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1801,15 +1810,7 @@ pub fn same_key_stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan:
         );
     }
     subject.audit(&map, &format!("{plan:?}: after the run"));
-    for (k, v) in &got {
-        assert_eq!(map.remove(k), Some(*v), "{ctx}: draining {}", Escaped(k));
-    }
-    assert!(map.is_empty(), "{ctx}: drained map has len {}", map.len());
-    assert!(
-        entries(&map).is_empty(),
-        "{ctx}: drained map visits entries"
-    );
-    subject.audit(&map, &format!("{plan:?}: drained"));
+    drain(subject, &map, &got, &ctx, &plan);
 }
 
 // ---------------------------------------------------------------------------------------------
