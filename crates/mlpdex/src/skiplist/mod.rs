@@ -246,41 +246,42 @@ struct EpochRetire<'g, V> {
     _values: PhantomData<V>,
 }
 
+impl<V: Send + Sync + 'static> EpochRetire<'_, V> {
+    /// Runs `free` once every guard pinned now is gone, and takes the bytes it reports freeing
+    /// off the list's count.
+    ///
+    /// # Safety
+    /// `free` may run on any thread after the epoch has moved past every current guard, and
+    /// only then is it sound: what it frees is unreachable for guards pinned later.
+    unsafe fn defer(&self, free: impl FnOnce() -> usize + 'static) {
+        let bytes = Arc::clone(self.bytes);
+        // SAFETY: the closure owns what it touches (an address of ours, a counter handle; V
+        // is Send); the caller vouches that running it past the epoch is sound.
+        unsafe {
+            self.guard
+                .defer_unchecked(move || bytes.fetch_sub(free(), Relaxed))
+        };
+    }
+}
+
 impl<V: Send + Sync + 'static> Retire<V> for EpochRetire<'_, V> {
     fn retire_node(&self, link: usize) {
-        let bytes = Arc::clone(self.bytes);
-        let free = move || {
-            // SAFETY: rule 4: the node is unreachable and retired once; the epoch has moved past
-            // every guard that could hold it.
-            let n = unsafe { node::release::<V>(link) };
-            bytes.fetch_sub(n, Relaxed);
-        };
-        // SAFETY: the closure owns what it touches (the node, a counter handle); V: Send.
-        unsafe { self.guard.defer_unchecked(free) };
+        // SAFETY: rule 4: the node is unreachable and retired once; by the time this
+        // runs the epoch has moved past every guard that could hold it.
+        unsafe { self.defer(move || node::release::<V>(link)) };
     }
 
     fn retire_value(&self, word: usize) {
-        let bytes = Arc::clone(self.bytes);
-        let free = move || {
-            // SAFETY: the box stopped being current before it was retired, and is retired once.
-            let n = unsafe { node::drop_box::<V>(word) };
-            bytes.fetch_sub(n, Relaxed);
-        };
-        // SAFETY: as above.
-        unsafe { self.guard.defer_unchecked(free) };
+        // SAFETY: the box stopped being current before it was retired, is retired
+        // once, and no guard that could read it is left when this runs.
+        unsafe { self.defer(move || node::drop_box::<V>(word)) };
     }
 
     fn retire_inline(&self, link: usize) {
-        let bytes = Arc::clone(self.bytes);
-        let free = move || {
-            // SAFETY: rule 5: the update that replaced the inline value retired it once; the
-            // epoch has moved past every guard that could hold a reference to it, and the node
-            // is freed only by the second of this drop and the node's release.
-            let n = unsafe { node::drop_replaced_inline::<V>(link) };
-            bytes.fetch_sub(n, Relaxed);
-        };
-        // SAFETY: as above.
-        unsafe { self.guard.defer_unchecked(free) };
+        // SAFETY: rule 5: the update that replaced the inline value retired it once; no
+        // guard that could hold a reference to it is left when this runs, and the node is
+        // freed only by the second of this drop and the node's release.
+        unsafe { self.defer(move || node::drop_replaced_inline::<V>(link)) };
     }
 }
 
