@@ -115,13 +115,13 @@ fuzz_target!(|input: Input| {
             (Bound::Unbounded, Bound::Excluded(p.as_slice())),
         ] {
             assert_eq!(
-                copied.may_contain_range::<[u8], _>(r),
-                shared.may_contain_range::<[u8], _>(r),
+                copied.may_contain_range(r),
+                shared.may_contain_range(r),
                 "may_contain_range disagrees"
             );
             assert_eq!(
-                copied.approx_count::<[u8], _>(r),
-                shared.approx_count::<[u8], _>(r),
+                copied.approx_count(r),
+                shared.approx_count(r),
                 "approx_count disagrees"
             );
         }

@@ -733,18 +733,18 @@ pub fn check_surf(f: &Surf, what: &str) -> Vec<Vec<u8>> {
         }
         let r = (Bound::Included(s.as_slice()), Bound::Unbounded);
         assert!(
-            f.may_contain_range::<[u8], _>(r),
+            f.may_contain_range(r),
             "{what}: may_contain_range([{}, ..)) refuses a visited key",
             Escaped(s)
         );
         let r = (Bound::Included(p.as_slice()), Bound::Unbounded);
         assert!(
-            f.may_contain_range::<[u8], _>(r),
+            f.may_contain_range(r),
             "{what}: may_contain_range([{}, ..)) refuses a visited prefix",
             Escaped(p)
         );
         assert!(
-            f.approx_count::<[u8], _>(r) >= 1,
+            f.approx_count(r) >= 1,
             "{what}: approx_count([{}, ..)) is 0 with a visited key in it",
             Escaped(p)
         );
@@ -766,7 +766,7 @@ pub fn check_surf_keys(f: &Surf, keys: &Oracle, what: &str) {
             (Bound::Unbounded, Bound::Included(k)),
         ] {
             assert!(
-                f.may_contain_range::<[u8], _>(r),
+                f.may_contain_range(r),
                 "{what}: false negative: may_contain_range({}..{}) with {e} stored",
                 show_bound(r.0),
                 show_bound(r.1)
@@ -809,7 +809,7 @@ pub fn check_surf_keys(f: &Surf, keys: &Oracle, what: &str) {
 /// minus nothing and at most two more than the keys inside.
 pub fn check_surf_range(f: &Surf, keys: &Oracle, lo: Bound<&[u8]>, hi: Bound<&[u8]>, what: &str) {
     let inside = keys.keys().filter(|k| in_range(k, lo, hi)).count() as u64;
-    let got = f.may_contain_range::<[u8], _>((lo, hi));
+    let got = f.may_contain_range((lo, hi));
     let mut batch = [false];
     f.may_contain_range_batch(&[(lo, hi)], &mut batch);
     assert_eq!(
@@ -827,7 +827,7 @@ pub fn check_surf_range(f: &Surf, keys: &Oracle, lo: Bound<&[u8]>, hi: Bound<&[u
             show_bound(hi)
         );
     }
-    let n = f.approx_count::<[u8], _>((lo, hi));
+    let n = f.approx_count((lo, hi));
     assert!(
         n + 2 >= inside && n <= inside + 2,
         "{what}: approx_count of {}..{} is {n}, with {inside} stored keys inside",
@@ -851,7 +851,7 @@ pub fn check_static_query<M: StaticMap>(
         .filter(|(k, _)| in_range(k, lo, hi))
         .map(|(k, v)| (k.clone(), *v))
         .collect();
-    let mut c = m.range::<[u8], _>((lo, hi));
+    let mut c = m.range((lo, hi));
     let mut front = 0usize;
     let mut back = want.len();
     let mut rng = TestRng::new(match walk_spec {

@@ -621,7 +621,7 @@ impl<F: RangeFilter + StoredBits> QueryFilter for F {
     fn range(&self, start: &[u8], end: Bound<&[u8]>) -> bool {
         // `K` cannot be inferred from a pair of bounds (std implements `RangeBounds` for both
         // `(Bound<T>, Bound<T>)` and `(Bound<&T>, Bound<&T>)`): name it.
-        self.may_contain_range::<[u8], _>((Bound::Included(start), end))
+        self.may_contain_range((Bound::Included(start), end))
     }
 
     fn bits_per_key(&self) -> f64 {

@@ -20,7 +20,8 @@
 //! epoch guard pinned by the map, so handing out borrowed entries through `Iterator` would force an
 //! allocation or a reference count per entry. Structures add richer iterators inherently.
 
-use core::ops::{Bound, ControlFlow, RangeBounds};
+use crate::KeyRange;
+use core::ops::{Bound, ControlFlow};
 
 use crate::Error;
 
@@ -49,10 +50,9 @@ pub trait OrderedMap<V> {
     fn len(&self) -> usize;
 
     /// Iterates over the keys within `range` in order; empty for an empty or inverted range.
-    fn range<K, R>(&self, range: R) -> Self::Range<'_>
+    fn range<R>(&self, range: R) -> Self::Range<'_>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>;
+        R: KeyRange;
 
     /// Bytes of memory the map owns: heap allocations and mapped regions, keys and values included.
     fn memory_usage(&self) -> usize;
@@ -72,7 +72,7 @@ pub trait OrderedMap<V> {
 
     /// Iterates over every key in order.
     fn iter(&self) -> Self::Range<'_> {
-        self.range::<[u8], _>(..)
+        self.range(..)
     }
 
     /// The smallest key and its value.
@@ -88,13 +88,13 @@ pub trait OrderedMap<V> {
     /// Seek: the first entry whose key is within `bound` from below — `≥ k` for `Included(k)`,
     /// `> k` for `Excluded(k)`, the first entry for `Unbounded`.
     fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
-        self.range::<[u8], _>((bound, Bound::Unbounded)).next()
+        self.range((bound, Bound::Unbounded)).next()
     }
 
     /// Predecessor seek: the last entry whose key is `≤ k` for `Included(k)`, `< k` for
     /// `Excluded(k)`, the last entry for `Unbounded`.
     fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
-        self.range::<[u8], _>((Bound::Unbounded, bound)).next_back()
+        self.range((Bound::Unbounded, bound)).next_back()
     }
 }
 
@@ -130,16 +130,14 @@ pub trait ConcurrentOrderedMap<V: Clone>: Sync {
     -> Option<R>;
 
     /// Visits the entries within `range` in ascending order until `f` breaks.
-    fn visit_range<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>;
+        Rg: KeyRange;
 
     /// Visits the entries within `range` in descending order until `f` breaks.
-    fn visit_range_rev<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>;
+        Rg: KeyRange;
 
     /// A clone of the value stored under `key`.
     fn get(&self, key: &[u8]) -> Option<V> {
@@ -176,10 +174,9 @@ pub trait StaticMap {
     fn len(&self) -> usize;
 
     /// A cursor over the keys within `range`; empty for an empty or inverted range.
-    fn range<K, R>(&self, range: R) -> Self::Cursor<'_>
+    fn range<R>(&self, range: R) -> Self::Cursor<'_>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>;
+        R: KeyRange;
 
     /// Bytes of memory the map owns.
     fn memory_usage(&self) -> usize;
@@ -224,16 +221,14 @@ pub trait RangeFilter {
     fn may_contain(&self, key: &[u8]) -> bool;
 
     /// False only when no key of the set lies within `range`.
-    fn may_contain_range<K, R>(&self, range: R) -> bool
+    fn may_contain_range<R>(&self, range: R) -> bool
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>;
+        R: KeyRange;
 
     /// An estimate of how many keys of the set lie within `range`.
-    fn approx_count<K, R>(&self, range: R) -> u64
+    fn approx_count<R>(&self, range: R) -> u64
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>;
+        R: KeyRange;
 
     /// Bytes of memory the filter owns.
     fn memory_usage(&self) -> usize;

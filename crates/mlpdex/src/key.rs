@@ -28,19 +28,34 @@ pub fn key_to_u64(key: &[u8]) -> Option<u64> {
     <[u8; 8]>::try_from(key).ok().map(u64::from_be_bytes)
 }
 
-/// Borrows the bounds of any range over byte-like keys as byte-slice bounds.
+/// A range of byte-string keys, in any of the forms people write.
 ///
-/// Accepts `a..b` over `&[u8]`, `Vec<u8>`, `&str`, `[u8; N]`, and `(Bound<&[u8]>, Bound<&[u8]>)`.
-#[inline]
-pub fn byte_bounds<'r, K, R>(range: &'r R) -> (Bound<&'r [u8]>, Bound<&'r [u8]>)
-where
-    K: AsRef<[u8]> + ?Sized + 'r,
-    R: RangeBounds<K>,
-{
-    (
-        as_bytes_bound(range.start_bound()),
-        as_bytes_bound(range.end_bound()),
-    )
+/// Every `range`, `visit_range`, `may_contain_range` and `approx_count` in mlpdex takes an
+/// `impl KeyRange`, so none needs a turbofish. It is implemented for `..`, for `a..b`, `a..`,
+/// `..b`, `a..=b` and `..=b` over any key type that is `AsRef<[u8]>` (`&[u8]`, `&[u8; N]`,
+/// `Vec<u8>`, `&str`, `String`, …), and for a pair of [`Bound`]s of one such type:
+///
+/// ```
+/// use core::ops::Bound;
+/// use mlpdex::KeyRange;
+///
+/// fn show(r: impl KeyRange) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+///     let (lo, hi) = r.key_bounds();
+///     (lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec))
+/// }
+/// let k: &[u8] = b"k";
+/// assert_eq!(show(..), (Bound::Unbounded, Bound::Unbounded));
+/// assert_eq!(show(b"a".as_slice()..b"cc"), (Bound::Included(b"a".to_vec()), Bound::Excluded(b"cc".to_vec())));
+/// assert_eq!(show("a"..="c").1, Bound::Included(b"c".to_vec()));
+/// assert_eq!(show((Bound::Excluded(k), Bound::Unbounded)).0, Bound::Excluded(b"k".to_vec()));
+/// assert_eq!(show(vec![1u8]..).0, Bound::Included(vec![1]));
+/// ```
+///
+/// An empty or inverted range (`b"c".as_slice()..b"a"`) selects no key: mlpdex structures
+/// return nothing for it where `BTreeMap::range` would panic.
+pub trait KeyRange {
+    /// The lower and upper bound of the range, borrowed as byte slices.
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>);
 }
 
 #[inline]
@@ -49,6 +64,44 @@ fn as_bytes_bound<K: AsRef<[u8]> + ?Sized>(b: Bound<&K>) -> Bound<&[u8]> {
         Bound::Included(k) => Bound::Included(k.as_ref()),
         Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
         Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Implements [`KeyRange`] for range types over an `AsRef<[u8]>` key, through `RangeBounds`.
+macro_rules! key_range_via_range_bounds {
+    ($($ty:ty),*) => {$(
+        impl<K: AsRef<[u8]>> KeyRange for $ty {
+            #[inline]
+            fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+                (
+                    as_bytes_bound(RangeBounds::<K>::start_bound(self)),
+                    as_bytes_bound(RangeBounds::<K>::end_bound(self)),
+                )
+            }
+        }
+    )*};
+}
+
+key_range_via_range_bounds!(
+    core::ops::Range<K>,
+    core::ops::RangeFrom<K>,
+    core::ops::RangeTo<K>,
+    core::ops::RangeInclusive<K>,
+    core::ops::RangeToInclusive<K>,
+    (Bound<K>, Bound<K>)
+);
+
+impl KeyRange for core::ops::RangeFull {
+    #[inline]
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+impl<R: KeyRange + ?Sized> KeyRange for &R {
+    #[inline]
+    fn key_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (**self).key_bounds()
     }
 }
 
@@ -169,21 +222,18 @@ mod tests {
         let a: &[u8] = b"a";
         let c: &[u8] = b"c";
         assert_eq!(
-            byte_bounds(&(a..c)),
+            (a..c).key_bounds(),
             (Bound::Included(a), Bound::Excluded(c))
         );
         assert_eq!(
-            byte_bounds(&("a"..="c")),
+            ("a"..="c").key_bounds(),
             (Bound::Included(a), Bound::Included(c))
         );
         assert_eq!(
-            byte_bounds::<[u8], _>(&(Bound::Excluded(a), Bound::Unbounded)),
+            (Bound::Excluded(a), Bound::Unbounded).key_bounds(),
             (Bound::Excluded(a), Bound::Unbounded)
         );
-        assert_eq!(
-            byte_bounds::<[u8], _>(&..),
-            (Bound::Unbounded, Bound::Unbounded)
-        );
+        assert_eq!((..).key_bounds(), (Bound::Unbounded, Bound::Unbounded));
     }
 
     #[test]

@@ -55,3 +55,4 @@ pub use api::{
     ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder,
 };
 pub use error::Error;
+pub use key::KeyRange;

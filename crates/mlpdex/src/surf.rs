@@ -68,8 +68,9 @@
 //!   [`Surf::from_shared`] loads in place, as [`Fst::from_shared`](crate::fst::Fst::from_shared)
 //!   does.
 
+use crate::KeyRange;
 use core::cmp::Ordering;
-use core::ops::{Bound, RangeBounds};
+use core::ops::Bound;
 
 use crate::Error;
 use crate::api::RangeFilter;
@@ -78,7 +79,7 @@ use crate::fst::raw::build::LevelBuilder;
 use crate::fst::raw::format::{self, SURF_MAGIC};
 use crate::fst::raw::suffix::{FixedSuffixes, SuffixKind};
 use crate::fst::raw::trie::{Path, Trie, bound_key};
-use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
+use crate::key::{after_start, before_end, is_empty_range};
 use crate::substrate::frozen::{Shared, StableDeref};
 
 /// A range of keys as a start and an end bound, for [`Surf::may_contain_range_batch`].
@@ -334,12 +335,11 @@ impl Surf {
     /// hold (its unique prefix, extended by its real bits with trailing zero bytes dropped)
     /// lies within the end bound. No false negative: a stored key `k` in range is `≥ start`,
     /// so the seek stops at `k`'s leaf or an earlier one, whose smallest possible key is `≤ k`.
-    pub fn may_contain_range<K, R>(&self, range: R) -> bool
+    pub fn may_contain_range<R>(&self, range: R) -> bool
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
-        let (start, end) = byte_bounds(&range);
+        let (start, end) = range.key_bounds();
         if is_empty_range(start, end) {
             return false;
         }
@@ -357,12 +357,11 @@ impl Surf {
     }
 
     /// About how many stored keys lie within `range` (see the module docs for the error).
-    pub fn approx_count<K, R>(&self, range: R) -> u64
+    pub fn approx_count<R>(&self, range: R) -> u64
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
-        let (start, end) = byte_bounds(&range);
+        let (start, end) = range.key_bounds();
         if is_empty_range(start, end) {
             return 0;
         }
@@ -472,18 +471,16 @@ impl RangeFilter for Surf {
         Surf::may_contain(self, key)
     }
 
-    fn may_contain_range<K, R>(&self, range: R) -> bool
+    fn may_contain_range<R>(&self, range: R) -> bool
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
         Surf::may_contain_range(self, range)
     }
 
-    fn approx_count<K, R>(&self, range: R) -> u64
+    fn approx_count<R>(&self, range: R) -> u64
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
         Surf::approx_count(self, range)
     }

@@ -109,6 +109,7 @@
 //! linearizability checks, range visits under churn, values dropped exactly once) are in
 //! [`concurrent`].
 
+use crate::KeyRange;
 use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::ops::{Bound, ControlFlow};
@@ -124,7 +125,7 @@ use proptest::strategy::{BoxedStrategy, Just, Strategy};
 
 use crate::Error;
 use crate::api::{ConcurrentOrderedMap, OrderedMap, RangeCursor, StaticMap, StaticMapBuilder};
-use crate::key::{Escaped, byte_bounds, is_empty_range, key_to_u64};
+use crate::key::{Escaped, is_empty_range, key_to_u64};
 
 // ---------------------------------------------------------------------------------------------
 // Random numbers
@@ -690,27 +691,27 @@ where
     Ok(())
 }
 
-/// Calls `$recv.$method::<K, _>(range, extra args…)` with the range in the std form that fits
+/// Calls `$recv.$method(range, extra args…)` with the range in the std form that fits
 /// the bounds (`a..b`, `a..=b`, `a..`, `..b`, `..=b`, `..`), or as a pair of bounds.
 macro_rules! call_with_range_form {
     ($recv:expr, $method:ident, $start:expr, $end:expr $(, $arg:expr)*) => {
         match ($start, $end) {
             (Bound::Included(s), Bound::Excluded(e)) => {
                 match (core::str::from_utf8(s), core::str::from_utf8(e)) {
-                    (Ok(s), Ok(e)) => $recv.$method::<&str, _>(s..e $(, $arg)*),
-                    _ => $recv.$method::<Vec<u8>, _>(s.to_vec()..e.to_vec() $(, $arg)*),
+                    (Ok(s), Ok(e)) => $recv.$method(s..e $(, $arg)*),
+                    _ => $recv.$method(s.to_vec()..e.to_vec() $(, $arg)*),
                 }
             }
-            (Bound::Included(s), Bound::Included(e)) => $recv.$method::<&[u8], _>(s..=e $(, $arg)*),
+            (Bound::Included(s), Bound::Included(e)) => $recv.$method(s..=e $(, $arg)*),
             (Bound::Included(s), Bound::Unbounded) => {
-                $recv.$method::<Vec<u8>, _>(s.to_vec().. $(, $arg)*)
+                $recv.$method(s.to_vec().. $(, $arg)*)
             }
-            (Bound::Unbounded, Bound::Excluded(e)) => $recv.$method::<&[u8], _>(..e $(, $arg)*),
+            (Bound::Unbounded, Bound::Excluded(e)) => $recv.$method(..e $(, $arg)*),
             (Bound::Unbounded, Bound::Included(e)) => {
-                $recv.$method::<Vec<u8>, _>(..=e.to_vec() $(, $arg)*)
+                $recv.$method(..=e.to_vec() $(, $arg)*)
             }
-            (Bound::Unbounded, Bound::Unbounded) => $recv.$method::<[u8], _>(.. $(, $arg)*),
-            (s, e) => $recv.$method::<[u8], _>((s, e) $(, $arg)*),
+            (Bound::Unbounded, Bound::Unbounded) => $recv.$method(.. $(, $arg)*),
+            (s, e) => $recv.$method((s, e) $(, $arg)*),
         }
     };
 }
@@ -2143,12 +2144,11 @@ impl<V> OrderedMap<V> for ModelMap<V> {
         self.entries.len()
     }
 
-    fn range<K, R>(&self, range: R) -> Self::Range<'_>
+    fn range<R>(&self, range: R) -> Self::Range<'_>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: core::ops::RangeBounds<K>,
+        R: KeyRange,
     {
-        let (start, end) = byte_bounds(&range);
+        let (start, end) = range.key_bounds();
         let indices = self.index_range(start, end);
         ModelRange {
             inner: self.entries[indices].iter(),
@@ -2334,18 +2334,14 @@ mod tests {
         );
         assert_eq!(m.upper_bound(Bound::Excluded(b"abc")), Some((&b""[..], &0)));
         assert_eq!(
-            m.range::<[u8], _>((
+            m.range((
                 Bound::Excluded(b"b".as_slice()),
                 Bound::Excluded(b"b".as_slice())
             ))
             .count(),
             0
         );
-        assert_eq!(
-            m.range::<&[u8], _>(b"c".as_slice()..=b"a".as_slice())
-                .count(),
-            0
-        );
+        assert_eq!(m.range(b"c".as_slice()..=b"a".as_slice()).count(), 0);
         assert_eq!(m.range("a".."b").rev().count(), 1);
         assert_eq!(m.remove(b""), Some(0));
         m.clear();
@@ -2396,13 +2392,12 @@ mod tests {
         fn len(&self) -> usize {
             self.0.len()
         }
-        fn range<K, R>(&self, range: R) -> Self::Range<'_>
+        fn range<R>(&self, range: R) -> Self::Range<'_>
         where
-            K: AsRef<[u8]> + ?Sized,
-            R: core::ops::RangeBounds<K>,
+            R: KeyRange,
         {
-            let (s, e) = byte_bounds(&range);
-            self.0.range::<[u8], _>((width_bound(s), width_bound(e)))
+            let (s, e) = range.key_bounds();
+            self.0.range((width_bound(s), width_bound(e)))
         }
         fn memory_usage(&self) -> usize {
             self.0.memory_usage()
@@ -2524,12 +2519,11 @@ mod tests {
         fn len(&self) -> usize {
             self.inner.len()
         }
-        fn range<K, R>(&self, range: R) -> Self::Range<'_>
+        fn range<R>(&self, range: R) -> Self::Range<'_>
         where
-            K: AsRef<[u8]> + ?Sized,
-            R: core::ops::RangeBounds<K>,
+            R: KeyRange,
         {
-            let (mut s, e) = byte_bounds(&range);
+            let (mut s, e) = range.key_bounds();
             if let (Fault::ExcludedStartAsIncluded, Bound::Excluded(k)) = (self.fault, s) {
                 s = Bound::Included(k);
             }
@@ -2727,10 +2721,9 @@ mod tests {
             };
             self.lock().upper_bound(bound).map(|(k, v)| f(k, v))
         }
-        fn visit_range<K, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
+        fn visit_range<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
         where
-            K: AsRef<[u8]> + ?Sized,
-            Rg: core::ops::RangeBounds<K>,
+            Rg: KeyRange,
         {
             let map = self.lock();
             for (k, v) in map.range(range) {
@@ -2739,13 +2732,9 @@ mod tests {
                 }
             }
         }
-        fn visit_range_rev<K, Rg>(
-            &self,
-            range: Rg,
-            mut f: impl FnMut(&[u8], &u64) -> ControlFlow<()>,
-        ) where
-            K: AsRef<[u8]> + ?Sized,
-            Rg: core::ops::RangeBounds<K>,
+        fn visit_range_rev<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
+        where
+            Rg: KeyRange,
         {
             let map = self.lock();
             let skip = usize::from(self.fault == Some(ConcurrentFault::RevSkipsLast));
@@ -2855,12 +2844,11 @@ mod tests {
         fn len(&self) -> usize {
             self.entries.len()
         }
-        fn range<K, R>(&self, range: R) -> Self::Cursor<'_>
+        fn range<R>(&self, range: R) -> Self::Cursor<'_>
         where
-            K: AsRef<[u8]> + ?Sized,
-            R: core::ops::RangeBounds<K>,
+            R: KeyRange,
         {
-            let (s, mut e) = byte_bounds(&range);
+            let (s, mut e) = range.key_bounds();
             if let (Some(StaticFault::IncludedEndAsExcluded), Bound::Included(k)) = (self.fault, e)
             {
                 e = Bound::Excluded(k);

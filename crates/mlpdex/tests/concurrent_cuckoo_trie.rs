@@ -176,17 +176,15 @@ impl ConcurrentOrderedMap<u64> for Lent<'_> {
     ) -> Option<R> {
         self.0.upper_bound_with(bound, f)
     }
-    fn visit_range<Q, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
+    fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
     where
-        Q: AsRef<[u8]> + ?Sized,
-        Rg: std::ops::RangeBounds<Q>,
+        Rg: mlpdex::KeyRange,
     {
         self.0.visit_range(range, f);
     }
-    fn visit_range_rev<Q, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
+    fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
     where
-        Q: AsRef<[u8]> + ?Sized,
-        Rg: std::ops::RangeBounds<Q>,
+        Rg: mlpdex::KeyRange,
     {
         self.0.visit_range_rev(range, f);
     }
@@ -460,7 +458,7 @@ fn max_key_len_is_accepted_and_one_more_refused() {
         Some(5)
     );
     let mut n = 0;
-    map.visit_range::<[u8], _>(
+    map.visit_range(
         (
             Bound::Excluded(&longest[..]),
             Bound::Included(&too_long[..]),
@@ -595,7 +593,7 @@ fn clear_empties_and_the_map_stays_usable() {
                     assert_eq!(v, 7);
                 }
                 let mut last: Option<Vec<u8>> = None;
-                map.visit_range::<[u8], _>(.., |k, _| {
+                map.visit_range(.., |k, _| {
                     assert!(last.as_deref().is_none_or(|l| l < k), "visit out of order");
                     last = Some(k.to_vec());
                     ControlFlow::Continue(())

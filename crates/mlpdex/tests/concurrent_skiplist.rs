@@ -745,7 +745,7 @@ fn iter_reader(run: &IterRun<'_>, r: usize) -> usize {
                     scan.kind = "forward (iter)";
                     forward_scan(run, &mut rd, &scan, run.list.iter(&guard), pause);
                 } else {
-                    let it = run.list.range::<[u8], _>((s, e), &guard);
+                    let it = run.list.range((s, e), &guard);
                     forward_scan(run, &mut rd, &scan, it, pause);
                 }
             }
@@ -754,12 +754,12 @@ fn iter_reader(run: &IterRun<'_>, r: usize) -> usize {
                 if rng.chance(0.6) {
                     scan.limit = 1 + rng.index(300);
                 }
-                let it = run.list.range::<[u8], _>((s, e), &guard).rev();
+                let it = run.list.range((s, e), &guard).rev();
                 backward_scan(run, &mut rd, &scan, it);
             }
             _ => {
                 scan.kind = "alternating next/next_back";
-                let it = run.list.range::<[u8], _>((s, e), &guard);
+                let it = run.list.range((s, e), &guard);
                 alternating_scan(run, &mut rd, &scan, it, &mut rng);
             }
         }
@@ -1177,7 +1177,7 @@ fn removals_around_a_prefetching_iterator(depth: usize, bounded: bool) {
     }
     let guard = pin();
     let range = (s.as_ref().map(|b| &b[..]), e.as_ref().map(|b| &b[..]));
-    let mut it = list.range::<[u8], _>(range, &guard);
+    let mut it = list.range(range, &guard);
     walk.started = true;
     walk.advance(&mut it, 10_000);
     assert!(!walk.done, "{}: ended early", walk.ctx);

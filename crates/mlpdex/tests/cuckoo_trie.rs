@@ -253,13 +253,13 @@ fn check_range<V: PartialEq + Debug>(
 ) -> Result<(), String> {
     let want = oracle_range(oracle, s, e);
     let what = |how: &str| format!("{ctx}: range({}, {}) {how}", show_bound(s), show_bound(e));
-    let fwd: Vec<_> = map.range::<[u8], _>((s, e)).collect();
+    let fwd: Vec<_> = map.range((s, e)).collect();
     expect_entries(|| what("forward"), &want, &fwd)?;
-    let mut back: Vec<_> = map.range::<[u8], _>((s, e)).rev().collect();
+    let mut back: Vec<_> = map.range((s, e)).rev().collect();
     back.reverse();
     expect_entries(|| what("backward (reversed)"), &want, &back)?;
     // Alternating next / next_back until the ends meet; both ends must then be exhausted.
-    let mut it = map.range::<[u8], _>((s, e));
+    let mut it = map.range((s, e));
     let (mut lo, mut hi) = (0, want.len());
     for call in 0.. {
         let front = call % 2 == 0;
@@ -1542,7 +1542,7 @@ fn empty_key_alone_and_with_others() {
             Some((&b""[..], &7))
         );
         assert_eq!(map.range("".."").count(), 0);
-        assert_eq!(map.range::<&[u8], _>(..=&b""[..]).count(), 1);
+        assert_eq!(map.range(..=&b""[..]).count(), 1);
         assert_eq!(map.insert(b"", 8), Ok(Some(7)));
         assert_eq!(map.insert(b"\x00", 9), Ok(None));
         assert_eq!(
@@ -1797,7 +1797,7 @@ fn max_key_len_is_accepted_and_one_more_refused() {
         Some(5)
     );
     assert_eq!(
-        map.range::<[u8], _>((
+        map.range((
             Bound::Excluded(&longest[..]),
             Bound::Included(&too_long[..])
         ))
@@ -2032,7 +2032,7 @@ fn empty_map_answers_none_everywhere() {
             map.iter().next().is_none() && map.iter().next_back().is_none(),
             "{name}"
         );
-        assert!(map.range::<[u8], _>(..).next().is_none(), "{name}");
+        assert!(map.range(..).next().is_none(), "{name}");
         for p in probes {
             assert!(map.get(p).is_none(), "{name}: get({})", Escaped(p));
             assert!(!map.contains_key(p), "{name}");
@@ -2048,9 +2048,9 @@ fn empty_map_answers_none_everywhere() {
                     show_bound(b)
                 );
                 for e in bounds_of(b"zz") {
-                    let mut r = map.range::<[u8], _>((b, e));
+                    let mut r = map.range((b, e));
                     assert!(r.next().is_none() && r.next_back().is_none(), "{name}");
-                    let mut r = map.range::<[u8], _>((e, b));
+                    let mut r = map.range((e, b));
                     assert!(r.next_back().is_none() && r.next().is_none(), "{name}");
                 }
             }
@@ -2093,29 +2093,24 @@ fn empty_and_inverted_ranges_yield_nothing() {
         ),
     ];
     for (what, r) in empty {
-        let mut it = map.range::<[u8], _>(r);
+        let mut it = map.range(r);
         assert!(it.next().is_none(), "range {what}: next()");
         assert!(it.next_back().is_none(), "range {what}: next_back()");
         assert!(
             it.next().is_none(),
             "range {what}: next() after next_back()"
         );
-        assert_eq!(
-            map.range::<[u8], _>(r).rev().count(),
-            0,
-            "range {what} reversed"
-        );
+        assert_eq!(map.range(r).rev().count(), 0, "range {what} reversed");
     }
     // The std range forms.
     assert_eq!(map.range("c".."b").count(), 0);
     assert_eq!(map.range("b".."b").count(), 0);
-    assert_eq!(map.range::<&[u8], _>(&b"c"[..]..=&b"b"[..]).count(), 0);
+    assert_eq!(map.range(&b"c"[..]..=&b"b"[..]).count(), 0);
     assert_eq!(map.range(b"c".to_vec()..b"b".to_vec()).next_back(), None);
     // Non-empty neighbours of those ranges, for contrast.
     assert_eq!(map.range("b"..="b").count(), 1);
     assert_eq!(
-        map.range::<[u8], _>((Bound::Excluded(a), Bound::Included(c)))
-            .count(),
+        map.range((Bound::Excluded(a), Bound::Included(c))).count(),
         2
     );
     assert_eq!(
@@ -2162,28 +2157,16 @@ fn seeks_with_every_bound_kind_on_a_small_map() {
     assert_eq!(v(map.upper_bound(In(b"\xff"))), Some(4));
     let keys = |r: Vec<(&[u8], &u64)>| r.into_iter().map(|(_, v)| *v).collect::<Vec<_>>();
     assert_eq!(
-        keys(
-            map.range::<[u8], _>((In(&b"b"[..]), Ex(&b"d\x00"[..])))
-                .collect()
-        ),
+        keys(map.range((In(&b"b"[..]), Ex(&b"d\x00"[..]))).collect()),
         [1, 2]
     );
     assert_eq!(
-        keys(
-            map.range::<[u8], _>((Ex(&b"b"[..]), In(&b"d\x00"[..])))
-                .collect()
-        ),
+        keys(map.range((Ex(&b"b"[..]), In(&b"d\x00"[..]))).collect()),
         [2, 3]
     );
-    assert_eq!(
-        keys(map.range::<[u8], _>((Ex(&b"d"[..]), Un)).rev().collect()),
-        [4, 3]
-    );
-    assert_eq!(
-        keys(map.range::<[u8], _>((Un, Ex(&b"d"[..]))).collect()),
-        [1]
-    );
-    assert_eq!(keys(map.range::<[u8], _>((Un, Un)).collect()), [1, 2, 3, 4]);
+    assert_eq!(keys(map.range((Ex(&b"d"[..]), Un)).rev().collect()), [4, 3]);
+    assert_eq!(keys(map.range((Un, Ex(&b"d"[..]))).collect()), [1]);
+    assert_eq!(keys(map.range((Un::<&[u8]>, Un)).collect()), [1, 2, 3, 4]);
 }
 
 // ---------------------------------------------------------------------------------------------

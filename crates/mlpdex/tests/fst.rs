@@ -157,7 +157,7 @@ fn cursor_meets_in_the_middle() {
     let fst = build(&set, Config::default());
     let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, &v)| (k.clone(), v)).collect();
     for split in [0, 1, 250, 499, 500] {
-        let mut c = StaticMap::range::<[u8], _>(&fst, ..);
+        let mut c = StaticMap::range(&fst, ..);
         let mut front = Vec::new();
         for _ in 0..split {
             match RangeCursor::next(&mut c) {
@@ -309,7 +309,7 @@ mod properties {
                 } else {
                     oracle.range::<[u8], _>((lo, hi)).map(|(k, &v)| (k.clone(), v)).collect()
                 };
-                let mut c = fst.range::<[u8], _>((lo, hi));
+                let mut c = fst.range((lo, hi));
                 let mut got = Vec::new();
                 for _ in 0..split {
                     match c.next() {
@@ -414,7 +414,7 @@ fn damaged_images_with_valid_checksums_never_panic() {
                 let mut out = vec![None; probes.len()];
                 let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
                 m.get_batch(&refs, &mut out);
-                let mut c = m.range::<[u8], _>((Unbounded, Unbounded));
+                let mut c = m.range((Unbounded::<&[u8]>, Unbounded));
                 let mut steps = 0;
                 while c.next().is_some() && steps < 10 * m.len() + 10 {
                     steps += 1;
@@ -678,7 +678,7 @@ fn check_self_consistent(m: &Fst, probes: &[Vec<u8>]) -> Result<(), String> {
     }
     if complete && fwd.len() >= 2 {
         let (a, z) = (&fwd[0].0, &fwd[fwd.len() - 1].0);
-        let mut c = m.range::<[u8], _>((Excluded(&a[..]), Excluded(&z[..])));
+        let mut c = m.range((Excluded(&a[..]), Excluded(&z[..])));
         let mut inner = Vec::new();
         while let Some((k, v)) = c.next() {
             inner.push((k.to_vec(), v));

@@ -1140,7 +1140,7 @@ fn hope_fst_answers_like_the_oracle() {
             let map: Hope<Fst> = b.finish().unwrap();
             check_static(&map, &set, shape, 7 + i as u64, 300);
             // The inner map holds encoded keys; the wrapper's cursors give them back plain.
-            let mut c = map.range::<[u8], _>(..);
+            let mut c = map.range(..);
             for (k, &v) in &set {
                 let (got, gv) = c.next().unwrap();
                 assert_eq!((got, gv), (k.as_slice(), v), "{shape:?} {scheme:?}");
@@ -1233,12 +1233,12 @@ fn hope_surf_has_no_false_negatives() {
                             let b = set.partition_point(|k| mlpdex::key::before_end(k, hi));
                             b.saturating_sub(a) as u64
                         };
-                        let got = f.may_contain_range::<[u8], _>((lo, hi));
+                        let got = f.may_contain_range((lo, hi));
                         assert!(
                             exact == 0 || got,
                             "{shape:?} {scheme:?} {kind:?}: range {lo:?}..{hi:?} holds {exact}"
                         );
-                        let count = f.approx_count::<[u8], _>((lo, hi));
+                        let count = f.approx_count((lo, hi));
                         assert!(
                             count >= exact && count <= exact + 2,
                             "{shape:?} {scheme:?} {kind:?}: count {count}, exact {exact}"
@@ -1338,7 +1338,7 @@ fn encoded_map_differential(enc: Arc<Encoder>, shape: KeyShape, seed: u64, steps
                         .map(|(k, &v)| (k.clone(), v))
                         .collect()
                 };
-                let mut it = map.range::<[u8], _>((lo, hi));
+                let mut it = map.range((lo, hi));
                 let limit = 1 + rng.index(40);
                 let (mut front, mut back) = (0usize, want.len());
                 let mode = rng.below(3);
@@ -1381,13 +1381,9 @@ fn encoded_map_differential(enc: Arc<Encoder>, shape: KeyShape, seed: u64, steps
         }
     }
     let want: Vec<(Vec<u8>, u64)> = oracle.iter().map(|(k, &v)| (k.clone(), v)).collect();
-    let got: Vec<(Vec<u8>, u64)> = map.range::<[u8], _>(..).map(|(k, &v)| (k, v)).collect();
+    let got: Vec<(Vec<u8>, u64)> = map.range(..).map(|(k, &v)| (k, v)).collect();
     assert_eq!(got, want, "{shape:?} seed {seed}: final forward scan");
-    let mut got: Vec<(Vec<u8>, u64)> = map
-        .range::<[u8], _>(..)
-        .rev()
-        .map(|(k, &v)| (k, v))
-        .collect();
+    let mut got: Vec<(Vec<u8>, u64)> = map.range(..).rev().map(|(k, &v)| (k, v)).collect();
     got.reverse();
     assert_eq!(got, want, "{shape:?} seed {seed}: final backward scan");
     assert_eq!(EncodedMap::len(&map), oracle.len());

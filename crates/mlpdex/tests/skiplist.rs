@@ -124,18 +124,18 @@ fn every_depth_iterates_like_the_plain_iterator() {
             let limit = rng.below(want.len() as u64 + 2) as usize;
             for l in &lists {
                 let got: Vec<(Vec<u8>, u64)> = l
-                    .range::<[u8], _>(range, &guard)
+                    .range(range, &guard)
                     .map(|(k, v)| (k.to_vec(), *v))
                     .collect();
                 assert_eq!(got, want, "depth {} n {n}", l.config().prefetch_depth);
                 let got: Vec<(Vec<u8>, u64)> = l
-                    .range::<[u8], _>(range, &guard)
+                    .range(range, &guard)
                     .take(limit)
                     .map(|(k, v)| (k.to_vec(), *v))
                     .collect();
                 assert_eq!(got, want[..limit.min(want.len())]);
                 let back: Vec<Vec<u8>> = l
-                    .range::<[u8], _>(range, &guard)
+                    .range(range, &guard)
                     .rev()
                     .take(50)
                     .map(|(k, _)| k.to_vec())
@@ -146,7 +146,7 @@ fn every_depth_iterates_like_the_plain_iterator() {
             }
             // Alternating ends meet without overlap.
             let l = &lists[3];
-            let mut it = l.range::<[u8], _>(range, &guard);
+            let mut it = l.range(range, &guard);
             let mut seen = Vec::new();
             let mut flip = false;
             loop {

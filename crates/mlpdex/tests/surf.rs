@@ -125,12 +125,12 @@ fn no_false_negatives_points_and_ranges() {
                             for hi in &around {
                                 let (lo, hi) = (as_ref(lo), as_ref(hi));
                                 let exact = exact_count(&keys, lo, hi);
-                                let got = s.may_contain_range::<[u8], _>((lo, hi));
+                                let got = s.may_contain_range((lo, hi));
                                 assert!(
                                     exact == 0 || got,
                                     "{shape:?} {kind:?}: range {lo:?}..{hi:?} holds {exact} keys"
                                 );
-                                let c = s.approx_count::<[u8], _>((lo, hi));
+                                let c = s.approx_count((lo, hi));
                                 assert!(
                                     c >= exact && c <= exact + 2,
                                     "{shape:?} {kind:?}: count {c} for exact {exact} in {lo:?}..{hi:?}"
@@ -151,8 +151,8 @@ fn no_false_negatives_points_and_ranges() {
                             (Bound::Unbounded, Bound::Excluded(&b[..])),
                         ] {
                             let exact = exact_count(&keys, lo, hi);
-                            assert!(exact == 0 || s.may_contain_range::<[u8], _>((lo, hi)));
-                            let c = s.approx_count::<[u8], _>((lo, hi));
+                            assert!(exact == 0 || s.may_contain_range((lo, hi)));
+                            let c = s.approx_count((lo, hi));
                             assert!(c >= exact && c <= exact + 2, "{c} vs {exact}");
                         }
                     }
@@ -221,7 +221,7 @@ fn false_positive_rates_are_bounded() {
             let hi = x.saturating_add(1 << 38).to_be_bytes();
             let r = (Bound::Included(&lo[..]), Bound::Included(&hi[..]));
             let truth = set.range::<[u8], _>(r).next().is_some();
-            let ans = s.may_contain_range::<[u8], _>(r);
+            let ans = s.may_contain_range(r);
             assert!(ans || !truth);
             if !truth {
                 neg += 1;
@@ -292,13 +292,13 @@ fn builder_and_kind_errors() {
     assert!(!s.may_contain(b"a") && !s.may_contain(b""));
     let empty = Surf::from_sorted(SurfKind::Base, Vec::<Vec<u8>>::new()).unwrap();
     assert!(!empty.may_contain(b"x"));
-    assert!(!empty.may_contain_range::<[u8], _>(..));
-    assert_eq!(empty.approx_count::<[u8], _>(..), 0);
+    assert!(!empty.may_contain_range(..));
+    assert_eq!(empty.approx_count(..), 0);
     let only_empty = Surf::from_sorted(SurfKind::Real(8), [b""]).unwrap();
     assert!(only_empty.may_contain(b""));
-    assert!(only_empty.may_contain_range::<[u8], _>(..));
-    assert!(!only_empty.may_contain_range::<&[u8], _>(&b"a"[..]..));
-    assert_eq!(RangeFilter::approx_count::<[u8], _>(&only_empty, ..), 1);
+    assert!(only_empty.may_contain_range(..));
+    assert!(!only_empty.may_contain_range(&b"a"[..]..));
+    assert_eq!(RangeFilter::approx_count(&only_empty, ..), 1);
 }
 
 #[test]
@@ -355,7 +355,7 @@ fn batched_ranges_answer_like_single_ones() {
             for (r, got) in ranges.iter().zip(&out) {
                 assert_eq!(
                     *got,
-                    s.may_contain_range::<[u8], _>(*r),
+                    s.may_contain_range(*r),
                     "{shape:?} {kind:?} ratio {ratio}"
                 );
             }
@@ -412,9 +412,9 @@ mod properties {
                         }
                         let exact = sorted.iter().filter(|k| mlpdex::key::in_range(k, lo, hi)).count() as u64;
                         if exact > 0 {
-                            prop_assert!(s.may_contain_range::<[u8], _>((lo, hi)));
+                            prop_assert!(s.may_contain_range((lo, hi)));
                         }
-                        let c = s.approx_count::<[u8], _>((lo, hi));
+                        let c = s.approx_count((lo, hi));
                         prop_assert!(c >= exact && c <= exact + 2, "count {} exact {}", c, exact);
                     }
                 }
@@ -461,8 +461,8 @@ fn damaged_images_with_valid_checksums_never_panic() {
                 let mut rout = vec![false; ranges.len()];
                 f.may_contain_range_batch(&ranges, &mut rout);
                 for r in &ranges {
-                    let _ = f.may_contain_range::<[u8], _>(*r);
-                    let _ = f.approx_count::<[u8], _>(*r);
+                    let _ = f.may_contain_range(*r);
+                    let _ = f.approx_count(*r);
                 }
                 let mut c = f.cursor();
                 let mut ok = c.seek(Bound::Unbounded);
@@ -573,11 +573,11 @@ fn check_self_consistent(f: &Surf, probes: &[Vec<u8>]) -> Result<(), String> {
             return Err(format!("denies its own prefix key {prefix:?}"));
         }
         let r = (Bound::Included(&k[..]), Bound::Included(&k[..]));
-        if !f.may_contain_range::<[u8], _>(r) || !rbatch[i] || f.approx_count::<[u8], _>(r) == 0 {
+        if !f.may_contain_range(r) || !rbatch[i] || f.approx_count(r) == 0 {
             return Err(format!("denies the range [{k:?}, {k:?}] of its own entry"));
         }
         let wide = (Bound::Included(&prefix[..]), Bound::<&[u8]>::Unbounded);
-        if !f.may_contain_range::<[u8], _>(wide) {
+        if !f.may_contain_range(wide) {
             return Err(format!("denies the range from {prefix:?} up"));
         }
         for forward in [true, false] {

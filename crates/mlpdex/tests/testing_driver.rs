@@ -8,10 +8,11 @@
 
 #![cfg(feature = "testing")]
 
+use mlpdex::KeyRange;
 use std::collections::{BTreeMap, btree_map};
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
-use mlpdex::key::{byte_bounds, is_empty_range};
+use mlpdex::key::is_empty_range;
 use mlpdex::testing::{KeyShape, arb_ops, differential_ordered, run_ops, try_differential_ordered};
 use mlpdex::{Error, OrderedMap};
 use proptest::prelude::*;
@@ -55,12 +56,11 @@ impl OrderedMap<u64> for StdMap {
     fn len(&self) -> usize {
         self.map.len()
     }
-    fn range<K, R>(&self, range: R) -> StdRange<'_>
+    fn range<R>(&self, range: R) -> StdRange<'_>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
-        let (start, end) = byte_bounds(&range);
+        let (start, end) = range.key_bounds();
         if is_empty_range(start, end) {
             return StdRange(None);
         }
@@ -77,7 +77,7 @@ impl OrderedMap<u64> for StdMap {
             Bound::Excluded(k) if self.off_by_one_upper => Bound::Included(k),
             b => b,
         };
-        self.range::<[u8], _>((Bound::Unbounded, bound)).next_back()
+        self.range((Bound::Unbounded, bound)).next_back()
     }
 }
 

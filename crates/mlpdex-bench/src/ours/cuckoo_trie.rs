@@ -48,7 +48,7 @@ impl<const D: usize> BenchIndex for Cuckoo<D> {
     #[inline]
     fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
         self.0
-            .range::<[u8], _>((Bound::Included(start), Bound::Unbounded))
+            .range((Bound::Included(start), Bound::Unbounded))
             .take(n)
             .map(|(_, &v)| v)
             .reduce(fold)
@@ -112,7 +112,7 @@ impl BenchIndex for ConcurrentCuckoo {
             return None;
         }
         self.0
-            .visit_range::<[u8], _>((Bound::Included(start), Bound::Unbounded), |_, &v| {
+            .visit_range((Bound::Included(start), Bound::Unbounded), |_, &v| {
                 acc = Some(acc.map_or(v, |a| fold(a, v)));
                 left -= 1;
                 if left == 0 {

@@ -66,7 +66,7 @@ impl<const K: usize> BenchIndex for Skiplist<K> {
     fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
         let guard = pin();
         self.0
-            .range::<[u8], _>((Bound::Included(start), Bound::Unbounded), &guard)
+            .range((Bound::Included(start), Bound::Unbounded), &guard)
             .take(n)
             .map(|(_, &v)| v)
             .reduce(fold)

@@ -1,9 +1,10 @@
 //! [`ConcurrentCuckooTrie`]: the Cuckoo Trie shared between threads (cuckoo-trie.txt §5).
 //! Contract and protocol: the docs of [`ConcurrentCuckooTrie`].
 
+use crate::KeyRange;
 use core::fmt;
 use core::marker::PhantomData;
-use core::ops::{Bound, ControlFlow, RangeBounds};
+use core::ops::{Bound, ControlFlow};
 use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,7 +14,7 @@ use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
 use super::raw::table::{ReadSession, Torn};
 use super::raw::trie::{Inserted, LeafRef, NeedsGrowth, RawTrie, Scratch, Seek};
 use super::{Config, record};
-use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
+use crate::key::{after_start, before_end, is_empty_range};
 use crate::{ConcurrentOrderedMap, Error};
 
 /// The Cuckoo Trie for many threads (cuckoo-trie.txt §5); the structure itself is described
@@ -306,16 +307,11 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         })
     }
 
-    fn visit<K, Rg>(
-        &self,
-        range: Rg,
-        forward: bool,
-        mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>,
-    ) where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
+    fn visit<Rg>(&self, range: Rg, forward: bool, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        Rg: KeyRange,
     {
-        let (start, end) = byte_bounds(&range);
+        let (start, end) = range.key_bounds();
         if is_empty_range(start, end) {
             return;
         }
@@ -515,18 +511,16 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for ConcurrentCuc
         self.seek_with(bound, false, f)
     }
 
-    fn visit_range<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
+        Rg: KeyRange,
     {
         self.visit(range, true, f);
     }
 
-    fn visit_range_rev<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
+        Rg: KeyRange,
     {
         self.visit(range, false, f);
     }
@@ -575,7 +569,7 @@ mod tests {
                         }
                     }
                     let mut prev = None;
-                    map.visit_range::<[u8], _>(.., |k, _| {
+                    map.visit_range(.., |k, _| {
                         assert!(prev.as_deref() < Some(k), "range out of order");
                         prev = Some(k.to_vec());
                         ControlFlow::Continue(())

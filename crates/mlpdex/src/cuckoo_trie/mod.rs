@@ -128,16 +128,17 @@ mod record;
 
 pub use concurrent::ConcurrentCuckooTrie;
 
+use crate::KeyRange;
 use core::fmt;
 use core::marker::PhantomData;
-use core::ops::{Bound, RangeBounds};
+use core::ops::Bound;
 use core::ptr::NonNull;
 
 use raw::cursor::Cursor;
 use raw::table::{Ent, Loc};
 use raw::trie::{Inserted, NeedsGrowth, Params, RawTrie, Scratch, Seek, stable};
 
-use crate::key::{byte_bounds, is_empty_range};
+use crate::key::is_empty_range;
 use crate::substrate::prefetch::prefetch_read;
 use crate::{Error, OrderedMap};
 
@@ -549,12 +550,11 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         self.raw.len()
     }
 
-    fn range<K, R>(&self, range: R) -> Range<'_, V>
+    fn range<R>(&self, range: R) -> Range<'_, V>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
-        let (start, end) = byte_bounds(&range);
+        let (start, end) = range.key_bounds();
         let empty = || Range {
             map: self,
             front: None,

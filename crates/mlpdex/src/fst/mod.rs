@@ -80,7 +80,8 @@
 
 pub(crate) mod raw;
 
-use core::ops::{Bound, RangeBounds};
+use crate::KeyRange;
+use core::ops::Bound;
 
 use self::raw::build::LevelBuilder;
 use self::raw::format::{self, FST_MAGIC};
@@ -89,7 +90,7 @@ pub use self::raw::trie::TrieStats;
 use self::raw::trie::{Path, Trie, bound_key};
 use crate::Error;
 use crate::api::{RangeCursor, StaticMap, StaticMapBuilder};
-use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
+use crate::key::{after_start, before_end, is_empty_range};
 use crate::substrate::frozen::{Frozen, Shared, StableDeref};
 
 /// What an FST keeps of each key.
@@ -323,18 +324,17 @@ impl Fst {
     }
 
     /// A cursor over the keys within `range`, from both ends.
-    pub fn range<K, R>(&self, range: R) -> Cursor<'_>
+    pub fn range<R>(&self, range: R) -> Cursor<'_>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
-        let (start, end) = byte_bounds(&range);
+        let (start, end) = range.key_bounds();
         Cursor::new(self, start, end)
     }
 
     /// A cursor over every key.
     pub fn iter(&self) -> Cursor<'_> {
-        self.range::<[u8], _>(..)
+        self.range(..)
     }
 
     /// The first key within `bound` from below and its value (`≥ k`, `> k`, or the first key).
@@ -555,10 +555,9 @@ impl StaticMap for Fst {
         self.len
     }
 
-    fn range<K, R>(&self, range: R) -> Cursor<'_>
+    fn range<R>(&self, range: R) -> Cursor<'_>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
         Fst::range(self, range)
     }

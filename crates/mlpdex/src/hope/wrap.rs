@@ -20,7 +20,7 @@
 //! has grown.
 
 use core::cell::RefCell;
-use core::ops::{Bound, ControlFlow, RangeBounds};
+use core::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
 use super::Encoder;
@@ -28,7 +28,7 @@ use crate::Error;
 use crate::api::{
     ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder,
 };
-use crate::key::byte_bounds;
+use crate::key::KeyRange;
 
 /// A structure over encoded keys and the encoder that made them.
 #[derive(Clone, Debug)]
@@ -71,12 +71,11 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 }
 
 /// The encoded bounds of `range`.
-fn encode_range<K, R>(enc: &Encoder, range: &R) -> (Bound<Vec<u8>>, Bound<Vec<u8>>)
+fn encode_range<R>(enc: &Encoder, range: &R) -> (Bound<Vec<u8>>, Bound<Vec<u8>>)
 where
-    K: AsRef<[u8]> + ?Sized,
-    R: RangeBounds<K>,
+    R: KeyRange,
 {
-    let (lo, hi) = byte_bounds(range);
+    let (lo, hi) = range.key_bounds();
     (encode_bound(enc, lo), encode_bound(enc, hi))
 }
 
@@ -150,14 +149,13 @@ impl<M: StaticMap> StaticMap for Hope<M> {
         self.inner.len()
     }
 
-    fn range<K, R>(&self, range: R) -> Self::Cursor<'_>
+    fn range<R>(&self, range: R) -> Self::Cursor<'_>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
         let (lo, hi) = encode_range(&self.encoder, &range);
         HopeCursor {
-            inner: self.inner.range::<[u8], _>((as_ref(&lo), as_ref(&hi))),
+            inner: self.inner.range((as_ref(&lo), as_ref(&hi))),
             encoder: &self.encoder,
             buf: Vec::new(),
         }
@@ -209,24 +207,20 @@ impl<M: RangeFilter> RangeFilter for Hope<M> {
         with_encoded(&self.encoder, key, |k| self.inner.may_contain(k))
     }
 
-    fn may_contain_range<K, R>(&self, range: R) -> bool
+    fn may_contain_range<R>(&self, range: R) -> bool
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
         let (lo, hi) = encode_range(&self.encoder, &range);
-        self.inner
-            .may_contain_range::<[u8], _>((as_ref(&lo), as_ref(&hi)))
+        self.inner.may_contain_range((as_ref(&lo), as_ref(&hi)))
     }
 
-    fn approx_count<K, R>(&self, range: R) -> u64
+    fn approx_count<R>(&self, range: R) -> u64
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
         let (lo, hi) = encode_range(&self.encoder, &range);
-        self.inner
-            .approx_count::<[u8], _>((as_ref(&lo), as_ref(&hi)))
+        self.inner.approx_count((as_ref(&lo), as_ref(&hi)))
     }
 
     fn memory_usage(&self) -> usize {
@@ -271,18 +265,16 @@ impl<V: Clone, M: ConcurrentOrderedMap<V>> ConcurrentOrderedMap<V> for Hope<M> {
         self.seek_with(bound, true, f)
     }
 
-    fn visit_range<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
+        Rg: KeyRange,
     {
         self.visit_with(&range, false, f);
     }
 
-    fn visit_range_rev<K, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
+        Rg: KeyRange,
     {
         self.visit_with(&range, true, f);
     }
@@ -315,15 +307,14 @@ impl<M> Hope<M> {
 
     /// `visit_range` (or, when `rev`, `visit_range_rev`) of the inner concurrent map over the
     /// encoded range, each key handed to `f` decoded.
-    fn visit_with<V: Clone, K, Rg>(
+    fn visit_with<V: Clone, Rg>(
         &self,
         range: &Rg,
         rev: bool,
         mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>,
     ) where
         M: ConcurrentOrderedMap<V>,
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
+        Rg: KeyRange,
     {
         let (lo, hi) = encode_range(&self.encoder, range);
         let bounds = (as_ref(&lo), as_ref(&hi));
@@ -333,9 +324,9 @@ impl<M> Hope<M> {
             f(&buf, v)
         };
         if rev {
-            self.inner.visit_range_rev::<[u8], _>(bounds, g);
+            self.inner.visit_range_rev(bounds, g);
         } else {
-            self.inner.visit_range::<[u8], _>(bounds, g);
+            self.inner.visit_range(bounds, g);
         }
     }
 }
@@ -356,14 +347,10 @@ pub trait EncodedMap<V> {
         self.len() == 0
     }
     /// The entries within `range`, in order from both ends, keys decoded.
-    fn range<'a, K, R>(
-        &'a self,
-        range: R,
-    ) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
+    fn range<'a, R>(&'a self, range: R) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
     where
         V: 'a,
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>;
+        R: KeyRange;
     /// The first entry at or after `bound`.
     fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)>;
     /// The last entry at or before `bound`.
@@ -393,16 +380,15 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
         self.inner.len()
     }
 
-    fn range<'a, K, R>(&'a self, range: R) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
+    fn range<'a, R>(&'a self, range: R) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
     where
         V: 'a,
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
         let (lo, hi) = encode_range(&self.encoder, &range);
         let enc = &*self.encoder;
         self.inner
-            .range::<[u8], _>((as_ref(&lo), as_ref(&hi)))
+            .range((as_ref(&lo), as_ref(&hi)))
             .map(move |(k, v)| {
                 let mut buf = Vec::new();
                 decode_to(enc, k, &mut buf);

@@ -144,9 +144,10 @@
 
 mod raw;
 
+use crate::KeyRange;
 use core::fmt;
 use core::marker::PhantomData;
-use core::ops::{Bound, ControlFlow, RangeBounds};
+use core::ops::{Bound, ControlFlow};
 use core::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::cell::Cell;
 use std::sync::Arc;
@@ -155,7 +156,7 @@ use std::sync::atomic::AtomicUsize;
 use self::raw::list::{RawList, Retire, Seek};
 use self::raw::node::{self, DELETED, MAX_HEIGHT, Node, addr};
 use self::raw::prefetch::{MAX_DEPTH, Prefetcher};
-use crate::key::{after_start, before_end, byte_bounds, is_empty_range};
+use crate::key::{after_start, before_end, is_empty_range};
 use crate::{ConcurrentOrderedMap, Error};
 
 /// Pins the current thread's epoch: references obtained under the returned [`Guard`] stay
@@ -449,12 +450,11 @@ impl<V> SkipList<V> {
     }
 
     /// The entries within `range`, in order from either end, readable while `guard` lives.
-    pub fn range<'g, K, R>(&'g self, range: R, guard: &'g Guard) -> Range<'g, V, K, R>
+    pub fn range<'g, R>(&'g self, range: R, guard: &'g Guard) -> Range<'g, V, R>
     where
-        K: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<K>,
+        R: KeyRange,
     {
-        let (s, e) = byte_bounds(&range);
+        let (s, e) = range.key_bounds();
         let done = is_empty_range(s, e);
         Range {
             list: self,
@@ -465,14 +465,13 @@ impl<V> SkipList<V> {
             front_last: None,
             back_last: None,
             back_done: done,
-            _key: PhantomData,
         }
         .with_front_done(done)
     }
 
     /// Every entry in order, readable while `guard` lives.
-    pub fn iter<'g>(&'g self, guard: &'g Guard) -> Range<'g, V, [u8], core::ops::RangeFull> {
-        self.range::<[u8], _>(.., guard)
+    pub fn iter<'g>(&'g self, guard: &'g Guard) -> Range<'g, V, core::ops::RangeFull> {
+        self.range(.., guard)
     }
 
     /// Checks the structure: every level sorted and holding only present nodes that are also
@@ -569,7 +568,7 @@ enum Front {
 
 /// An iterator over a range of a [`SkipList`], from both ends; see
 /// [`SkipList::range`]. Forward steps use the prefetcher; backward steps re-seek.
-pub struct Range<'g, V, K: ?Sized, R> {
+pub struct Range<'g, V, R> {
     list: &'g SkipList<V>,
     _guard: &'g Guard,
     range: R,
@@ -578,10 +577,9 @@ pub struct Range<'g, V, K: ?Sized, R> {
     front_last: Option<&'g [u8]>,
     back_last: Option<&'g [u8]>,
     back_done: bool,
-    _key: PhantomData<fn(&K)>,
 }
 
-impl<V, K: ?Sized, R> fmt::Debug for Range<'_, V, K, R> {
+impl<V, R> fmt::Debug for Range<'_, V, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Range")
             .field("prefetch_depth", &self.list.config.prefetch_depth)
@@ -591,10 +589,9 @@ impl<V, K: ?Sized, R> fmt::Debug for Range<'_, V, K, R> {
     }
 }
 
-impl<'g, V, K, R> Range<'g, V, K, R>
+impl<'g, V, R> Range<'g, V, R>
 where
-    K: AsRef<[u8]> + ?Sized,
-    R: RangeBounds<K>,
+    R: KeyRange,
 {
     fn with_front_done(mut self, done: bool) -> Self {
         if done {
@@ -625,7 +622,7 @@ where
                 unsafe { pf.descend_level::<V>(lvl, p) };
             }
         };
-        let (s, _) = byte_bounds(&self.range);
+        let (s, _) = self.range.key_bounds();
         let first = match s {
             Bound::Included(k) => raw.descend(k, Seek::Ge, &mut on_level).1,
             Bound::Excluded(k) => raw.descend(k, Seek::Gt, &mut on_level).1,
@@ -645,10 +642,9 @@ where
     }
 }
 
-impl<'g, V, K, R> Iterator for Range<'g, V, K, R>
+impl<'g, V, R> Iterator for Range<'g, V, R>
 where
-    K: AsRef<[u8]> + ?Sized,
-    R: RangeBounds<K>,
+    R: KeyRange,
 {
     type Item = (&'g [u8], &'g V);
 
@@ -676,7 +672,7 @@ where
                 continue;
             }
             let key = n.key();
-            let (_, e) = byte_bounds(&self.range);
+            let (_, e) = self.range.key_bounds();
             if !before_end(key, e) || self.back_last.is_some_and(|b| key >= b) {
                 self.front = Front::Done;
                 return None;
@@ -689,16 +685,15 @@ where
     }
 }
 
-impl<'g, V, K, R> DoubleEndedIterator for Range<'g, V, K, R>
+impl<'g, V, R> DoubleEndedIterator for Range<'g, V, R>
 where
-    K: AsRef<[u8]> + ?Sized,
-    R: RangeBounds<K>,
+    R: KeyRange,
 {
     fn next_back(&mut self) -> Option<Self::Item> {
         if self.back_done {
             return None;
         }
-        let (s, e) = byte_bounds(&self.range);
+        let (s, e) = self.range.key_bounds();
         let bound = match self.back_last {
             Some(k) => Bound::Excluded(k),
             None => e,
@@ -758,10 +753,9 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for SkipList<V> {
         self.upper_bound(bound, &guard).map(|(k, v)| f(k, v))
     }
 
-    fn visit_range<K, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
+        Rg: KeyRange,
     {
         let guard = pin();
         for (k, v) in self.range(range, &guard) {
@@ -771,10 +765,9 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for SkipList<V> {
         }
     }
 
-    fn visit_range_rev<K, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range_rev<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
-        K: AsRef<[u8]> + ?Sized,
-        Rg: RangeBounds<K>,
+        Rg: KeyRange,
     {
         let guard = pin();
         for (k, v) in self.range(range, &guard).rev() {

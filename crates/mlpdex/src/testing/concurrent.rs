@@ -281,7 +281,7 @@ impl<M> fmt::Debug for Subject<M> {
 /// Every entry of `map` in ascending order, through `visit_range(..)`.
 pub fn entries<V: Clone, M: ConcurrentOrderedMap<V>>(map: &M) -> Vec<(Vec<u8>, V)> {
     let mut out = Vec::new();
-    map.visit_range::<[u8], _>(.., |k, v| {
+    map.visit_range(.., |k, v| {
         out.push((k.to_vec(), v.clone()));
         ControlFlow::Continue(())
     });
@@ -291,7 +291,7 @@ pub fn entries<V: Clone, M: ConcurrentOrderedMap<V>>(map: &M) -> Vec<(Vec<u8>, V
 /// Every entry of `map` in descending order, through `visit_range_rev(..)`.
 pub fn entries_rev<V: Clone, M: ConcurrentOrderedMap<V>>(map: &M) -> Vec<(Vec<u8>, V)> {
     let mut out = Vec::new();
-    map.visit_range_rev::<[u8], _>(.., |k, v| {
+    map.visit_range_rev(.., |k, v| {
         out.push((k.to_vec(), v.clone()));
         ControlFlow::Continue(())
     });
@@ -600,9 +600,9 @@ fn visit<M: ConcurrentOrderedMap<u64>>(
         }
     };
     if forward {
-        map.visit_range::<[u8], _>((s, e), f);
+        map.visit_range((s, e), f);
     } else {
-        map.visit_range_rev::<[u8], _>((s, e), f);
+        map.visit_range_rev((s, e), f);
     }
     out
 }
@@ -2075,7 +2075,7 @@ pub fn values_dropped_once<M: ConcurrentOrderedMap<Counted>>(subject: &Subject<M
         }
     }
     // Visits see the stored values themselves.
-    map.visit_range::<[u8], _>(.., |k, v| {
+    map.visit_range(.., |k, v| {
         let idx = u.idx(k).expect("known key");
         assert_eq!(Some(v.id), held[idx], "[{name}] visit of {}", u.show(idx));
         ControlFlow::Continue(())
@@ -2206,7 +2206,7 @@ pub fn values_dropped_once_concurrently<M: ConcurrentOrderedMap<Counted>>(
                             }
                             _ => {
                                 let mut left = 1 + rng.index(30);
-                                map.visit_range::<[u8], _>(
+                                map.visit_range(
                                     (Bound::Included(key), Bound::Unbounded),
                                     |_, v| {
                                         alive("visit_range", v);
@@ -2450,7 +2450,7 @@ pub fn empty_key_alone_and_with_others<M: ConcurrentOrderedMap<u64>>(subject: &S
     );
     let count = |r: (Bound<&[u8]>, Bound<&[u8]>)| {
         let mut n = 0;
-        map.visit_range::<[u8], _>(r, |_, _| {
+        map.visit_range(r, |_, _| {
             n += 1;
             ControlFlow::Continue(())
         });
@@ -2622,10 +2622,9 @@ mod tests {
         ) -> Option<R> {
             self.lock().upper_bound(bound).map(|(k, v)| f(k, v))
         }
-        fn visit_range<Q, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+        fn visit_range<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
         where
-            Q: AsRef<[u8]> + ?Sized,
-            Rg: core::ops::RangeBounds<Q>,
+            Rg: crate::KeyRange,
         {
             for (k, v) in self.lock().range(range) {
                 if f(k, v).is_break() {
@@ -2633,10 +2632,9 @@ mod tests {
                 }
             }
         }
-        fn visit_range_rev<Q, Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+        fn visit_range_rev<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
         where
-            Q: AsRef<[u8]> + ?Sized,
-            Rg: core::ops::RangeBounds<Q>,
+            Rg: crate::KeyRange,
         {
             for (k, v) in self.lock().range(range).rev() {
                 if f(k, v).is_break() {
@@ -2776,17 +2774,15 @@ mod tests {
         ) -> Option<R> {
             self.inner.upper_bound_with(bound, f)
         }
-        fn visit_range<Q, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+        fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
         where
-            Q: AsRef<[u8]> + ?Sized,
-            Rg: core::ops::RangeBounds<Q>,
+            Rg: crate::KeyRange,
         {
             self.inner.visit_range(range, f);
         }
-        fn visit_range_rev<Q, Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+        fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
         where
-            Q: AsRef<[u8]> + ?Sized,
-            Rg: core::ops::RangeBounds<Q>,
+            Rg: crate::KeyRange,
         {
             self.inner.visit_range_rev(range, f);
         }
