@@ -5,7 +5,7 @@
 //! | trait | writes | iteration | for |
 //! |---|---|---|---|
 //! | [`OrderedMap`] | `&mut self` | borrowing `DoubleEndedIterator` | single-threaded maps |
-//! | [`ConcurrentOrderedMap`] | `&self`, linearizable | visitor over a range | maps shared by threads |
+//! | [`ConcurrentOrderedMap`] | `&self`, linearizable | guard-based `DoubleEndedIterator` (inherent), visitor (trait) | maps shared by threads |
 //! | [`StaticMap`] | built once by a [`StaticMapBuilder`] | lending [`RangeCursor`] | succinct / read-only maps |
 //! | [`RangeFilter`] | built once | none | approximate membership (SuRF) |
 //!
@@ -16,9 +16,11 @@
 //! Insertion returns `Result` because a structure may refuse a key it cannot hold (for example
 //! [`Error::KeyWidth`] for an integer-only map) or fail to get memory; no method panics on input.
 //!
-//! Why a visitor for concurrent iteration: entries of a concurrent map live only as long as an
-//! epoch guard pinned by the map, so handing out borrowed entries through `Iterator` would force an
-//! allocation or a reference count per entry. Structures add richer iterators inherently.
+//! Why the concurrent trait iterates with a visitor: entries of a concurrent map live only as
+//! long as an epoch guard, and a wrapper such as [`Hope`](crate::hope::Hope) rebuilds each key
+//! in a buffer of its own, so it cannot lend keys for the guard's lifetime. The concurrent maps
+//! themselves lend entries under a caller's [`epoch::Guard`](crate::epoch::Guard) through
+//! inherent, guard-based iterators.
 
 use crate::KeyRange;
 use core::ops::{Bound, ControlFlow};
@@ -100,11 +102,47 @@ pub trait OrderedMap<V> {
 
 /// An ordered map whose operations take `&self` and may run on many threads at once.
 ///
-/// Contract: `get`, `insert`, `remove`, `lower_bound_with` and `upper_bound_with` are
+/// The concurrent maps ([`SkipList`](crate::skiplist::SkipList) and
+/// [`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie)) have the richer
+/// interface inherently, with the same names and signatures on both: `get`, `range`, `iter`,
+/// `lower_bound`, `upper_bound`, `first` and `last` take an [`epoch::Guard`](crate::epoch::Guard)
+/// and lend `&'g` keys and values, and ranges are `DoubleEndedIterator`s. This trait is the
+/// part every concurrent map can offer, wrappers included: [`Hope`](crate::hope::Hope)
+/// decodes keys into a buffer of its own, so it cannot lend them for a guard's lifetime, and
+/// hands them to a closure instead. The maps' implementations forward to their inherent
+/// methods, pinning a guard for the duration of each call.
+///
+/// Contract: `get_with`, `insert`, `remove`, `lower_bound_with` and `upper_bound_with` are
 /// linearizable. Range visits are not atomic, but a visit never reports a key removed before it
 /// started, never skips a key present throughout, never reports a key twice, and reports keys in
 /// order. Values are returned by clone because a replaced value may still be read by other
 /// threads until reclamation.
+///
+/// ```
+/// use mlpdex::ConcurrentOrderedMap;
+/// use mlpdex::cuckoo_trie::ConcurrentCuckooTrie;
+/// use mlpdex::skiplist::SkipList;
+///
+/// fn total<M: ConcurrentOrderedMap<u64>>(map: &M) -> u64 {
+///     let mut sum = 0;
+///     map.visit_range("a".."c", |_, v| {
+///         sum += v;
+///         core::ops::ControlFlow::Continue(())
+///     });
+///     sum
+/// }
+///
+/// let list = SkipList::new();
+/// let trie = ConcurrentCuckooTrie::new();
+/// for (k, v) in [("apple", 1), ("banana", 2), ("cherry", 3)] {
+///     ConcurrentOrderedMap::insert(&list, k.as_bytes(), v).unwrap();
+///     trie.insert(k.as_bytes(), v).unwrap(); // the same, inherently
+/// }
+/// assert_eq!((total(&list), total(&trie)), (3, 3));
+/// // With the trait in scope the inherent, guard-based `get` is still the one called:
+/// assert_eq!(list.get(b"apple", &mlpdex::epoch::pin()), Some(&1));
+/// assert_eq!(trie.get_cloned(b"apple"), Some(1));
+/// ```
 pub trait ConcurrentOrderedMap<V: Clone>: Sync {
     /// Applies `f` to the value stored under `key`, while it is protected from reclamation.
     fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R>;
@@ -139,9 +177,15 @@ pub trait ConcurrentOrderedMap<V: Clone>: Sync {
     where
         Rg: KeyRange;
 
-    /// A clone of the value stored under `key`.
-    fn get(&self, key: &[u8]) -> Option<V> {
+    /// A clone of the value stored under `key`. (Named apart from the maps' inherent
+    /// `get(key, &guard)`, which lends the value instead.)
+    fn get_cloned(&self, key: &[u8]) -> Option<V> {
         self.get_with(key, V::clone)
+    }
+
+    /// True when `key` is stored.
+    fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_with(key, |_| ()).is_some()
     }
 
     /// True when the map holds no key.

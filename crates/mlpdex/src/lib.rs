@@ -13,6 +13,7 @@
 //!   [`StaticMap`] with [`StaticMapBuilder`], and [`RangeFilter`].
 //! - [`cuckoo_trie`]: the Cuckoo Trie, an ordered map for byte-string keys whose lookups
 //!   prefetch all trie levels in parallel; single-threaded and concurrent front ends.
+//! - [`epoch`]: the epoch [`Guard`](epoch::Guard) the concurrent maps lend entries under.
 //! - [`mlp_index`]: MlpIndex, the ordered map of `u64` keys that probes every trie level of a
 //!   key at once.
 //! - [`skiplist`]: a lock-free skip list of byte-string keys whose iterator prefetches ahead
@@ -40,6 +41,7 @@
 
 pub mod api;
 pub mod cuckoo_trie;
+pub mod epoch;
 mod error;
 pub mod fst;
 pub mod hope;

@@ -424,7 +424,7 @@ fn max_key_len_is_accepted_and_one_more_refused() {
     assert_eq!(map.insert(&[0xab; 10], 2), Ok(None));
     assert_eq!(map.insert(&longest, 3), Ok(None));
     assert_eq!(map.insert(b"\xff", 4), Ok(None));
-    assert_eq!(map.get(&longest), Some(3));
+    assert_eq!(map.get_cloned(&longest), Some(3));
     assert_eq!(map.insert(&longest, 5), Ok(Some(3)));
     let before = entries(&map);
     assert_eq!(before.len(), 4);
@@ -447,7 +447,7 @@ fn max_key_len_is_accepted_and_one_more_refused() {
     assert!(entries(&map) == before, "a refused insert changed the map");
     assert_eq!(map.len(), 4);
     // Reads with a too-long key answer normally.
-    assert_eq!(map.get(&too_long), None);
+    assert_eq!(map.get_cloned(&too_long), None);
     assert_eq!(map.remove(&too_long), None);
     assert_eq!(
         map.lower_bound_with(Bound::Included(&too_long), |_, v| *v),
@@ -475,8 +475,8 @@ fn max_key_len_is_accepted_and_one_more_refused() {
     let mut sibling = longest.clone();
     sibling[max - 1] = 0xac;
     assert_eq!(map.insert(&sibling, 8), Ok(None));
-    assert_eq!(map.get(&sibling), Some(8));
-    assert_eq!(map.get(&longest), Some(5));
+    assert_eq!(map.get_cloned(&sibling), Some(8));
+    assert_eq!(map.get_cloned(&longest), Some(5));
     assert_eq!(
         map.upper_bound_with(Bound::Excluded(&sibling), |_, v| *v),
         Some(5)
@@ -544,7 +544,7 @@ fn with_config_rejects_each_out_of_range_field() {
             assert_eq!(map.insert(&i.to_be_bytes(), i), Ok(None), "{what}");
         }
         for i in 0..300u64 {
-            assert_eq!(map.get(&i.to_be_bytes()), Some(i), "{what}");
+            assert_eq!(map.get_cloned(&i.to_be_bytes()), Some(i), "{what}");
         }
         assert_eq!(map.len(), 300);
         audit(&map, what);
@@ -589,7 +589,7 @@ fn clear_empties_and_the_map_stays_usable() {
     std::thread::scope(|s| {
         s.spawn(|| {
             for _ in 0..200 {
-                if let Some(v) = map.get(&7u64.to_be_bytes()) {
+                if let Some(v) = map.get_cloned(&7u64.to_be_bytes()) {
                     assert_eq!(v, 7);
                 }
                 let mut last: Option<Vec<u8>> = None;
@@ -604,13 +604,13 @@ fn clear_empties_and_the_map_stays_usable() {
     });
     assert_eq!(map.len(), 0);
     assert!(map.is_empty());
-    assert_eq!(map.get(&7u64.to_be_bytes()), None);
+    assert_eq!(map.get_cloned(&7u64.to_be_bytes()), None);
     map.check_invariants().unwrap();
     for i in 0..100u64 {
         assert_eq!(map.insert(&i.to_be_bytes(), i + 1).unwrap(), None);
     }
     assert_eq!(map.len(), 100);
-    assert_eq!(map.get(&42u64.to_be_bytes()), Some(43));
+    assert_eq!(map.get_cloned(&42u64.to_be_bytes()), Some(43));
     map.check_invariants().unwrap();
 }
 

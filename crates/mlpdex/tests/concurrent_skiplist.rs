@@ -87,8 +87,9 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::thread;
 
+use mlpdex::epoch::pin;
 use mlpdex::key::{Escaped, after_start, before_end, show_bound};
-use mlpdex::skiplist::{Config, SkipList, pin};
+use mlpdex::skiplist::{Config, SkipList};
 use mlpdex::testing::TestRng;
 use mlpdex::testing::concurrent::{
     self, ChurnPlan, Done, Plan, SameKeyPlan, Sharing, Stamp, Subject, as_slice, join_all,

@@ -1503,7 +1503,11 @@ fn disjoint_threads<M: ConcurrentOrderedMap<u64>>(name: &str, map: &M, universe:
                                 assert_eq!(map.remove(k), oracle.remove(k), "{name} t{t} remove");
                             }
                             _ => {
-                                assert_eq!(map.get(k), oracle.get(k).copied(), "{name} t{t} get");
+                                assert_eq!(
+                                    map.get_cloned(k),
+                                    oracle.get(k).copied(),
+                                    "{name} t{t} get"
+                                );
                             }
                         }
                     }
@@ -1521,7 +1525,12 @@ fn disjoint_threads<M: ConcurrentOrderedMap<u64>>(name: &str, map: &M, universe:
     assert_eq!(back, want, "{name}: final backward visit");
     assert_eq!(map.len(), all.len(), "{name}: len");
     for k in universe {
-        assert_eq!(map.get(k), all.get(k).copied(), "{name}: get {}", esc(k));
+        assert_eq!(
+            map.get_cloned(k),
+            all.get(k).copied(),
+            "{name}: get {}",
+            esc(k)
+        );
     }
 }
 

@@ -16,7 +16,8 @@ use std::ops::Bound;
 
 use mlpdex::ConcurrentOrderedMap;
 use mlpdex::Error;
-use mlpdex::skiplist::{Config, SkipList, pin};
+use mlpdex::epoch::pin;
+use mlpdex::skiplist::{Config, SkipList};
 use mlpdex::testing::{KeyShape, TestRng, arb_ops, differential_concurrent, run_ops_concurrent};
 use proptest::test_runner::{Config as PtConfig, TestCaseError, TestRunner};
 

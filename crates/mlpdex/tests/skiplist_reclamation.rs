@@ -2,7 +2,8 @@
 //! its own: these tests wait for epochs to advance, which a guard held for seconds by a test
 //! running beside them (a long iteration, say) would hold up.
 
-use mlpdex::skiplist::{Config, SkipList, pin};
+use mlpdex::epoch::pin;
+use mlpdex::skiplist::{Config, SkipList};
 
 fn list<V: Send + Sync + 'static>(depth: usize) -> SkipList<V> {
     SkipList::with_config(Config {

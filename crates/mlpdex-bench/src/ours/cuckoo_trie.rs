@@ -3,8 +3,9 @@
 
 use std::ops::Bound;
 
+use mlpdex::OrderedMap;
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
-use mlpdex::{ConcurrentOrderedMap, OrderedMap};
+use mlpdex::epoch::pin;
 
 use crate::adapter::{BenchIndex, Caps, fold};
 use crate::keys::Keys;
@@ -59,7 +60,7 @@ impl<const D: usize> BenchIndex for Cuckoo<D> {
     }
 }
 
-/// The concurrent Cuckoo Trie, default configuration. Scans are range visits: validated
+/// The concurrent Cuckoo Trie, default configuration. Scans are its range iterator: validated
 /// batches of the prefetching cursor (the concurrent map's range contract).
 #[derive(Debug)]
 pub struct ConcurrentCuckoo(ConcurrentCuckooTrie<u64>);
@@ -86,7 +87,7 @@ impl BenchIndex for ConcurrentCuckoo {
 
     #[inline]
     fn get(&self, key: &[u8]) -> Option<u64> {
-        self.0.get_with(key, |&v| v)
+        self.0.get(key, &pin()).copied()
     }
 
     #[inline]
@@ -101,27 +102,19 @@ impl BenchIndex for ConcurrentCuckoo {
 
     #[inline]
     fn lower_bound(&self, key: &[u8]) -> Option<u64> {
-        self.0.lower_bound_with(Bound::Included(key), |_, &v| v)
+        self.0
+            .lower_bound(Bound::Included(key), &pin())
+            .map(|(_, &v)| v)
     }
 
     #[inline]
     fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
-        let mut acc: Option<u64> = None;
-        let mut left = n;
-        if left == 0 {
-            return None;
-        }
+        let guard = pin();
         self.0
-            .visit_range((Bound::Included(start), Bound::Unbounded), |_, &v| {
-                acc = Some(acc.map_or(v, |a| fold(a, v)));
-                left -= 1;
-                if left == 0 {
-                    std::ops::ControlFlow::Break(())
-                } else {
-                    std::ops::ControlFlow::Continue(())
-                }
-            });
-        acc
+            .range((Bound::Included(start), Bound::Unbounded), &guard)
+            .take(n)
+            .map(|(_, &v)| v)
+            .reduce(fold)
     }
 
     fn mapped_bytes(&self) -> usize {

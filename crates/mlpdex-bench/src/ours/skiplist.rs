@@ -3,7 +3,8 @@
 
 use std::ops::Bound;
 
-use mlpdex::skiplist::{Config, SkipList, pin};
+use mlpdex::epoch::pin;
+use mlpdex::skiplist::{Config, SkipList};
 
 use crate::adapter::{BenchIndex, Caps, fold};
 use crate::keys::Keys;

@@ -1,115 +1,131 @@
 //! [`ConcurrentCuckooTrie`]: the Cuckoo Trie shared between threads (cuckoo-trie.txt §5).
-//! Contract and protocol: the docs of [`ConcurrentCuckooTrie`].
+//!
+//! ```
+//! use mlpdex::cuckoo_trie::ConcurrentCuckooTrie;
+//!
+//! let map = ConcurrentCuckooTrie::new();
+//! std::thread::scope(|s| {
+//!     for t in 0..2u64 {
+//!         let map = &map;
+//!         s.spawn(move || {
+//!             for i in 0..100u64 {
+//!                 let key = format!("user{:03}", 2 * i + t);
+//!                 map.insert(key.as_bytes(), i).unwrap();
+//!             }
+//!         });
+//!     }
+//! });
+//!
+//! let guard = mlpdex::epoch::pin(); // entries stay readable while it lives
+//! assert_eq!(map.get(b"user007", &guard), Some(&3));
+//! let keys: Vec<&[u8]> = map.range("user010".."user013", &guard).map(|(k, _)| k).collect();
+//! assert_eq!(keys, [b"user010", b"user011", b"user012"]);
+//! assert_eq!(map.iter(&guard).next_back(), Some((&b"user199"[..], &99)));
+//! assert_eq!(map.remove(b"user007"), Some(3));
+//! assert_eq!(map.len(), 199);
+//! ```
+//!
+//! # When to use it
+//!
+//! For large maps of short to medium keys read by many threads at once, with point reads and
+//! seeks dominating: a lookup costs about two DRAM round trips whatever the map's size, readers
+//! never write shared memory and never wait. Its methods and iterators have the same names and
+//! signatures as the [`SkipList`](crate::skiplist::SkipList)'s, under the same
+//! [`epoch::Guard`](crate::epoch::Guard), so the two are interchangeable.
+//!
+//! When not: many threads writing at once (writers are serialized by one mutex, so write-heavy
+//! loads scale like a single writer); long scans, where the skip list's prefetching iterator
+//! is faster; keys with long shared prefixes (see [`cuckoo_trie`](super)); a single thread,
+//! where [`CuckooTrie`](super::CuckooTrie) is faster without read sessions. Measured numbers
+//! are in the [`cuckoo_trie`](super) module docs.
+//!
+//! # Contract
+//!
+//! - [`get`](ConcurrentCuckooTrie::get), [`insert`](ConcurrentCuckooTrie::insert),
+//!   [`remove`](ConcurrentCuckooTrie::remove), [`lower_bound`](ConcurrentCuckooTrie::lower_bound)
+//!   and [`upper_bound`](ConcurrentCuckooTrie::upper_bound) are linearizable.
+//! - A [`Range`] is not a snapshot. It reads batches of up to 32 successive keys, each batch
+//!   from one validated walk of the prefetching cursor (run in reverse for
+//!   [`next_back`](DoubleEndedIterator::next_back)), so a batch is a run of consecutive keys
+//!   of one committed state; each batch starts after the last key reported. So an iteration
+//!   never yields a key removed before it started, never skips a key present throughout,
+//!   yields each key at most once, and yields keys in strictly increasing order (decreasing
+//!   from the back).
+//! - References handed out live as long as the [`Guard`] passed in (made by
+//!   [`epoch::pin`](crate::epoch::pin); see [`epoch`](crate::epoch)): a removed or replaced
+//!   entry stays readable until every guard pinned before its removal is dropped. An iterator
+//!   never re-pins: holding one for a long scan delays reclamation for the whole process.
+//! - Values are never changed in place: an update installs a new record and retires the old
+//!   one; a replaced or removed value is returned by clone and dropped when no guard can reach
+//!   it.
+//!
+//! # Protocol
+//!
+//! * **Readers** are optimistic and never write shared memory. A read loads the current trie
+//!   under the caller's guard and runs the single-threaded search algorithms inside a read
+//!   session: every bucket is copied under its seqlock and its version recorded
+//!   (`raw::seqlock`). At the end it re-checks all versions; if any bucket changed (or the
+//!   copies showed an impossible state, such as a child bit without its child), it starts
+//!   over. Only then does it touch the record the leaf names, which epoch-based reclamation
+//!   keeps alive while the guard lives.
+//! * **Writers** take the map's writer mutex, then run the single-threaded insert or remove.
+//!   A writer that finds the mutex taken first reads its key's search path as a reader would
+//!   (unvalidated, to bring it into cache), so writers' DRAM misses overlap and the mutex is
+//!   held for the changes rather than for round trips.
+//!   Each bucket is locked (odd version) before its first change and stays locked until the
+//!   whole operation is done, so readers see all of an operation or none of it. The leaf
+//!   list's head lives outside the table and is changed only with the root's bucket locked.
+//! * **Growth** builds a complete copy in a larger table while readers keep using the old
+//!   one (it is frozen: only the writer could change it), then publishes the copy with one
+//!   pointer swap; the old table is unmapped when the last reader pinned before the swap
+//!   leaves. Readers never wait for a growth; writers do (the paper cites lock-free marking
+//!   for concurrent resizing; this is the simpler scheme its §5 allows).
+//! * The unsafe parts (the epoch-protected trie pointer, typed records, reclamation) are in
+//!   `raw::shared`, whose lifetimes carry the guard: this file only forwards.
+//!
+//! # Deviations from the paper
+//!
+//! * Writers are serialized by one mutex instead of locking only their buckets against each
+//!   other. The paper's writers lock the buckets they change and use dirty flags on stale
+//!   locators so that writers in different parts of the trie proceed in parallel; here, only
+//!   readers run in parallel with a writer. A writer still locks only the buckets it
+//!   changes, so readers elsewhere in the table never wait.
+//! * Since no two writers ever run at once, a locator is never stale when a reader validates
+//!   it, so the dirty flag (entry bit 19) is unused.
 
-use crate::KeyRange;
 use core::fmt;
-use core::marker::PhantomData;
-use core::ops::{Bound, ControlFlow};
-use core::sync::atomic::AtomicUsize;
-use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use core::ops::{Bound, ControlFlow, RangeFull};
 
-use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned};
-
-use super::raw::table::{ReadSession, Torn};
-use super::raw::trie::{Inserted, LeafRef, NeedsGrowth, RawTrie, Scratch, Seek};
-use super::{Config, record};
+use super::Config;
+use super::raw::shared::{Leaf, SharedTrie};
+use crate::epoch::{Guard, pin};
 use crate::key::{after_start, before_end, is_empty_range};
-use crate::{ConcurrentOrderedMap, Error};
+use crate::{ConcurrentOrderedMap, Error, KeyRange};
 
-/// The Cuckoo Trie for many threads (cuckoo-trie.txt §5); the structure itself is described
-/// in [`CuckooTrie`](super::CuckooTrie) and the [module docs](super).
+/// The Cuckoo Trie for many threads; see the [module docs](self) for the contract and the
+/// protocol, and [`cuckoo_trie`](super) for the structure.
 ///
-/// # Contract
+/// ```
+/// use mlpdex::cuckoo_trie::ConcurrentCuckooTrie;
 ///
-/// `get_with`, `insert`, `remove`, `lower_bound_with` and `upper_bound_with` are linearizable.
-/// Range visits are not atomic. A visit reads batches of up to 32 successive keys, each batch
-/// from one validated walk of the prefetching cursor (run in reverse for a descending visit),
-/// so a batch is a run of consecutive keys of one committed state. Each batch starts after the
-/// last key reported, so a visit never reports a key removed before it started, never skips a
-/// key present throughout, and reports keys once each, in order.
-///
-/// # Protocol
-///
-/// * **Readers** are optimistic and never write shared memory. A read pins an epoch, loads the
-///   current trie, and runs the single-threaded search algorithms inside a read session: every
-///   bucket is copied under its seqlock and its version recorded (`raw::seqlock`). At the end
-///   it re-checks all versions; if any bucket changed (or the copies showed an impossible
-///   state, such as a child bit without its child), it starts over. Only then does it touch
-///   the record the leaf names, which epoch-based reclamation keeps alive while it is pinned.
-/// * **Writers** take the map's writer mutex, then run the single-threaded insert or remove.
-///   A writer that finds the mutex taken first reads its key's search path as a reader would
-///   (unvalidated, to bring it into cache), so writers' DRAM misses overlap and the mutex is
-///   held for the changes rather than for round trips.
-///   Each bucket is locked (odd version) before its first change and stays locked until the
-///   whole operation is done, so readers see all of an operation or none of it. The leaf
-///   list's head lives outside the table and is changed only with the root's bucket locked.
-/// * **Values** are never changed in place: an update installs a new record and retires the
-///   old one. A replaced or removed value is returned by clone (other readers may still be
-///   reading it) and dropped when no reader can reach it.
-/// * **Growth** builds a complete copy in a larger table while readers keep using the old
-///   one (it is frozen: only the writer could change it), then publishes the copy with one
-///   pointer swap; the old table is unmapped when the last reader pinned before the swap
-///   leaves. Readers never wait for a growth; writers do (the paper cites lock-free marking
-///   for concurrent resizing; this is the simpler scheme its §5 allows).
-///
-/// # Deviations from the paper
-///
-/// * Writers are serialized by one mutex instead of locking only their buckets against each
-///   other. The paper's writers lock the buckets they change and use dirty flags on stale
-///   locators so that writers in different parts of the trie proceed in parallel; here, only
-///   readers run in parallel with a writer. A writer still locks only the buckets it
-///   changes, so readers elsewhere in the table never wait. Write-heavy multi-threaded loads
-///   therefore scale like a single writer (measured numbers in the module docs of
-///   [`cuckoo_trie`](super)).
-/// * Since no two writers ever run at once, a locator is never stale when a reader validates
-///   it, so the dirty flag (entry bit 19) is unused.
+/// let map = ConcurrentCuckooTrie::new();
+/// map.insert(b"apple", 1).unwrap();
+/// map.insert(b"cherry", 3).unwrap();
+/// let guard = mlpdex::epoch::pin();
+/// let mut total = 0;
+/// for (key, value) in map.iter(&guard) {
+///     println!("{}: {value}", String::from_utf8_lossy(key));
+///     total += value;
+/// }
+/// assert_eq!(total, 4);
+/// ```
 pub struct ConcurrentCuckooTrie<V> {
-    /// The current trie; replaced whole by growth and shrinking.
-    current: Atomic<RawTrie>,
-    /// The writer's scratch memory: holding it is what makes a thread the writer.
-    writer: Mutex<Scratch>,
-    /// Bytes of records, including retired ones not yet reclaimed (shared with the
-    /// reclamation closures, which may run after the map is gone).
-    record_bytes: Arc<AtomicUsize>,
+    raw: SharedTrie<V>,
     config: Config,
-    _values: PhantomData<V>,
 }
 
-// SAFETY: the map owns its records; values move between threads (a value inserted on one
-// thread is dropped by the reclamation on another): `V: Send`.
-unsafe impl<V: Send + Sync> Send for ConcurrentCuckooTrie<V> {}
-// SAFETY: shared access hands out `&V` to many threads (`V: Sync`) and moves values in and
-// out (`V: Send`); the trie itself is synchronized by the protocol in the module docs.
-unsafe impl<V: Send + Sync> Sync for ConcurrentCuckooTrie<V> {}
-
-/// Drops the value in record `p` and frees it, taking its size off `bytes`.
-///
-/// # Safety
-/// As for [`record::free`]: `p` holds a `key_len`-byte key, is unreachable, and is freed once.
-unsafe fn drop_record<V>(p: *mut u8, key_len: usize, bytes: &AtomicUsize) {
-    // SAFETY: per the contract.
-    let (v, size) = unsafe { record::free::<V>(p, key_len) };
-    drop(v);
-    bytes.fetch_sub(size, Relaxed);
-}
-
-/// The first leaf within `bound` from below (`forward`) or the last from above.
-#[inline]
-fn seek_bound(t: &RawTrie, bound: Bound<&[u8]>, forward: bool) -> Result<Option<LeafRef>, Torn> {
-    match (bound, forward) {
-        (Bound::Included(k), true) => t.seek(k, Seek::Ge),
-        (Bound::Excluded(k), true) => t.seek(k, Seek::Gt),
-        (Bound::Unbounded, true) => t.first(),
-        (Bound::Included(k), false) => t.seek(k, Seek::Le),
-        (Bound::Excluded(k), false) => t.seek(k, Seek::Lt),
-        (Bound::Unbounded, false) => t.last(),
-    }
-}
-
-/// Leaves a range visit reads per validated walk; it re-pins between walks, so a long
-/// visit does not hold back reclamation.
-const VISIT_BATCH: usize = 32;
+/// Leaves an iterator reads per validated walk.
+const BATCH: usize = 32;
 
 impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
     /// Longest key accepted, in bytes.
@@ -128,20 +144,34 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
     /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
     pub fn with_config(config: Config) -> Result<Self, Error> {
         config.validate()?;
-        let mut raw = RawTrie::new(config.params::<V>())?;
-        raw.set_shared();
         Ok(ConcurrentCuckooTrie {
-            current: Atomic::new(raw),
-            writer: Mutex::new(Scratch::default()),
-            record_bytes: Arc::new(AtomicUsize::new(0)),
+            raw: SharedTrie::new(config.params::<V>())?,
             config,
-            _values: PhantomData,
         })
     }
 
-    /// The settings this map was built with.
-    pub fn config(&self) -> &Config {
-        &self.config
+    /// Stores `value` under `key`; returns a clone of the value it replaces. Fails with
+    /// [`Error::KeyTooLong`] beyond [`MAX_KEY_LEN`](Self::MAX_KEY_LEN) bytes, or
+    /// [`Error::OutOfMemory`] when the table cannot grow.
+    pub fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error>
+    where
+        V: Clone,
+    {
+        if key.len() > Self::MAX_KEY_LEN {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max: Self::MAX_KEY_LEN,
+            });
+        }
+        self.raw.insert(key, value, &pin())
+    }
+
+    /// Removes `key`; returns a clone of its value.
+    pub fn remove(&self, key: &[u8]) -> Option<V>
+    where
+        V: Clone,
+    {
+        self.raw.remove(key, &pin())
     }
 
     /// Removes every key. Readers running meanwhile see the map before or after the clear;
@@ -152,215 +182,109 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
     /// [`Error::OutOfMemory`] when the first table of the new, empty map cannot be mapped; the
     /// map is then unchanged.
     pub fn clear(&self) -> Result<(), Error> {
-        let _w = self.lock_writer();
-        let guard = epoch::pin();
-        let old = self.trie(&guard);
-        let mut fresh = RawTrie::new(self.config.params::<V>())?;
-        fresh.set_shared();
-        let mut recs: Vec<(usize, usize)> = Vec::with_capacity(old.len());
-        old.for_each_leaf(|e| recs.push((e.rec() as usize, e.key_len())));
-        self.publish(fresh, &guard);
-        let bytes = Arc::clone(&self.record_bytes);
-        let free_all = move || {
-            for (p, len) in recs {
-                // SAFETY: as in `retire`: unreachable since the publish, each freed once.
-                unsafe { drop_record::<V>(p as *mut u8, len, &bytes) };
-            }
-        };
-        // SAFETY: as in `retire`: the closure owns what it uses.
-        unsafe { guard.defer_unchecked(free_all) };
-        Ok(())
+        self.raw.clear(&pin())
+    }
+}
+
+impl<V> ConcurrentCuckooTrie<V> {
+    /// The settings this map was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The value stored under `key`, readable while `guard` lives.
+    #[inline]
+    pub fn get<'g>(&'g self, key: &[u8], guard: &'g Guard) -> Option<&'g V> {
+        self.raw.get(key, guard)
+    }
+
+    /// True when `key` is stored.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key, &pin()).is_some()
+    }
+
+    /// Number of keys stored; exact when no write is in flight.
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// True when no key is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of memory the map owns: the table's mapping, the records (including removed ones
+    /// awaiting reclamation) and the writer's scratch buffers.
+    pub fn memory_usage(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + self.raw.table_bytes()
+            + self.raw.scratch_bytes()
+            + self.raw.record_bytes()
     }
 
     /// Bytes of the current hash table's mapping (see
     /// [`CuckooTrie::mapped_bytes`](super::CuckooTrie::mapped_bytes)).
     pub fn mapped_bytes(&self) -> usize {
-        let guard = epoch::pin();
-        self.trie(&guard).table_bytes()
+        self.raw.table_bytes()
+    }
+
+    /// The first entry within `bound` from below: `≥ k`, `> k`, or the first entry.
+    #[inline]
+    pub fn lower_bound<'g>(
+        &'g self,
+        bound: Bound<&[u8]>,
+        guard: &'g Guard,
+    ) -> Option<(&'g [u8], &'g V)> {
+        self.raw.seek(bound, true, guard).map(Leaf::entry)
+    }
+
+    /// The last entry within `bound` from above: `≤ k`, `< k`, or the last entry.
+    #[inline]
+    pub fn upper_bound<'g>(
+        &'g self,
+        bound: Bound<&[u8]>,
+        guard: &'g Guard,
+    ) -> Option<(&'g [u8], &'g V)> {
+        self.raw.seek(bound, false, guard).map(Leaf::entry)
+    }
+
+    /// The smallest key and its value.
+    pub fn first<'g>(&'g self, guard: &'g Guard) -> Option<(&'g [u8], &'g V)> {
+        self.lower_bound(Bound::Unbounded, guard)
+    }
+
+    /// The largest key and its value.
+    pub fn last<'g>(&'g self, guard: &'g Guard) -> Option<(&'g [u8], &'g V)> {
+        self.upper_bound(Bound::Unbounded, guard)
+    }
+
+    /// The entries within `range`, in order from either end, readable while `guard` lives;
+    /// empty for an empty or inverted range.
+    pub fn range<'g, R>(&'g self, range: R, guard: &'g Guard) -> Range<'g, V, R>
+    where
+        R: KeyRange,
+    {
+        let (s, e) = range.key_bounds();
+        let done = is_empty_range(s, e);
+        Range {
+            raw: &self.raw,
+            guard,
+            range,
+            front: Side::new(done),
+            back: Side::new(done),
+        }
+    }
+
+    /// Every entry in order, readable while `guard` lives.
+    pub fn iter<'g>(&'g self, guard: &'g Guard) -> Range<'g, V, RangeFull> {
+        self.range(.., guard)
     }
 
     /// Audits every structural invariant of the current trie (slow; holds the writer lock).
     /// For tests.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
-        let _w = self.lock_writer();
-        let guard = epoch::pin();
-        self.trie(&guard).audit()
-    }
-
-    /// The writer lock for a write of `key`. When another writer holds it, reads the key's
-    /// path meanwhile ([`warm`](Self::warm)).
-    fn lock_writer_for(&self, guard: &Guard, key: &[u8]) -> MutexGuard<'_, Scratch> {
-        match self.writer.try_lock() {
-            Ok(w) => w,
-            Err(std::sync::TryLockError::WouldBlock) => {
-                self.warm(guard, key);
-                self.lock_writer()
-            }
-            Err(std::sync::TryLockError::Poisoned(_)) => {
-                panic!("a writer of this map panicked; the map is unusable")
-            }
-        }
-    }
-
-    fn lock_writer(&self) -> MutexGuard<'_, Scratch> {
-        // A poisoned mutex means a writer panicked inside the map (a bug) and may have left
-        // buckets locked: continuing could hang readers or corrupt the trie.
-        self.writer
-            .lock()
-            .expect("a writer of this map panicked; the map is unusable")
-    }
-
-    /// The current trie.
-    #[inline(always)]
-    fn trie<'g>(&self, guard: &'g Guard) -> &'g RawTrie {
-        // SAFETY: `current` is never null, and a trie is destroyed only through
-        // `defer_destroy` after it was replaced, so it outlives every guard pinned while it was
-        // reachable, `guard` included.
-        unsafe { self.current.load(Acquire, guard).deref() }
-    }
-
-    /// Runs the read `op` until it completes on one committed state (see the module docs).
-    #[inline]
-    fn read<'g, R>(
-        &self,
-        guard: &'g Guard,
-        mut op: impl FnMut(&'g RawTrie) -> Result<R, Torn>,
-    ) -> (R, &'g RawTrie) {
-        let mut tries = 0u32;
-        loop {
-            let trie = self.trie(guard);
-            let session = ReadSession::begin();
-            if let Ok(r) = op(trie)
-                && session.validate(&trie.table)
-            {
-                return (r, trie);
-            }
-            drop(session);
-            tries += 1;
-            if tries.is_multiple_of(16) {
-                // Writers hold buckets for a whole operation; with more threads than cores the
-                // writer may need this core to finish.
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    /// Reads what a write of `key` will read (its search path and the record of the leaf it
-    /// reaches) before the writer lock is taken: the writer then finds it in cache, so the
-    /// lock is held for the changes rather than for DRAM round trips, and concurrent writers'
-    /// misses overlap. The result is not validated and not used.
-    fn warm(&self, guard: &Guard, key: &[u8]) {
-        let trie = self.trie(guard);
-        let _session = ReadSession::begin();
-        // Torn or not, the reads were made; the answer does not matter.
-        let _ = trie.get(key);
-    }
-
-    /// Makes `new` the current trie and retires the old one.
-    fn publish(&self, new: RawTrie, guard: &Guard) {
-        let old = self.current.swap(Owned::new(new), AcqRel, guard);
-        // SAFETY: `old` is unreachable from now on (only the writer, which we are, loads it
-        // outside a guard's protection); readers pinned before the swap keep it alive.
-        unsafe { guard.defer_destroy(old) };
-        // Hand the old table to the global queue now rather than after 64 more retirements.
-        guard.flush();
-    }
-
-    /// Drops the record `p` (a `key_len`-byte key) once no reader can reach it.
-    fn retire(&self, guard: &Guard, p: *mut u8, key_len: usize) {
-        let bytes = Arc::clone(&self.record_bytes);
-        let addr = p as usize;
-        let free = move || {
-            // SAFETY: the record was unlinked before it was retired, and the epoch has moved
-            // past every reader that could have read its leaf; it is freed once.
-            unsafe { drop_record::<V>(addr as *mut u8, key_len, &bytes) };
-        };
-        // SAFETY: the closure owns what it uses (`V: Send + 'static`, the record, the counter)
-        // and may run on any thread at any later time.
-        unsafe { guard.defer_unchecked(free) };
-    }
-
-    /// The key and value of a leaf read in a validated session under `guard`.
-    ///
-    /// # Safety
-    /// `leaf` was returned by [`read`](Self::read) under `guard`, still pinned.
-    #[inline(always)]
-    unsafe fn item<'g>(trie: &'g RawTrie, leaf: LeafRef, _guard: &'g Guard) -> (&'g [u8], &'g V) {
-        // SAFETY: the leaf was in the committed state the read validated, so its record was
-        // live then, and reclamation waits for `guard`.
-        unsafe { (trie.key_of(leaf.1), record::value::<V>(leaf.1.rec())) }
-    }
-
-    fn seek_with<R>(
-        &self,
-        bound: Bound<&[u8]>,
-        forward: bool,
-        f: impl FnOnce(&[u8], &V) -> R,
-    ) -> Option<R> {
-        let guard = epoch::pin();
-        let (leaf, trie) = self.read(&guard, |t| seek_bound(t, bound, forward));
-        leaf.map(|l| {
-            // SAFETY: validated under `guard`, still pinned.
-            let (k, v) = unsafe { Self::item(trie, l, &guard) };
-            f(k, v)
-        })
-    }
-
-    fn visit<Rg>(&self, range: Rg, forward: bool, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
-    where
-        Rg: KeyRange,
-    {
-        let (start, end) = range.key_bounds();
-        if is_empty_range(start, end) {
-            return;
-        }
-        let (mut from, limit) = if forward { (start, end) } else { (end, start) };
-        let mut last: Vec<u8> = Vec::new();
-        let mut batch: Vec<LeafRef> = Vec::with_capacity(VISIT_BATCH);
-        let mut guard = epoch::pin();
-        loop {
-            // A batch of successive leaves from one validated walk of the prefetching cursor
-            // (run in reverse for a descending visit): consecutive keys of one committed state.
-            let (complete, trie) = self.read(&guard, |t| {
-                batch.clear();
-                let (mut cur, mut leaf) = match from {
-                    Bound::Included(k) => t.cursor_seek(k, false, !forward)?,
-                    Bound::Excluded(k) => t.cursor_seek(k, true, !forward)?,
-                    Bound::Unbounded => t.cursor_first(!forward)?,
-                };
-                while let Some(l) = leaf {
-                    batch.push(l);
-                    if batch.len() == VISIT_BATCH {
-                        return Ok(false);
-                    }
-                    leaf = t.cursor_next(&mut cur)?;
-                }
-                Ok(true)
-            });
-            for &leaf in &batch {
-                // SAFETY: validated under `guard`, which is not re-pinned while `k`, `v` live.
-                let (k, v) = unsafe { Self::item(trie, leaf, &guard) };
-                let inside = if forward {
-                    before_end(k, limit)
-                } else {
-                    after_start(k, limit)
-                };
-                if !inside || f(k, v).is_break() {
-                    return;
-                }
-            }
-            if complete {
-                return;
-            }
-            let &tail = batch.last().expect("an incomplete batch is not empty");
-            // SAFETY: as above.
-            let (k, _) = unsafe { Self::item(trie, tail, &guard) };
-            last.clear();
-            last.extend_from_slice(k);
-            guard.repin();
-            from = Bound::Excluded(&last);
-        }
+        self.raw.audit()
     }
 }
 
@@ -370,129 +294,147 @@ impl<V: Send + Sync + 'static> Default for ConcurrentCuckooTrie<V> {
     }
 }
 
-impl<V> Drop for ConcurrentCuckooTrie<V> {
-    fn drop(&mut self) {
-        // SAFETY: `&mut self`: no other thread uses the map, so nothing is pinned on it.
-        let guard = unsafe { epoch::unprotected() };
-        let cur = self.current.swap(epoch::Shared::null(), Relaxed, guard);
-        // SAFETY: non-null (set at construction, only ever swapped for another trie).
-        let trie = unsafe { cur.into_owned() }.into_box();
-        let mut recs: Vec<(usize, usize)> = Vec::with_capacity(trie.len());
-        trie.for_each_leaf(|e| recs.push((e.rec() as usize, e.key_len())));
-        for (p, len) in recs {
-            // SAFETY: each live record once; retired records are owned by their closures.
-            drop(unsafe { record::free::<V>(p as *mut u8, len) });
+impl<V> fmt::Debug for ConcurrentCuckooTrie<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConcurrentCuckooTrie")
+            .field("len", &self.len())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// One end of a [`Range`]: the batch it is reading, and the last key it yielded.
+struct Side<'g, V> {
+    batch: Vec<Leaf<'g, V>>,
+    /// Next leaf of `batch` to yield.
+    pos: usize,
+    /// The walk that filled `batch` reached the end of the trie.
+    complete: bool,
+    /// The last key yielded from this end: the next batch starts after it.
+    last: Option<&'g [u8]>,
+    done: bool,
+}
+
+impl<V> Side<'_, V> {
+    fn new(done: bool) -> Self {
+        Side {
+            batch: Vec::new(),
+            pos: 0,
+            complete: false,
+            last: None,
+            done,
         }
     }
 }
 
-impl<V> fmt::Debug for ConcurrentCuckooTrie<V> {
+/// An iterator over a range of a [`ConcurrentCuckooTrie`], from both ends; see
+/// [`ConcurrentCuckooTrie::range`] and the contract in the [module docs](self). Each end reads
+/// validated batches of up to 32 successive leaves.
+pub struct Range<'g, V, R> {
+    raw: &'g SharedTrie<V>,
+    guard: &'g Guard,
+    range: R,
+    front: Side<'g, V>,
+    back: Side<'g, V>,
+}
+
+impl<V, R> fmt::Debug for Range<'_, V, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let guard = epoch::pin();
-        // SAFETY: as in `trie`.
-        let len = unsafe { self.current.load(Acquire, &guard).deref() }.len();
-        f.debug_struct("ConcurrentCuckooTrie")
-            .field("len", &len)
-            .field("config", &self.config)
-            .finish()
+        f.debug_struct("Range")
+            .field("front_last", &self.front.last.map(crate::key::Escaped))
+            .field("back_last", &self.back.last.map(crate::key::Escaped))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'g, V, R: KeyRange> Range<'g, V, R> {
+    /// The next leaf from one end (`rev`: the back), refilling its batch when it runs out.
+    #[inline]
+    fn step(&mut self, rev: bool) -> Option<Leaf<'g, V>> {
+        let side = if rev { &mut self.back } else { &mut self.front };
+        if side.done {
+            return None;
+        }
+        if side.pos == side.batch.len() {
+            if side.complete {
+                side.done = true;
+                return None;
+            }
+            let (s, e) = self.range.key_bounds();
+            let from = match side.last {
+                Some(k) => Bound::Excluded(k),
+                None if rev => e,
+                None => s,
+            };
+            if side.batch.capacity() == 0 {
+                side.batch.reserve_exact(BATCH);
+            }
+            side.complete = self
+                .raw
+                .batch(from, rev, BATCH, &mut side.batch, self.guard);
+            side.pos = 0;
+            if side.batch.is_empty() {
+                side.done = true;
+                return None;
+            }
+        }
+        let leaf = side.batch[side.pos];
+        side.pos += 1;
+        Some(leaf)
+    }
+}
+
+impl<'g, V, R: KeyRange> Iterator for Range<'g, V, R> {
+    type Item = (&'g [u8], &'g V);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let leaf = self.step(false)?;
+        let key = leaf.key();
+        let (_, e) = self.range.key_bounds();
+        if !before_end(key, e) || self.back.last.is_some_and(|b| key >= b) {
+            self.front.done = true;
+            return None;
+        }
+        self.front.last = Some(key);
+        Some((key, leaf.value()))
+    }
+}
+
+impl<V, R: KeyRange> DoubleEndedIterator for Range<'_, V, R> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let leaf = self.step(true)?;
+        let key = leaf.key();
+        let (s, _) = self.range.key_bounds();
+        if !after_start(key, s) || self.front.last.is_some_and(|f| key <= f) {
+            self.back.done = true;
+            return None;
+        }
+        self.back.last = Some(key);
+        Some((key, leaf.value()))
     }
 }
 
 impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for ConcurrentCuckooTrie<V> {
     #[inline]
     fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
-        let guard = epoch::pin();
-        let (rec, _) = self.read(&guard, |t| t.get(key));
-        // SAFETY: a record of the validated state; reclamation waits for `guard`.
-        rec.map(|p| f(unsafe { record::value::<V>(p) }))
+        self.get(key, &pin()).map(f)
     }
 
     fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error> {
-        if key.len() > Self::MAX_KEY_LEN {
-            return Err(Error::KeyTooLong {
-                len: key.len(),
-                max: Self::MAX_KEY_LEN,
-            });
-        }
-        let guard = epoch::pin();
-        let mut w = self.lock_writer_for(&guard, key);
-        let mut slot = Some(value);
-        let mut made: Option<*mut u8> = None;
-        loop {
-            let trie = self.trie(&guard);
-            let bytes = &self.record_bytes;
-            let mut make = || {
-                *made.get_or_insert_with(|| {
-                    let (p, size) = record::alloc(key, slot.take().expect("made once"));
-                    bytes.fetch_add(size, Relaxed);
-                    p
-                })
-            };
-            match trie.insert(&mut w, key, &mut make) {
-                Ok(Inserted::New) => {
-                    trie.table.unlock_all(&mut w.locks);
-                    return Ok(None);
-                }
-                Ok(Inserted::Existing { loc, rec: old }) => {
-                    let new = make();
-                    trie.set_record(&mut w, loc, new);
-                    trie.table.unlock_all(&mut w.locks);
-                    drop(w);
-                    // SAFETY: `old` was the key's record until just now; reclamation of it
-                    // (below) waits for `guard`.
-                    let prev = unsafe { record::value::<V>(old) }.clone();
-                    self.retire(&guard, old, key.len());
-                    return Ok(Some(prev));
-                }
-                Err(NeedsGrowth) => {
-                    trie.table.unlock_all(&mut w.locks);
-                    match trie.grown() {
-                        Ok(bigger) => self.publish(bigger, &guard),
-                        Err(e) => {
-                            if let Some(p) = made {
-                                // SAFETY: made for this key and never linked (rolled back).
-                                unsafe { drop_record::<V>(p, key.len(), &self.record_bytes) };
-                            }
-                            return Err(e);
-                        }
-                    }
-                }
-            }
-        }
+        ConcurrentCuckooTrie::insert(self, key, value)
     }
 
     fn remove(&self, key: &[u8]) -> Option<V> {
-        let guard = epoch::pin();
-        let mut w = self.lock_writer_for(&guard, key);
-        let trie = self.trie(&guard);
-        let found = trie.remove(&mut w, key);
-        trie.table.unlock_all(&mut w.locks);
-        let p = found?;
-        if trie.wants_shrink() {
-            // Shrinking only returns memory; if it fails the trie stays as it is.
-            if let Ok(smaller) = trie.shrunk() {
-                self.publish(smaller, &guard);
-            }
-        }
-        drop(w);
-        // SAFETY: the key's record until just now; its reclamation waits for `guard`.
-        let v = unsafe { record::value::<V>(p) }.clone();
-        self.retire(&guard, p, key.len());
-        Some(v)
+        ConcurrentCuckooTrie::remove(self, key)
     }
 
     fn len(&self) -> usize {
-        let guard = epoch::pin();
-        self.trie(&guard).len()
+        ConcurrentCuckooTrie::len(self)
     }
 
     fn memory_usage(&self) -> usize {
-        let scratch = self.lock_writer().memory_usage();
-        let guard = epoch::pin();
-        core::mem::size_of::<Self>()
-            + self.trie(&guard).table_bytes()
-            + scratch
-            + self.record_bytes.load(Relaxed)
+        ConcurrentCuckooTrie::memory_usage(self)
     }
 
     fn lower_bound_with<R>(
@@ -500,7 +442,7 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for ConcurrentCuc
         bound: Bound<&[u8]>,
         f: impl FnOnce(&[u8], &V) -> R,
     ) -> Option<R> {
-        self.seek_with(bound, true, f)
+        self.lower_bound(bound, &pin()).map(|(k, v)| f(k, v))
     }
 
     fn upper_bound_with<R>(
@@ -508,21 +450,29 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for ConcurrentCuc
         bound: Bound<&[u8]>,
         f: impl FnOnce(&[u8], &V) -> R,
     ) -> Option<R> {
-        self.seek_with(bound, false, f)
+        self.upper_bound(bound, &pin()).map(|(k, v)| f(k, v))
     }
 
-    fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
         Rg: KeyRange,
     {
-        self.visit(range, true, f);
+        for (k, v) in self.range(range, &pin()) {
+            if f(k, v).is_break() {
+                return;
+            }
+        }
     }
 
-    fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    fn visit_range_rev<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
         Rg: KeyRange,
     {
-        self.visit(range, false, f);
+        for (k, v) in self.range(range, &pin()).rev() {
+            if f(k, v).is_break() {
+                return;
+            }
+        }
     }
 }
 
@@ -563,17 +513,22 @@ mod tests {
             });
             s.spawn(|| {
                 for round in 0..rounds {
+                    let guard = pin();
                     for i in 0..n {
-                        if let Some(v) = map.get(&i.to_be_bytes()) {
+                        if let Some(&v) = map.get(&i.to_be_bytes(), &guard) {
                             assert!(v == i || v == i + n, "round {round}: key {i} has {v}");
                         }
                     }
                     let mut prev = None;
-                    map.visit_range(.., |k, _| {
-                        assert!(prev.as_deref() < Some(k), "range out of order");
-                        prev = Some(k.to_vec());
-                        ControlFlow::Continue(())
-                    });
+                    for (k, _) in map.iter(&guard) {
+                        assert!(prev < Some(k), "range out of order");
+                        prev = Some(k);
+                    }
+                    let mut prev = None;
+                    for (k, _) in map.iter(&guard).rev() {
+                        assert!(prev.is_none_or(|p| k < p), "reverse range out of order");
+                        prev = Some(k);
+                    }
                 }
             });
         });
@@ -590,7 +545,7 @@ mod tests {
                 1 => None,
                 _ => Some(i),
             };
-            assert_eq!(map.get(&i.to_be_bytes()), expect, "key {i}");
+            assert_eq!(map.get_cloned(&i.to_be_bytes()), expect, "key {i}");
         }
     }
 
@@ -628,7 +583,7 @@ mod tests {
         // Removed records are freed once no reader can reach them: let reclamation run, so
         // that only the scratch can make up the difference.
         for _ in 0..256 {
-            epoch::pin().flush();
+            pin().flush();
         }
         let after = map.memory_usage();
         assert!(

@@ -122,7 +122,7 @@
 //! - `concurrent`: the concurrent map.
 //! - this file: the single-threaded map, iteration.
 
-mod concurrent;
+pub mod concurrent;
 mod raw;
 mod record;
 

@@ -156,69 +156,9 @@ use std::sync::atomic::AtomicUsize;
 use self::raw::list::{RawList, Retire, Seek};
 use self::raw::node::{self, DELETED, MAX_HEIGHT, Node, addr};
 use self::raw::prefetch::{MAX_DEPTH, Prefetcher};
+use crate::epoch::{Guard, pin};
 use crate::key::{after_start, before_end, is_empty_range};
 use crate::{ConcurrentOrderedMap, Error};
-
-/// Pins the current thread's epoch: references obtained under the returned [`Guard`] stay
-/// valid until it is dropped.
-pub fn pin() -> Guard {
-    Guard(crossbeam_epoch::pin())
-}
-
-/// A pinned epoch: entries read under it stay readable until it is dropped, even if they are
-/// removed or replaced meanwhile. Made by [`pin`]; not `Send` (it belongs to the thread that
-/// pinned).
-///
-/// ```
-/// use mlpdex::skiplist::{SkipList, pin};
-///
-/// let list = SkipList::new();
-/// list.insert(b"key", String::from("value")).unwrap();
-/// let guard = pin();
-/// let value = list.get(b"key", &guard).unwrap();
-/// list.remove(b"key");
-/// assert_eq!(value, "value"); // still readable: `guard` holds its epoch
-/// # // The example below fails only for its guard's type: crossbeam_epoch is in scope here.
-/// # let _other = crossbeam_epoch::Collector::new().register();
-/// ```
-///
-/// Every skip list retires removed nodes and replaced values into crossbeam-epoch's
-/// process-wide collector, and this type can only be made by pinning that collector, so a
-/// guard of some other collector (or crossbeam's `unprotected()`), which would protect
-/// nothing, is rejected when the program is compiled:
-///
-/// ```compile_fail,E0308
-/// let list = mlpdex::skiplist::SkipList::<u64>::new();
-/// let collector = crossbeam_epoch::Collector::new();
-/// let handle = collector.register();
-/// let foreign = handle.pin();
-/// let _ = list.get(b"key", &foreign); // expected `&skiplist::Guard`
-/// ```
-///
-/// Holding a guard delays the reclamation of everything retired after it was pinned, by every
-/// structure in the process that uses the collector; keep guards short, or
-/// [`repin`](Guard::repin) between batches of work.
-pub struct Guard(crossbeam_epoch::Guard);
-
-impl Guard {
-    /// Unpins and pins again, letting reclamation move past this guard. Takes `&mut self`, so
-    /// no reference read under the old pin can survive it.
-    pub fn repin(&mut self) {
-        self.0.repin();
-    }
-
-    /// Hands this thread's deferred frees to the collector and runs those whose epoch has
-    /// passed.
-    pub fn flush(&self) {
-        self.0.flush();
-    }
-}
-
-impl fmt::Debug for Guard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Guard { .. }")
-    }
-}
 
 /// Settings of a [`SkipList`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -350,7 +290,7 @@ impl<V: Send + Sync + 'static> SkipList<V> {
 
     fn retirer<'g>(&'g self, guard: &'g Guard) -> EpochRetire<'g, V> {
         EpochRetire {
-            guard: &guard.0,
+            guard: guard.crossbeam(),
             bytes: &self.raw.bytes,
             _values: PhantomData,
         }
@@ -392,6 +332,21 @@ impl<V> SkipList<V> {
         let (n, w) = unsafe { RawList::<V>::first_from(stop, key, Seek::Ge)? };
         // SAFETY: `n` is not the head; `guard` keeps it and its value alive.
         (n.key() == key).then(|| unsafe { n.value_at(w) })
+    }
+
+    /// True when `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key, &pin()).is_some()
+    }
+
+    /// The smallest key and its value.
+    pub fn first<'g>(&'g self, guard: &'g Guard) -> Option<(&'g [u8], &'g V)> {
+        self.lower_bound(Bound::Unbounded, guard)
+    }
+
+    /// The largest key and its value.
+    pub fn last<'g>(&'g self, guard: &'g Guard) -> Option<(&'g [u8], &'g V)> {
+        self.upper_bound(Bound::Unbounded, guard)
     }
 
     /// The first entry within `bound` from below: `≥ k`, `> k`, or the first entry.

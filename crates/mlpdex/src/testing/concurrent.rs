@@ -852,7 +852,7 @@ fn stress_writer<M: ConcurrentOrderedMap<u64>>(sh: &Stress<'_, M>, w: usize) -> 
                 if plan.sharing == Sharing::Partitioned && rng.chance(0.1) {
                     // Read back what this writer alone writes.
                     let want = log.last[idx].flatten();
-                    let got = map.get(key);
+                    let got = map.get_cloned(key);
                     assert!(
                         got == want,
                         "{who}: get({}) right after {ctx} returned {:?}, expected {:?}",
@@ -902,7 +902,7 @@ fn stress_reader<M: ConcurrentOrderedMap<u64>>(sh: &Stress<'_, M>, r: usize) -> 
                     .map(|w| sh.floor[idx * ws + w].load(Acquire))
                     .collect();
                 let got = if rng.chance(0.5) {
-                    map.get(&u.keys[idx])
+                    map.get_cloned(&u.keys[idx])
                 } else {
                     map.get_with(&u.keys[idx], |v| *v)
                 };
@@ -1060,7 +1060,7 @@ pub fn stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan: Plan) {
                 .collect::<Vec<_>>()
         );
         assert_eq!(
-            map.get(&u.keys[idx]),
+            map.get_cloned(&u.keys[idx]),
             present[idx],
             "{ctx}: get({}) disagrees with visit_range after the run",
             u.show(idx)
@@ -1420,7 +1420,7 @@ fn churn_visitor<M: ConcurrentOrderedMap<u64>>(run: &ChurnRun<'_, M>, r: usize) 
             _ => {
                 // Gets of a stable key and of a doomed one.
                 let st = run.next_stable[rng.index(n)].unwrap_or(0);
-                let got = map.get(&u.keys[st]);
+                let got = map.get_cloned(&u.keys[st]);
                 assert!(
                     got == Some(run.setup_value(st)),
                     "{who}: get of the stable {} returned {:?}",
@@ -1803,7 +1803,7 @@ pub fn same_key_stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan:
     );
     for (idx, want) in present.iter().enumerate() {
         assert_eq!(
-            map.get(&u.keys[idx]),
+            map.get_cloned(&u.keys[idx]),
             *want,
             "{ctx}: get({}) disagrees with visit_range after the run",
             u.show(idx)
@@ -2053,7 +2053,7 @@ pub fn values_dropped_once<M: ConcurrentOrderedMap<Counted>>(subject: &Subject<M
                 held[idx] = None;
             }
             6..=7 => {
-                let got = map.get(key);
+                let got = map.get_cloned(key);
                 assert_eq!(got.as_ref().map(|c| c.origin), held[idx], "{ctx}: get");
                 clones += usize::from(got.is_some());
             }
@@ -2188,7 +2188,7 @@ pub fn values_dropped_once_concurrently<M: ConcurrentOrderedMap<Counted>>(
                         let key = &rng.pick(&u.keys)[..];
                         match rng.below(4) {
                             0 => {
-                                if let Some(c) = map.get(key) {
+                                if let Some(c) = map.get_cloned(key) {
                                     clones += 1;
                                     assert!(
                                         c.id != c.origin,
@@ -2342,7 +2342,7 @@ fn check_against<M: ConcurrentOrderedMap<u64>>(
     let own = |k: &[u8], v: &u64| (k.to_vec(), *v);
     for p in probes {
         assert_eq!(
-            map.get(p),
+            map.get_cloned(p),
             oracle.get(p).copied(),
             "{ctx}: get({})",
             Escaped(p)
@@ -2407,9 +2407,9 @@ pub fn empty_key_alone_and_with_others<M: ConcurrentOrderedMap<u64>>(subject: &S
     let name = subject.name();
     let map = subject.make();
     let e: &[u8] = b"";
-    assert_eq!(map.get(e), None, "[{name}]");
+    assert_eq!(map.get_cloned(e), None, "[{name}]");
     assert_eq!(map.insert(e, 7), Ok(None), "[{name}]");
-    assert_eq!(map.get(e), Some(7), "[{name}]");
+    assert_eq!(map.get_cloned(e), Some(7), "[{name}]");
     assert_eq!(map.len(), 1, "[{name}]");
     let own = |k: &[u8], v: &u64| (k.to_vec(), *v);
     let empty = Some((Vec::new(), 7));
@@ -2530,7 +2530,7 @@ pub fn prefix_keys_in_every_insertion_order<M: ConcurrentOrderedMap<u64>>(subjec
             oracle.insert(keys[i].to_vec(), i as u64);
             for k in keys {
                 assert_eq!(
-                    map.get(k),
+                    map.get_cloned(k),
                     oracle.get(k).copied(),
                     "{}",
                     ctx(&format!(

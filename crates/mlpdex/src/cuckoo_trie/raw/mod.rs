@@ -3,6 +3,7 @@
 
 pub(crate) mod cursor;
 pub(crate) mod seqlock;
+pub(crate) mod shared;
 pub(crate) mod table;
 pub(crate) mod trie;
 
