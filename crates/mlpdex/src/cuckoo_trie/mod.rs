@@ -110,12 +110,14 @@
 //!
 //! # Layout
 //!
-//! - `raw::table`: 64-byte buckets of four 15-byte entries and a version word; the peelable
-//!   hash; cuckoo insertion by breadth-first search; read sessions and bucket locks for shared
-//!   tables.
+//! - `raw::table`: 64-byte buckets of four 15-byte entries and a version word, with one file
+//!   per concern under `raw/table/`: `entry` (the entry format), `hash` (the peelable hash),
+//!   `session` (read sessions of shared tables), `search`, `insert` (cuckoo insertion by
+//!   breadth-first search) and `update`.
 //! - `raw::seqlock`: the bucket seqlock protocol (with its loom model).
-//! - `raw::trie`: search with prefetching, predecessor search, insertion (three cases),
-//!   deletion, rebuild on growth, audit.
+//! - `raw::trie`: the trie's shared types, with one file per operation under `raw/trie/`:
+//!   `search` (search with prefetching, predecessor search, seeks), `insert` (three cases),
+//!   `remove`, `resize` (rebuild on growth and shrinking) and `audit`.
 //! - `raw::cursor`: in-order walk for forward ranges, prefetching a window of children per
 //!   node (the leaf list of §4.4 costs one dependent bucket read per key; the walk does not).
 //! - `record`: records (value and key in one allocation).
