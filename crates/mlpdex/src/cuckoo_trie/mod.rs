@@ -200,6 +200,24 @@ impl Config {
 }
 
 /// The Cuckoo Trie ordered map; see the [module docs](self).
+///
+/// Every operation is an inherent method, so no trait import is needed;
+/// [`OrderedMap`] forwards to them for generic code.
+///
+/// ```
+/// use mlpdex::cuckoo_trie::CuckooTrie;
+///
+/// let mut t = CuckooTrie::new();
+/// assert_eq!(t.insert(b"apple", 1).unwrap(), None);
+/// t.insert(b"banana", 2).unwrap();
+/// assert_eq!(t.insert(b"apple", 3).unwrap(), Some(1));
+/// assert_eq!(t.get(b"apple"), Some(&3));
+/// assert_eq!(t.len(), 2);
+/// assert_eq!(t.first(), Some((&b"apple"[..], &3)));
+/// assert_eq!(t.range(..).count(), 2);
+/// assert_eq!(t.remove(b"banana"), Some(2));
+/// assert!(!t.contains_key(b"banana"));
+/// ```
 pub struct CuckooTrie<V> {
     raw: RawTrie,
     scratch: Scratch,
@@ -475,20 +493,19 @@ impl<V> DoubleEndedIterator for Range<'_, V> {
     }
 }
 
-impl<V> OrderedMap<V> for CuckooTrie<V> {
-    type Range<'a>
-        = Range<'a, V>
-    where
-        V: 'a;
-
+impl<V> CuckooTrie<V> {
+    /// The value stored under `key`.
     #[inline]
-    fn get(&self, key: &[u8]) -> Option<&V> {
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
         let p = stable(self.raw.get(key))?;
         // SAFETY: a live record, borrowed for `&self`.
         Some(unsafe { Self::value(p) })
     }
 
-    fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+    /// Stores `value` under `key`, returning the value it replaces; [`Error::KeyTooLong`] for a
+    /// key over [`MAX_KEY_LEN`](Self::MAX_KEY_LEN) bytes (the map is then unchanged),
+    /// [`Error::OutOfMemory`] if the table cannot grow.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
         if key.len() > Self::MAX_KEY_LEN {
             return Err(Error::KeyTooLong {
                 len: key.len(),
@@ -536,7 +553,8 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         }
     }
 
-    fn remove(&mut self, key: &[u8]) -> Option<V> {
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
         let p = self.raw.remove(&mut self.scratch, key)?;
         if self.raw.wants_shrink() {
             // Shrinking only returns memory; if it fails the trie stays as it is.
@@ -548,11 +566,15 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         Some(unsafe { self.take_record(p, key.len()) })
     }
 
-    fn len(&self) -> usize {
+    /// Number of keys stored.
+    pub fn len(&self) -> usize {
         self.raw.len()
     }
 
-    fn range<R>(&self, range: R) -> Range<'_, V>
+    /// A double-ended iterator over the entries with keys in `range`, in key order: `..`,
+    /// `"a".."c"`, `b"a".as_slice()..=b"c"` or a pair of [`Bound`]s (see [`KeyRange`]).
+    /// An empty or inverted range yields nothing (where `BTreeMap::range` would panic).
+    pub fn range<R>(&self, range: R) -> Range<'_, V>
     where
         R: KeyRange,
     {
@@ -599,29 +621,36 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         }
     }
 
-    fn memory_usage(&self) -> usize {
+    /// Bytes the map owns: the table's mapped pages, the records (keys and values) and the
+    /// writer's scratch buffers.
+    pub fn memory_usage(&self) -> usize {
         core::mem::size_of::<Self>()
             + self.raw.table_bytes()
             + self.scratch.memory_usage()
             + self.record_bytes
     }
 
-    fn clear(&mut self) {
+    /// Removes every key, dropping the values, and shrinks the table back to its first size.
+    pub fn clear(&mut self) {
         self.free_all();
         self.record_bytes = 0;
         self.raw.reset();
         self.scratch = Scratch::default();
     }
 
-    fn first(&self) -> Option<(&[u8], &V)> {
+    /// The entry with the smallest key.
+    pub fn first(&self) -> Option<(&[u8], &V)> {
         stable(self.raw.first()).map(|(_, e)| self.item(e))
     }
 
-    fn last(&self) -> Option<(&[u8], &V)> {
+    /// The entry with the largest key.
+    pub fn last(&self) -> Option<(&[u8], &V)> {
         stable(self.raw.last()).map(|(_, e)| self.item(e))
     }
 
-    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+    /// The first entry whose key is `>= k` for `Included(k)`, `> k` for `Excluded(k)`; the
+    /// first entry for `Unbounded`.
+    pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
         let r = match bound {
             Bound::Included(k) => self.raw.seek(k, Seek::Ge),
             Bound::Excluded(k) => self.raw.seek(k, Seek::Gt),
@@ -631,8 +660,80 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
         r.map(|(_, e)| self.item(e))
     }
 
-    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+    /// The last entry whose key is `<= k` for `Included(k)`, `< k` for `Excluded(k)`; the
+    /// last entry for `Unbounded`.
+    pub fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
         self.seek_end(bound).map(|(_, e)| self.item(e))
+    }
+
+    /// True when the map holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when `key` is stored.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// A double-ended iterator over every entry, in key order.
+    pub fn iter(&self) -> Range<'_, V> {
+        self.range(..)
+    }
+}
+
+/// Forwards to the inherent methods of [`CuckooTrie`].
+impl<V> OrderedMap<V> for CuckooTrie<V> {
+    type Range<'a>
+        = Range<'a, V>
+    where
+        V: 'a;
+
+    #[inline]
+    fn get(&self, key: &[u8]) -> Option<&V> {
+        CuckooTrie::get(self, key)
+    }
+    fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        CuckooTrie::insert(self, key, value)
+    }
+    fn remove(&mut self, key: &[u8]) -> Option<V> {
+        CuckooTrie::remove(self, key)
+    }
+    fn len(&self) -> usize {
+        CuckooTrie::len(self)
+    }
+    fn range<R>(&self, range: R) -> Range<'_, V>
+    where
+        R: KeyRange,
+    {
+        CuckooTrie::range(self, range)
+    }
+    fn memory_usage(&self) -> usize {
+        CuckooTrie::memory_usage(self)
+    }
+    fn clear(&mut self) {
+        CuckooTrie::clear(self)
+    }
+    fn is_empty(&self) -> bool {
+        CuckooTrie::is_empty(self)
+    }
+    fn contains_key(&self, key: &[u8]) -> bool {
+        CuckooTrie::contains_key(self, key)
+    }
+    fn iter(&self) -> Range<'_, V> {
+        CuckooTrie::iter(self)
+    }
+    fn first(&self) -> Option<(&[u8], &V)> {
+        CuckooTrie::first(self)
+    }
+    fn last(&self) -> Option<(&[u8], &V)> {
+        CuckooTrie::last(self)
+    }
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        CuckooTrie::lower_bound(self, bound)
+    }
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        CuckooTrie::upper_bound(self, bound)
     }
 }
 
