@@ -2,7 +2,8 @@
 //!
 //! # Layout
 //!
-//! A table is an array of `S` 64-byte buckets in one [`Region`] (huge pages when large). A
+//! A table is an array of `S` 64-byte buckets in one [`Region`] (huge pages when large), or,
+//! under a 4 KiB page, in one block from the global allocator (so an empty map stays small). A
 //! bucket holds four 15-byte entries at byte offsets 0, 15, 30, 45 and a 32-bit version/lock
 //! word at offset 60 (the seqlock of §5, see [`seqlock`](super::seqlock); a table that is not
 //! shared between threads leaves it zero). The bucket is stored as eight atomic 64-bit words so
@@ -58,6 +59,7 @@
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
+use std::alloc::{Layout, alloc_zeroed, dealloc};
 
 use super::seqlock::{Bucket, WORDS};
 use crate::Error;
@@ -143,8 +145,53 @@ impl Locks {
     }
 }
 
+/// Tables smaller than this many bytes are allocated, larger ones mapped.
+const PAGE: usize = 4096;
+
+/// Where a table's buckets live. A table of a page or more is mapped (on huge pages when
+/// large); a smaller one comes from the global allocator at its exact size, so a small or
+/// empty map costs less than a page.
+enum Backing {
+    Mapped(Region),
+    Heap(HeapBuckets),
+}
+
+impl Backing {
+    fn as_ptr(&self) -> *mut u8 {
+        match self {
+            Backing::Mapped(r) => r.as_ptr(),
+            Backing::Heap(h) => h.ptr.as_ptr(),
+        }
+    }
+}
+
+/// Zeroed, 64-byte-aligned bucket memory from the global allocator. Invariant: `ptr` came
+/// from `alloc_zeroed(layout)`, `layout.size() > 0`, and this value owns it.
+struct HeapBuckets {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl HeapBuckets {
+    fn zeroed(bytes: usize) -> Result<HeapBuckets, Error> {
+        let layout =
+            Layout::from_size_align(bytes.max(64), 64).map_err(|_| Error::OutOfMemory { bytes })?;
+        // SAFETY: the layout's size is at least 64, not zero.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).ok_or(Error::OutOfMemory { bytes })?;
+        Ok(HeapBuckets { ptr, layout })
+    }
+}
+
+impl Drop for HeapBuckets {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `alloc_zeroed` with this layout (invariant), freed once here.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
 /// The table. Invariants:
-/// 1. `buckets` points at `nb` buckets inside `region`, `1 ≤ nb`, `16·nb ≤ u32::MAX`.
+/// 1. `buckets` points at `nb` buckets inside `backing`, `1 ≤ nb`, `16·nb ≤ u32::MAX`.
 /// 2. An entry with tag `t` and side `sec` in bucket `b` has full hash
 ///    `hasher.hash_of(b, e)`, and sits in that hash's primary (`!sec`) or secondary bucket.
 /// 3. Entries with the same full hash have distinct colors.
@@ -156,7 +203,7 @@ impl Locks {
 ///    the writer mutex), so plain reads there never race a write; readers on other threads
 ///    read only inside sessions, with atomic loads. Writes are always atomic stores.
 pub(crate) struct Table {
-    region: Region,
+    backing: Backing,
     buckets: NonNull<Bucket>,
     nb: usize,
     pub(crate) hasher: Hasher,
@@ -165,25 +212,32 @@ pub(crate) struct Table {
     shared: bool,
 }
 
-// SAFETY: the table owns its region like a Box<[Bucket]>.
+// SAFETY: the table owns its buckets (mapped or allocated) like a Box<[Bucket]>.
 unsafe impl Send for Table {}
 // SAFETY: writes are atomic stores from one thread at a time (invariant 5); reads that may
 // race them are atomic loads inside read sessions (invariant 6).
 unsafe impl Sync for Table {}
 impl Table {
     /// A zeroed table of at least `min_buckets` buckets (every bucket of the mapped pages is
-    /// used), hashing with constants drawn from `seed`.
+    /// used; under a page, exactly `min_buckets`), hashing with constants drawn from `seed`.
     pub(crate) fn with_buckets(min_buckets: usize, seed: u64) -> Result<Table, Error> {
         let bytes = min_buckets.max(1).saturating_mul(64);
         if (bytes / 64) as u64 * TAGS > MAX_HASHES {
             return Err(Error::OutOfMemory { bytes });
         }
-        let region = Region::new_zeroed(bytes)?;
-        let nb = (region.len() / 64).min((MAX_HASHES / TAGS) as usize);
-        let buckets = NonNull::new(region.as_ptr().cast::<Bucket>()).expect("mapping is non-null");
+        let (backing, nb) = if bytes < PAGE {
+            // Under a page: exactly the buckets asked for, from the allocator.
+            (Backing::Heap(HeapBuckets::zeroed(bytes)?), bytes / 64)
+        } else {
+            let region = Region::new_zeroed(bytes)?;
+            let nb = (region.len() / 64).min((MAX_HASHES / TAGS) as usize);
+            (Backing::Mapped(region), nb)
+        };
+        let buckets =
+            NonNull::new(backing.as_ptr().cast::<Bucket>()).expect("buckets are non-null");
         Ok(Table {
             hasher: Hasher::new(nb, seed),
-            region,
+            backing,
             buckets,
             nb,
             used: AtomicUsize::new(0),
@@ -210,7 +264,17 @@ impl Table {
         self.used.load(Relaxed)
     }
     pub(crate) fn memory_usage(&self) -> usize {
-        self.region.memory_usage()
+        match &self.backing {
+            Backing::Mapped(r) => r.memory_usage(),
+            Backing::Heap(h) => h.layout.size(),
+        }
+    }
+    /// Bytes mapped from the operating system (0 for a table under a page).
+    pub(crate) fn mapped_bytes(&self) -> usize {
+        match &self.backing {
+            Backing::Mapped(r) => r.memory_usage(),
+            Backing::Heap(_) => 0,
+        }
     }
 
     #[inline(always)]
@@ -294,7 +358,12 @@ impl Table {
 
     /// Empties every bucket.
     pub(crate) fn wipe(&mut self) {
-        self.region.as_mut_slice().fill(0);
+        match &mut self.backing {
+            Backing::Mapped(r) => r.as_mut_slice().fill(0),
+            // SAFETY: the block is ours (HeapBuckets invariant), `layout.size()` bytes long,
+            // and `&mut self` means nothing reads it meanwhile.
+            Backing::Heap(h) => unsafe { h.ptr.as_ptr().write_bytes(0, h.layout.size()) },
+        }
         self.used = AtomicUsize::new(0);
     }
 
