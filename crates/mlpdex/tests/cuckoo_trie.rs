@@ -6,8 +6,8 @@
 //!
 //! 1. **Differential runs** against the `BTreeMap` oracle of the testing driver for every
 //!    [`KeyShape`] (the byte-string shapes and `U64`), several seeds each, with the default
-//!    [`Config`], with a config that grows the table often (`initial_buckets: 1`, which the map
-//!    rounds up to one 4 KiB page, and `max_load_factor: 0.5`) and with each `symbol_bits` in
+//!    [`Config`], with a config that grows the table often (`initial_buckets: 1`, a one-bucket
+//!    table from the allocator, and `max_load_factor: 0.5`) and with each `symbol_bits` in
 //!    `1..=5`. Each run is followed by an *audited churn*: a hand-written insert/remove sequence
 //!    compared step by step with a `BTreeMap`, calling `check_invariants()` every
 //!    [`AUDIT_EVERY`] steps, then comparing full forward and reverse iteration, seeks and ranges

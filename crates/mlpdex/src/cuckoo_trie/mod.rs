@@ -110,12 +110,14 @@
 //!
 //! # Layout
 //!
-//! - `raw::table`: 64-byte buckets of four 15-byte entries and a version word; the peelable
-//!   hash; cuckoo insertion by breadth-first search; read sessions and bucket locks for shared
-//!   tables.
+//! - `raw::table`: 64-byte buckets of four 15-byte entries and a version word, with one file
+//!   per concern under `raw/table/`: `entry` (the entry format), `hash` (the peelable hash),
+//!   `session` (read sessions of shared tables), `search`, `insert` (cuckoo insertion by
+//!   breadth-first search) and `update`.
 //! - `raw::seqlock`: the bucket seqlock protocol (with its loom model).
-//! - `raw::trie`: search with prefetching, predecessor search, insertion (three cases),
-//!   deletion, rebuild on growth, audit.
+//! - `raw::trie`: the trie's shared types, with one file per operation under `raw/trie/`:
+//!   `search` (search with prefetching, predecessor search, seeks), `insert` (three cases),
+//!   `remove`, `resize` (rebuild on growth and shrinking) and `audit`.
 //! - `raw::cursor`: in-order walk for forward ranges, prefetching a window of children per
 //!   node (the leaf list of §4.4 costs one dependent bucket read per key; the walk does not).
 //! - `record`: records (value and key in one allocation).
@@ -130,16 +132,12 @@ pub use concurrent::ConcurrentCuckooTrie;
 
 use crate::KeyRange;
 use core::fmt;
-use core::marker::PhantomData;
 use core::ops::Bound;
-use core::ptr::NonNull;
 
-use raw::cursor::Cursor;
-use raw::table::{Ent, Loc};
-use raw::trie::{Inserted, NeedsGrowth, Params, RawTrie, Scratch, Seek, stable};
+use raw::trie::Params;
+use raw::typed::{Leaf, TypedTrie, Walk};
 
-use crate::key::is_empty_range;
-use crate::substrate::prefetch::prefetch_read;
+use crate::key::Escaped;
 use crate::{Error, OrderedMap};
 
 /// Construction settings; [`Config::default`] holds the measured defaults.
@@ -198,20 +196,28 @@ impl Config {
 }
 
 /// The Cuckoo Trie ordered map; see the [module docs](self).
+///
+/// Every operation is an inherent method, so no trait import is needed;
+/// [`OrderedMap`] forwards to them for generic code.
+///
+/// ```
+/// use mlpdex::cuckoo_trie::CuckooTrie;
+///
+/// let mut t = CuckooTrie::new();
+/// assert_eq!(t.insert(b"apple", 1).unwrap(), None);
+/// t.insert(b"banana", 2).unwrap();
+/// assert_eq!(t.insert(b"apple", 3).unwrap(), Some(1));
+/// assert_eq!(t.get(b"apple"), Some(&3));
+/// assert_eq!(t.len(), 2);
+/// assert_eq!(t.first(), Some((&b"apple"[..], &3)));
+/// assert_eq!(t.range(..).count(), 2);
+/// assert_eq!(t.remove(b"banana"), Some(2));
+/// assert!(!t.contains_key(b"banana"));
+/// ```
 pub struct CuckooTrie<V> {
-    raw: RawTrie,
-    scratch: Scratch,
+    raw: TypedTrie<V>,
     config: Config,
-    /// Bytes of live records (their layouts' sizes).
-    record_bytes: usize,
-    _values: PhantomData<V>,
 }
-
-// SAFETY: the map owns its records (keys and `V`s) exclusively, like a `Vec<(Box<[u8]>, V)>`;
-// sending it sends the `V`s.
-unsafe impl<V: Send> Send for CuckooTrie<V> {}
-// SAFETY: `&CuckooTrie` only reads the table and hands out `&V`; writes need `&mut`.
-unsafe impl<V: Sync> Sync for CuckooTrie<V> {}
 
 impl<V> CuckooTrie<V> {
     /// Longest key accepted, in bytes.
@@ -221,23 +227,17 @@ impl<V> CuckooTrie<V> {
     ///
     /// # Panics
     ///
-    /// If the operating system refuses the first 4 KiB table; use
+    /// If the allocator refuses the first table (2 KiB); use
     /// [`with_config`](Self::with_config) to handle that as an error.
     pub fn new() -> Self {
-        Self::with_config(Config::default()).expect("mapping the first table page")
+        Self::with_config(Config::default()).expect("allocating the first table")
     }
 
     /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
     pub fn with_config(config: Config) -> Result<Self, Error> {
         config.validate()?;
-        let raw = RawTrie::new(config.params::<V>())?;
-        Ok(CuckooTrie {
-            raw,
-            scratch: Scratch::default(),
-            config,
-            record_bytes: 0,
-            _values: PhantomData,
-        })
+        let raw = TypedTrie::new(config.params::<V>())?;
+        Ok(CuckooTrie { raw, config })
     }
 
     /// The settings this map was built with.
@@ -245,11 +245,11 @@ impl<V> CuckooTrie<V> {
         &self.config
     }
 
-    /// Bytes mapped directly from the operating system (the hash table), a part of
-    /// [`memory_usage`](OrderedMap::memory_usage); the rest (records) comes from the global
-    /// allocator.
+    /// Bytes mapped directly from the operating system (the hash table once it reaches a
+    /// 4 KiB page), a part of [`memory_usage`](Self::memory_usage); the rest (records, a
+    /// table under a page) comes from the global allocator.
     pub fn mapped_bytes(&self) -> usize {
-        self.raw.table_bytes()
+        self.raw.mapped_bytes()
     }
 
     /// Audits every structural invariant (slow: reads the whole table). For tests.
@@ -258,77 +258,111 @@ impl<V> CuckooTrie<V> {
         self.raw.audit()
     }
 
-    /// Frees a record, returning its value.
-    ///
-    /// # Safety
-    /// `p` came from `record::alloc` with a key of `key_len` bytes and is no longer in the
-    /// trie.
-    unsafe fn take_record(&mut self, p: *mut u8, key_len: usize) -> V {
-        // SAFETY: per the contract; `&mut self` means no reader holds it.
-        let (v, bytes) = unsafe { record::free::<V>(p, key_len) };
-        self.record_bytes -= bytes;
-        v
-    }
-
-    /// The value in record `p`.
-    ///
-    /// # Safety
-    /// `p` is a live record of this map, and the reference is not used past the next `&mut`
-    /// access to the map.
-    #[inline(always)]
-    unsafe fn value<'a>(p: *mut u8) -> &'a V {
-        // SAFETY: per the contract.
-        unsafe { record::value::<V>(p) }
-    }
-
-    /// The key and value of leaf `e`.
-    #[inline(always)]
-    fn item(&self, e: Ent) -> (&[u8], &V) {
-        // SAFETY: `e` is a leaf of this map read under `&self`; records live while `&self`.
-        unsafe { (self.raw.key_of(e), Self::value(e.rec())) }
-    }
-
-    /// Drops every record.
-    fn free_all(&mut self) {
-        let mut recs: Vec<(NonNull<u8>, usize)> = Vec::with_capacity(self.raw.len());
-        self.raw.for_each_leaf(|e| {
-            recs.push((
-                NonNull::new(e.rec()).expect("records are non-null"),
-                e.key_len(),
-            ));
-        });
-        for (p, len) in recs {
-            // SAFETY: each leaf's record once; the trie is reset right after.
-            drop(unsafe { self.take_record(p.as_ptr(), len) });
-        }
-    }
-
-    /// The last leaf within the end bound `bound` (`<= k`, `< k`, or the last leaf).
-    fn seek_end(&self, bound: Bound<&[u8]>) -> Option<(Loc, Ent)> {
-        match bound {
-            Bound::Included(k) => stable(self.raw.seek(k, Seek::Le)),
-            Bound::Excluded(k) => stable(self.raw.seek(k, Seek::Lt)),
-            Bound::Unbounded => stable(self.raw.last()),
-        }
-    }
-
-    /// The record of `key`, mutably.
+    /// The value stored under `key`, mutably.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        let p = stable(self.raw.get(key))?;
-        // SAFETY: a live record; `&mut self` makes the reference unique.
-        Some(unsafe { &mut *p.cast::<V>() })
+        self.raw.get_mut(key)
     }
+
+    /// The value stored under `key`.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        self.raw.get(key)
+    }
+
+    /// Stores `value` under `key`, returning the value it replaces; [`Error::KeyTooLong`] for a
+    /// key over [`MAX_KEY_LEN`](Self::MAX_KEY_LEN) bytes (the map is then unchanged),
+    /// [`Error::OutOfMemory`] if the table cannot grow.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        check_len(key)?;
+        Ok(self.raw.insert(key, value)?.1)
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        self.raw.remove(key)
+    }
+
+    /// Number of keys stored.
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// A double-ended iterator over the entries with keys in `range`, in key order: `..`,
+    /// `"a".."c"`, `b"a".as_slice()..=b"c"` or a pair of [`Bound`]s (see [`KeyRange`]).
+    /// An empty or inverted range yields nothing (where `BTreeMap::range` would panic).
+    pub fn range<R>(&self, range: R) -> Range<'_, V>
+    where
+        R: KeyRange,
+    {
+        let (start, end) = range.key_bounds();
+        Range {
+            walk: self.raw.walk(start, end),
+        }
+    }
+
+    /// Bytes the map owns: the table, the records (keys and values) and the writer's scratch
+    /// buffers.
+    pub fn memory_usage(&self) -> usize {
+        core::mem::size_of::<Self>() + self.raw.heap_bytes()
+    }
+
+    /// Removes every key, dropping the values, and shrinks the table back to its first size.
+    pub fn clear(&mut self) {
+        self.raw.clear();
+    }
+
+    /// The entry with the smallest key.
+    pub fn first(&self) -> Option<(&[u8], &V)> {
+        self.raw.first().map(Leaf::item)
+    }
+
+    /// The entry with the largest key.
+    pub fn last(&self) -> Option<(&[u8], &V)> {
+        self.raw.last().map(Leaf::item)
+    }
+
+    /// The first entry whose key is `>= k` for `Included(k)`, `> k` for `Excluded(k)`; the
+    /// first entry for `Unbounded`.
+    pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        self.raw.lower_bound(bound).map(Leaf::item)
+    }
+
+    /// The last entry whose key is `<= k` for `Included(k)`, `< k` for `Excluded(k)`; the
+    /// last entry for `Unbounded`.
+    pub fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        self.raw.upper_bound(bound).map(Leaf::item)
+    }
+
+    /// True when the map holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when `key` is stored.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// A double-ended iterator over every entry, in key order.
+    pub fn iter(&self) -> Range<'_, V> {
+        self.range(..)
+    }
+}
+
+/// [`Error::KeyTooLong`] unless `key` fits.
+fn check_len(key: &[u8]) -> Result<(), Error> {
+    if key.len() > raw::table::MAX_KEY_LEN {
+        return Err(Error::KeyTooLong {
+            len: key.len(),
+            max: raw::table::MAX_KEY_LEN,
+        });
+    }
+    Ok(())
 }
 
 impl<V> Default for CuckooTrie<V> {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl<V> Drop for CuckooTrie<V> {
-    fn drop(&mut self) {
-        self.free_all();
     }
 }
 
@@ -345,83 +379,20 @@ impl<V> fmt::Debug for CuckooTrie<V> {
 /// A double-ended iterator over a key range of a [`CuckooTrie`], in key order.
 ///
 /// Going forward walks the trie in order, prefetching the buckets of the next several children
-/// of each node together (see `raw/cursor.rs`) and each record one step ahead; going backward
-/// runs the same walk in reverse (started by one predecessor search), prefetching each record
-/// one step ahead.
+/// of each node together (see `raw/cursor.rs`) and each record a few steps ahead; going
+/// backward runs the same walk in reverse (started by one predecessor search), prefetching
+/// each record one step ahead.
 pub struct Range<'a, V> {
-    map: &'a CuckooTrie<V>,
-    /// The next leaf from the front; `None` once the range is exhausted.
-    front: Option<(Loc, Ent)>,
-    /// Leaves after `front` that the cursor has already found (their records prefetched).
-    ahead: Ahead,
-    cursor: Cursor,
-    back: Back,
-    /// The reverse walk, once the range has been walked from the back.
-    back_cursor: Option<Cursor>,
-}
-
-/// Most leaves a forward walk keeps found ahead of the front, records prefetched.
-const LOOKAHEAD: usize = 8;
-
-/// A ring of leaves found ahead of the front.
-#[derive(Debug, Default)]
-struct Ahead {
-    ring: [Option<(Loc, Ent)>; LOOKAHEAD],
-    head: usize,
-    len: usize,
-    /// Items yielded so far: the lookahead ramps up with it, so a short range does not walk far
-    /// past its end.
-    yielded: usize,
-    /// The cursor has no more leaves.
-    exhausted: bool,
-}
-
-/// The back end of a [`Range`].
-#[derive(Clone, Copy, Debug)]
-enum Back {
-    /// Unbounded: the last leaf, looked up only if the range is walked backwards.
-    Last,
-    /// The next leaf from the back.
-    At((Loc, Ent)),
+    walk: Walk<'a, V>,
 }
 
 impl<V> fmt::Debug for Range<'_, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let back = match self.back {
-            Back::Last => None,
-            Back::At((_, e)) => Some(self.map.item(e).0),
-        };
+        let (front, back) = self.walk.ends();
         f.debug_struct("Range")
-            .field("front", &self.front.map(|(_, e)| self.map.item(e).0))
-            .field("back", &back)
+            .field("front", &front.map(Escaped))
+            .field("back", &back.map(Escaped))
             .finish()
-    }
-}
-
-impl<V> Range<'_, V> {
-    /// The leaf after `front`, topping the lookahead up first.
-    #[inline]
-    fn advance(&mut self) -> Option<(Loc, Ent)> {
-        let a = &mut self.ahead;
-        a.yielded += 1;
-        let want = (a.yielded + 1).min(LOOKAHEAD);
-        while a.len < want && !a.exhausted {
-            match stable(self.map.raw.cursor_next(&mut self.cursor)) {
-                Some(leaf) => {
-                    prefetch_read(leaf.1.rec());
-                    a.ring[(a.head + a.len) % LOOKAHEAD] = Some(leaf);
-                    a.len += 1;
-                }
-                None => a.exhausted = true,
-            }
-        }
-        if a.len == 0 {
-            return None;
-        }
-        let leaf = a.ring[a.head].take();
-        a.head = (a.head + 1) % LOOKAHEAD;
-        a.len -= 1;
-        leaf
     }
 }
 
@@ -430,49 +401,18 @@ impl<'a, V> Iterator for Range<'a, V> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let (fl, fe) = self.front?;
-        self.front = match self.back {
-            Back::At((bl, _)) if bl == fl => None,
-            _ => self.advance(),
-        };
-        Some(self.map.item(fe))
+        self.walk.next().map(Leaf::item)
     }
 }
 
 impl<V> DoubleEndedIterator for Range<'_, V> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        let (fl, _) = self.front?;
-        let raw = &self.map.raw;
-        let (bl, be) = match self.back {
-            Back::At(b) => b,
-            Back::Last => {
-                let (cur, last) = stable(raw.cursor_first(true));
-                self.back_cursor = Some(cur);
-                last.expect("a non-empty range has a last leaf")
-            }
-        };
-        let item = self.map.item(be);
-        if fl == bl {
-            self.front = None;
-        } else {
-            // The walk backwards runs the cursor in reverse (prefetching a window of smaller
-            // siblings per node), started where the back end first moves.
-            let prev = match &mut self.back_cursor {
-                Some(cur) => stable(raw.cursor_next(cur)),
-                None => {
-                    let (cur, prev) = stable(raw.cursor_seek(item.0, true, true));
-                    self.back_cursor = Some(cur);
-                    prev
-                }
-            };
-            let prev = prev.expect("the front leaf precedes the back leaf");
-            prefetch_read(prev.1.rec());
-            self.back = Back::At(prev);
-        }
-        Some(item)
+        self.walk.next_back().map(Leaf::item)
     }
 }
 
+/// Forwards to the inherent methods of [`CuckooTrie`].
 impl<V> OrderedMap<V> for CuckooTrie<V> {
     type Range<'a>
         = Range<'a, V>
@@ -481,156 +421,49 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
 
     #[inline]
     fn get(&self, key: &[u8]) -> Option<&V> {
-        let p = stable(self.raw.get(key))?;
-        // SAFETY: a live record, borrowed for `&self`.
-        Some(unsafe { Self::value(p) })
+        CuckooTrie::get(self, key)
     }
-
     fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
-        if key.len() > Self::MAX_KEY_LEN {
-            return Err(Error::KeyTooLong {
-                len: key.len(),
-                max: Self::MAX_KEY_LEN,
-            });
-        }
-        let mut slot = Some(value);
-        let mut made: Option<*mut u8> = None;
-        loop {
-            let CuckooTrie {
-                raw,
-                scratch,
-                record_bytes,
-                ..
-            } = self;
-            let mut make = || {
-                *made.get_or_insert_with(|| {
-                    let (p, bytes) = record::alloc(key, slot.take().expect("made once"));
-                    *record_bytes += bytes;
-                    p
-                })
-            };
-            match raw.insert(scratch, key, &mut make) {
-                Ok(Inserted::New) => return Ok(None),
-                Ok(Inserted::Existing { rec, .. }) => {
-                    let v = slot.take().expect("not consumed for an existing key");
-                    // SAFETY: a live record of this map; `&mut self` gives exclusive access.
-                    return Ok(Some(core::mem::replace(
-                        unsafe { &mut *rec.cast::<V>() },
-                        v,
-                    )));
-                }
-                Err(NeedsGrowth) => match self.raw.grown() {
-                    Ok(bigger) => self.raw = bigger,
-                    Err(e) => {
-                        if let Some(p) = made {
-                            // SAFETY: made by `record::alloc` for this key and never linked
-                            // (the insert rolled back before linking it).
-                            drop(unsafe { self.take_record(p, key.len()) });
-                        }
-                        return Err(e);
-                    }
-                },
-            }
-        }
+        CuckooTrie::insert(self, key, value)
     }
-
     fn remove(&mut self, key: &[u8]) -> Option<V> {
-        let p = self.raw.remove(&mut self.scratch, key)?;
-        if self.raw.wants_shrink() {
-            // Shrinking only returns memory; if it fails the trie stays as it is.
-            if let Ok(smaller) = self.raw.shrunk() {
-                self.raw = smaller;
-            }
-        }
-        // SAFETY: the record of `key`, just unlinked from the trie.
-        Some(unsafe { self.take_record(p, key.len()) })
+        CuckooTrie::remove(self, key)
     }
-
     fn len(&self) -> usize {
-        self.raw.len()
+        CuckooTrie::len(self)
     }
-
     fn range<R>(&self, range: R) -> Range<'_, V>
     where
         R: KeyRange,
     {
-        let (start, end) = range.key_bounds();
-        let empty = || Range {
-            map: self,
-            front: None,
-            ahead: Ahead::default(),
-            cursor: Cursor::default(),
-            back: Back::Last,
-            back_cursor: None,
-        };
-        if is_empty_range(start, end) {
-            return empty();
-        }
-        let back = match end {
-            Bound::Unbounded => Some(Back::Last),
-            bounded => self.seek_end(bounded).map(Back::At),
-        };
-        let Some(back) = back else {
-            return empty();
-        };
-        let (cursor, front) = match start {
-            Bound::Included(k) => stable(self.raw.cursor_seek(k, false, false)),
-            Bound::Excluded(k) => stable(self.raw.cursor_seek(k, true, false)),
-            Bound::Unbounded => stable(self.raw.cursor_first(false)),
-        };
-        let Some(front) = front else {
-            return empty();
-        };
-        if let Back::At(b) = back
-            && self.item(front.1).0 > self.item(b.1).0
-        {
-            return empty();
-        }
-        prefetch_read(front.1.rec());
-        Range {
-            map: self,
-            front: Some(front),
-            ahead: Ahead::default(),
-            cursor,
-            back,
-            back_cursor: None,
-        }
+        CuckooTrie::range(self, range)
     }
-
     fn memory_usage(&self) -> usize {
-        core::mem::size_of::<Self>()
-            + self.raw.table_bytes()
-            + self.scratch.memory_usage()
-            + self.record_bytes
+        CuckooTrie::memory_usage(self)
     }
-
     fn clear(&mut self) {
-        self.free_all();
-        self.record_bytes = 0;
-        self.raw.reset();
-        self.scratch = Scratch::default();
+        CuckooTrie::clear(self)
     }
-
+    fn is_empty(&self) -> bool {
+        CuckooTrie::is_empty(self)
+    }
+    fn contains_key(&self, key: &[u8]) -> bool {
+        CuckooTrie::contains_key(self, key)
+    }
+    fn iter(&self) -> Range<'_, V> {
+        CuckooTrie::iter(self)
+    }
     fn first(&self) -> Option<(&[u8], &V)> {
-        stable(self.raw.first()).map(|(_, e)| self.item(e))
+        CuckooTrie::first(self)
     }
-
     fn last(&self) -> Option<(&[u8], &V)> {
-        stable(self.raw.last()).map(|(_, e)| self.item(e))
+        CuckooTrie::last(self)
     }
-
     fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
-        let r = match bound {
-            Bound::Included(k) => self.raw.seek(k, Seek::Ge),
-            Bound::Excluded(k) => self.raw.seek(k, Seek::Gt),
-            Bound::Unbounded => self.raw.first(),
-        };
-        let r = stable(r);
-        r.map(|(_, e)| self.item(e))
+        CuckooTrie::lower_bound(self, bound)
     }
-
     fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
-        self.seek_end(bound).map(|(_, e)| self.item(e))
+        CuckooTrie::upper_bound(self, bound)
     }
 }
 
