@@ -1,6 +1,7 @@
 //! The raw Cuckoo Trie: the hash table with key elimination ([`table`]) and the trie algorithms
 //! over it ([`trie`]), non-generic, with records as opaque addresses; and the typed layer
-//! ([`typed`]) that owns the records of the single-threaded map and holds its `unsafe`.
+//! ([`typed`]) that owns the records of the single-threaded map and holds its `unsafe`; its
+//! concurrent counterpart ([`shared`]) holds the concurrent map's.
 
 pub(crate) mod cursor;
 pub(crate) mod seqlock;

@@ -65,11 +65,9 @@ impl<'g, V> Leaf<'g, V> {
     /// The leaf's key.
     #[inline(always)]
     pub(crate) fn key(self) -> &'g [u8] {
-        // SAFETY: the record is live for 'g (type invariant) and holds `key_len` key bytes
-        // after its value, written before it was linked and never changed.
-        unsafe {
-            core::slice::from_raw_parts(self.rec.add(core::mem::size_of::<V>()), self.key_len)
-        }
+        // SAFETY: the record is live for 'g (type invariant), made by `record::alloc` for a
+        // `key_len`-byte key; keys are never changed.
+        unsafe { record::key::<V>(self.rec as *mut u8, self.key_len) }
     }
 
     /// The leaf's value.
