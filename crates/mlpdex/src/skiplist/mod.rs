@@ -2,12 +2,37 @@
 //! (Xu, "Building Data Structures to Exploit Memory-Level Parallelism", §3;
 //! `mlp-data-structures.txt`).
 //!
-//! # What it is
+//! ```
+//! use mlpdex::skiplist::SkipList;
+//!
+//! let list = SkipList::new();
+//! std::thread::scope(|s| {
+//!     for t in 0..2u64 {
+//!         let list = &list;
+//!         s.spawn(move || {
+//!             for i in 0..100u64 {
+//!                 let key = format!("user{:03}", 2 * i + t);
+//!                 list.insert(key.as_bytes(), i).unwrap();
+//!             }
+//!         });
+//!     }
+//! });
+//!
+//! let guard = mlpdex::epoch::pin(); // entries stay readable while it lives
+//! assert_eq!(list.get(b"user007", &guard), Some(&3));
+//! let keys: Vec<&[u8]> = list.range("user010".."user013", &guard).map(|(k, _)| k).collect();
+//! assert_eq!(keys, [b"user010", b"user011", b"user012"]);
+//! assert_eq!(list.iter(&guard).next_back(), Some((&b"user199"[..], &99)));
+//! assert_eq!(list.remove(b"user007"), Some(3));
+//! assert_eq!(list.len(), 199);
+//! ```
 //!
 //! [`SkipList`] is a concurrent ordered map from byte-string keys to values of any type. Every
 //! operation takes `&self`: insertion links a node with CAS, level 0 first (Herlihy and Shavit's
 //! lock-free skip list); removal marks the key deleted with one CAS and then unlinks the node
-//! from every level; memory is reclaimed with epochs (`crossbeam-epoch`).
+//! from every level; memory is reclaimed with epochs (`crossbeam-epoch`, through
+//! [`epoch::Guard`](crate::epoch::Guard)). Its methods have the same names and signatures as
+//! [`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie)'s.
 //!
 //! A plain range scan walks level 0, one dependent DRAM miss per entry: the next node's
 //! address is only known once the current node arrives. This list's iterator uses the towers
@@ -21,70 +46,14 @@
 //! When many threads insert, remove and scan byte-string keys at once and scans are long
 //! (tens of entries or more): the prefetching iterator is where this list beats other
 //! concurrent maps, and writers never block each other or readers. Not for point-heavy
-//! loads: a search is about 24 levels of mostly dependent misses at 10M keys, where a hashed
-//! trie ([`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie)) needs two or
-//! three round trips. Not for integer keys where memory matters (68 bytes per 8-byte key).
-//! Single-threaded maps are faster without the atomics and reclamation.
+//! loads: a search descends every level of the towers, mostly dependent misses, where a
+//! hashed trie ([`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie)) needs two
+//! or three round trips. Not for small keys where memory matters: each node takes at least a
+//! cache line. Single-threaded maps are faster without the atomics and reclamation.
 //!
-//! # Measured
-//!
-//! `mlpdex-bench` on this project's 2-core AMD EPYC VM (2 MiB pages, one dependent DRAM access
-//! 286 ns), 10M keys inserted in random order, one thread, independent mode. `scan-N` seeks a
-//! random key and reads `N` entries; nanoseconds per scan, seek included. Median of 3 rounds
-//! (rand-8 after the seek started feeding the prefetcher, email just before):
-//!
-//! | dataset | N | `skiplist` (`K = 3`) | `skiplist-plain` | `skipmap` | vs plain | vs `skipmap` |
-//! |---|---|---|---|---|---|---|
-//! | rand-8 | 20 | 5302 | 6795 | 6263 | 1.28× | 1.18× |
-//! | rand-8 | 100 | 8654 | 22368 | 19902 | 2.58× | 2.30× |
-//! | rand-8 | 1000 | 38983 | 230354 | 190878 | 5.91× | 4.90× |
-//! | email | 20 | 6246 | 8096 | 8376 | 1.30× | 1.34× |
-//! | email | 100 | 11242 | 27402 | 26842 | 2.44× | 2.39× |
-//! | email | 1000 | 45887 | 248611 | 229694 | 5.42× | 5.01× |
-//!
-//! The depth sweep, one round each, before the seek fed the prefetcher:
-//!
-//! | dataset | N | plain (`K = 0`) | `K = 1` | 2 | **3 (default)** | 4 | 5 | 6 | `skipmap` |
-//! |---|---|---|---|---|---|---|---|---|---|
-//! | rand-8 | 20 | 10035 | 8143 | 7699 | **7439** | 7775 | 8771 | 10721 | 6842 |
-//! | rand-8 | 100 | 28576 | 16293 | 11789 | **11636** | 11679 | 12975 | 16446 | 21530 |
-//! | rand-8 | 1000 | 249681 | 102243 | 56956 | **39454** | 34573 | 39806 | 73761 | 216817 |
-//! | email | 20 | 9483 | | 7161 | **7099** | 7911 | 9317 | | 9164 |
-//! | email | 100 | 28116 | | 13077 | **11262** | 11196 | 16858 | | 26452 |
-//! | email | 1000 | 230649 | | 61438 | **42935** | 38134 | 55018 | | 244129 |
-//!
-//! So with the default `K = 3` a scan of 1000 entries runs 5.4–5.9× faster than the plain
-//! iterator and about 5× faster than crossbeam's `SkipMap`; 100 entries 2.4–2.6× (2.9–3.0×
-//! in some single rounds) and 2.3–2.4×; 20 entries 1.3×. The prefetcher pays off from about
-//! 10 entries (rand-8: 5 entries cost the same both ways, 10 entries 4564 against 5071 ns).
-//! In steady state a scan costs 36–43 ns per entry at `K = 3` (7–8 entries per DRAM round
-//! trip, the `2^K` of §3.1) and 31–38 at `K = 4`; `K = 5` and 6 lose, with more tasks per
-//! phase than the core keeps misses in flight. `K = 3` stays the default because it is the
-//! best at 20 and 100 entries. A short scan is dominated by its seek (about 3 µs, 24 levels
-//! at 10M keys), which the plain iterator pays too, and by the `K` phases the queue needs to
-//! fill; that is why 100 entries gain about 2.5× rather than the paper's 4× for "a few
-//! hundred". Two threads scanning (rand-8, one round) deliver 1.88× the throughput of one
-//! at 100 entries and 1.92× at 1000.
-//!
-//! Point operations are plain skip-list searches (about 24 levels, 25 nodes visited), made
-//! partly parallel by prefetching the next node one and two levels down while the current
-//! level's candidate is fetched. Nanoseconds per operation, independent / dependent mode:
-//!
-//! | dataset | workload | `skiplist` | `skipmap` | ratio |
-//! |---|---|---|---|---|
-//! | rand-8 | load | 3025 | 2289 | 0.76× |
-//! | rand-8 | c | 3027 / 3167 | 2530 / 3017 | 0.84× / 0.95× |
-//! | rand-8 | lower-bound | 3379 / 3227 | 2511 / 2564 | 0.74× / 0.79× |
-//! | email | load | 2924 | 3993 | 1.37× |
-//! | email | c | 3186 / 3755 | 4514 / 4567 | 1.42× / 1.22× |
-//! | email | lower-bound | 3575 / 4533 | 4545 / 5724 | 1.27× / 1.26× |
-//!
-//! On byte-string keys (email) this list beats `SkipMap`, whose keys live in separate
-//! allocations; on rand-8 the harness gives `SkipMap` native `u64` keys (an integer compare,
-//! 32-byte nodes: 42.7 bytes per key against 68 here), and it is 5–26% faster.
-//!
-//! Memory: 68 bytes per key on rand-8 (`SkipMap`: 42.7), 85.5 on email (84.8): nodes are
-//! aligned to a cache line so that a scan step reads one line.
+//! Measured scans, point operations, memory and the prefetch-depth sweep, against the plain
+//! iterator and crossbeam's `SkipMap`: see
+//! [`docs/results/skiplist.md`](../../../../docs/results/skiplist.md).
 //!
 //! # Contract
 //!
@@ -144,21 +113,20 @@
 
 mod raw;
 
-use crate::KeyRange;
 use core::fmt;
-use core::marker::PhantomData;
 use core::ops::{Bound, ControlFlow};
-use core::sync::atomic::Ordering::{Acquire, Relaxed};
+use core::sync::atomic::Ordering::Relaxed;
 use std::cell::Cell;
-use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use self::raw::list::{RawList, Retire, Seek};
-use self::raw::node::{self, DELETED, MAX_HEIGHT, Node, addr};
-use self::raw::prefetch::{MAX_DEPTH, Prefetcher};
+use self::raw::list::RawList;
+use self::raw::node::MAX_HEIGHT;
+use self::raw::prefetch::MAX_DEPTH;
+use self::raw::read::{Entry, Walk};
+use self::raw::reclaim::EpochRetire;
 use crate::epoch::{Guard, pin};
 use crate::key::{after_start, before_end, is_empty_range};
-use crate::{ConcurrentOrderedMap, Error};
+use crate::{ConcurrentOrderedMap, Error, KeyRange};
 
 /// Settings of a [`SkipList`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,52 +146,6 @@ impl Default for Config {
 pub struct SkipList<V> {
     raw: RawList<V>,
     config: Config,
-}
-
-/// Defers destruction of unlinked nodes and replaced values past every pinned guard.
-struct EpochRetire<'g, V> {
-    guard: &'g crossbeam_epoch::Guard,
-    bytes: &'g Arc<AtomicUsize>,
-    _values: PhantomData<V>,
-}
-
-impl<V: Send + Sync + 'static> EpochRetire<'_, V> {
-    /// Runs `free` once every guard pinned now is gone, and takes the bytes it reports freeing
-    /// off the list's count.
-    ///
-    /// # Safety
-    /// `free` may run on any thread after the epoch has moved past every current guard, and
-    /// only then is it sound: what it frees is unreachable for guards pinned later.
-    unsafe fn defer(&self, free: impl FnOnce() -> usize + 'static) {
-        let bytes = Arc::clone(self.bytes);
-        // SAFETY: the closure owns what it touches (an address of ours, a counter handle; V
-        // is Send); the caller vouches that running it past the epoch is sound.
-        unsafe {
-            self.guard
-                .defer_unchecked(move || bytes.fetch_sub(free(), Relaxed))
-        };
-    }
-}
-
-impl<V: Send + Sync + 'static> Retire<V> for EpochRetire<'_, V> {
-    fn retire_node(&self, link: usize) {
-        // SAFETY: rule 4: the node is unreachable and retired once; by the time this
-        // runs the epoch has moved past every guard that could hold it.
-        unsafe { self.defer(move || node::release::<V>(link)) };
-    }
-
-    fn retire_value(&self, word: usize) {
-        // SAFETY: the box stopped being current before it was retired, is retired
-        // once, and no guard that could read it is left when this runs.
-        unsafe { self.defer(move || node::drop_box::<V>(word)) };
-    }
-
-    fn retire_inline(&self, link: usize) {
-        // SAFETY: rule 5: the update that replaced the inline value retired it once; no
-        // guard that could hold a reference to it is left when this runs, and the node is
-        // freed only by the second of this drop and the node's release.
-        unsafe { self.defer(move || node::drop_replaced_inline::<V>(link)) };
-    }
 }
 
 thread_local! {
@@ -275,8 +197,8 @@ impl<V: Send + Sync + 'static> SkipList<V> {
         V: Clone,
     {
         let guard = pin();
-        self.raw
-            .insert(key, value, random_height(), &self.retirer(&guard))
+        let retire = EpochRetire::new(&guard, &self.raw.bytes);
+        self.raw.insert(key, value, random_height(), &retire)
     }
 
     /// Removes `key`; returns a clone of its value.
@@ -285,15 +207,8 @@ impl<V: Send + Sync + 'static> SkipList<V> {
         V: Clone,
     {
         let guard = pin();
-        self.raw.remove(key, &self.retirer(&guard))
-    }
-
-    fn retirer<'g>(&'g self, guard: &'g Guard) -> EpochRetire<'g, V> {
-        EpochRetire {
-            guard: guard.crossbeam(),
-            bytes: &self.raw.bytes,
-            _values: PhantomData,
-        }
+        self.raw
+            .remove(key, &EpochRetire::new(&guard, &self.raw.bytes))
     }
 }
 
@@ -325,13 +240,9 @@ impl<V> SkipList<V> {
     }
 
     /// The value stored under `key`, readable while `guard` lives.
+    #[inline]
     pub fn get<'g>(&'g self, key: &[u8], guard: &'g Guard) -> Option<&'g V> {
-        let _ = guard;
-        let (_, stop) = self.raw.descend(key, Seek::Ge, |_, _| {});
-        // SAFETY: links read under `guard`, which outlives the result.
-        let (n, w) = unsafe { RawList::<V>::first_from(stop, key, Seek::Ge)? };
-        // SAFETY: `n` is not the head; `guard` keeps it and its value alive.
-        (n.key() == key).then(|| unsafe { n.value_at(w) })
+        self.raw.get(key, guard)
     }
 
     /// True when `key` is present.
@@ -350,25 +261,13 @@ impl<V> SkipList<V> {
     }
 
     /// The first entry within `bound` from below: `≥ k`, `> k`, or the first entry.
+    #[inline]
     pub fn lower_bound<'g>(
         &'g self,
         bound: Bound<&[u8]>,
         guard: &'g Guard,
     ) -> Option<(&'g [u8], &'g V)> {
-        let _ = guard;
-        let (key, seek) = match bound {
-            Bound::Included(k) => (k, Seek::Ge),
-            Bound::Excluded(k) => (k, Seek::Gt),
-            Bound::Unbounded => (&[][..], Seek::Ge),
-        };
-        let stop = match bound {
-            Bound::Unbounded => first_after::<V>(self.raw.head()),
-            _ => self.raw.descend(key, seek, |_, _| {}).1,
-        };
-        // SAFETY: links read under `guard`, which outlives the result.
-        let (n, w) = unsafe { RawList::<V>::first_from(stop, key, seek)? };
-        // SAFETY: as above; `n` is not the head.
-        Some((n.key(), unsafe { n.value_at(w) }))
+        self.raw.lower_bound(bound, guard).map(Entry::pair)
     }
 
     /// The last entry within `bound` from above: `≤ k`, `< k`, or the last entry.
@@ -377,34 +276,11 @@ impl<V> SkipList<V> {
         bound: Bound<&[u8]>,
         guard: &'g Guard,
     ) -> Option<(&'g [u8], &'g V)> {
-        let _ = guard;
-        // SAFETY: links read under `guard`, which outlives the result.
-        unsafe { self.last_before(bound) }
+        self.raw.upper_bound(bound, guard).map(Entry::pair)
     }
 
-    /// The last live node within `bound` from above.
-    ///
-    /// # Safety
-    /// Called under a guard that outlives `'g`.
-    unsafe fn last_before<'g>(&'g self, bound: Bound<&[u8]>) -> Option<(&'g [u8], &'g V)> {
-        let pred = match bound {
-            Bound::Included(k) => self.raw.descend(k, Seek::Gt, |_, _| {}),
-            Bound::Excluded(k) => self.raw.descend(k, Seek::Ge, |_, _| {}),
-            Bound::Unbounded => self.raw.descend(&[], Seek::Last, |_, _| {}),
-        }
-        .0;
-        if addr::<V>(pred) == addr::<V>(self.raw.head()) {
-            return None;
-        }
-        // SAFETY: a node reached under the caller's guard.
-        let n = unsafe { &*addr::<V>(pred) };
-        // Present when the descent chose it; if removed since, its value word is frozen.
-        let w = n.value.load(Acquire) & !DELETED;
-        // SAFETY: as above; `n` is not the head.
-        Some((n.key(), unsafe { n.value_at(w) }))
-    }
-
-    /// The entries within `range`, in order from either end, readable while `guard` lives.
+    /// The entries within `range`, in order from either end, readable while `guard` lives;
+    /// empty for an empty or inverted range.
     pub fn range<'g, R>(&'g self, range: R, guard: &'g Guard) -> Range<'g, V, R>
     where
         R: KeyRange,
@@ -413,15 +289,13 @@ impl<V> SkipList<V> {
         let done = is_empty_range(s, e);
         Range {
             list: self,
-            _guard: guard,
+            guard,
             range,
-            front: Front::Unstarted,
-            prefetch: None,
+            front: if done { Front::Done } else { Front::Unstarted },
             front_last: None,
             back_last: None,
             back_done: done,
         }
-        .with_front_done(done)
     }
 
     /// Every entry in order, readable while `guard` lives.
@@ -434,68 +308,8 @@ impl<V> SkipList<V> {
     /// meaningful when no write is in flight; panics with a description otherwise.
     #[doc(hidden)]
     pub fn check_invariants(&self) {
-        let head = self.raw.head();
-        let top = self.raw.top();
-        let mut count = 0usize;
-        let mut bytes = Node::<V>::size(0, MAX_HEIGHT);
-        let mut below: Vec<usize> = Vec::new();
-        for lvl in 0..MAX_HEIGHT {
-            let mut on_level = Vec::new();
-            // SAFETY: quiescent list (the documented precondition): every linked node is live.
-            let mut link = unsafe { &*addr::<V>(head) }.next(lvl).load(Acquire);
-            let mut prev: Option<&[u8]> = None;
-            while !addr::<V>(link).is_null() {
-                assert!(
-                    lvl < top,
-                    "a node is linked at level {lvl}, above the top {top}"
-                );
-                // SAFETY: as above.
-                let n = unsafe { &*addr::<V>(link) };
-                assert!(lvl < n.height(), "node linked above its height");
-                let w = n.value.load(Acquire);
-                assert_eq!(
-                    w & DELETED,
-                    0,
-                    "a removed node is still linked at level {lvl}"
-                );
-                let next = n.next(lvl).load(Acquire);
-                assert_eq!(next & node::MARK, 0, "a marked link at level {lvl}");
-                if let Some(p) = prev {
-                    assert!(p < n.key(), "level {lvl} is not strictly increasing");
-                }
-                prev = Some(n.key());
-                on_level.push(addr::<V>(link) as usize);
-                if lvl == 0 {
-                    count += 1;
-                    bytes += Node::<V>::size(n.key().len(), n.height());
-                    if w != 0 {
-                        bytes += core::mem::size_of::<node::Boxed<V>>();
-                    }
-                }
-                link = next;
-            }
-            if lvl > 0 {
-                let mut it = below.iter();
-                for a in &on_level {
-                    assert!(it.any(|b| b == a), "a node on level {lvl} is missing below");
-                }
-            }
-            below = on_level;
-        }
-        assert_eq!(count, self.len(), "len disagrees with the level-0 count");
-        let counted = self.raw.bytes.load(Relaxed);
-        assert!(
-            counted >= bytes,
-            "byte count {counted} below the {bytes} bytes of linked nodes"
-        );
+        self.raw.audit(&pin());
     }
-}
-
-/// The level-0 link after `pred`.
-#[inline(always)]
-fn first_after<V>(pred: usize) -> usize {
-    // SAFETY: `pred` is the head or a node reached under the caller's guard.
-    unsafe { &*addr::<V>(pred) }.next(0).load(Acquire)
 }
 
 impl<V: Send + Sync + 'static> Default for SkipList<V> {
@@ -513,11 +327,11 @@ impl<V> fmt::Debug for SkipList<V> {
     }
 }
 
-enum Front {
+enum Front<'g, V> {
     /// No seek yet (done on the first `next`).
     Unstarted,
-    /// The next level-0 link to look at.
-    At(usize),
+    /// Walking level 0.
+    At(Walk<'g, V>),
     Done,
 }
 
@@ -525,10 +339,9 @@ enum Front {
 /// [`SkipList::range`]. Forward steps use the prefetcher; backward steps re-seek.
 pub struct Range<'g, V, R> {
     list: &'g SkipList<V>,
-    _guard: &'g Guard,
+    guard: &'g Guard,
     range: R,
-    front: Front,
-    prefetch: Option<Prefetcher>,
+    front: Front<'g, V>,
     front_last: Option<&'g [u8]>,
     back_last: Option<&'g [u8]>,
     back_done: bool,
@@ -544,59 +357,6 @@ impl<V, R> fmt::Debug for Range<'_, V, R> {
     }
 }
 
-impl<'g, V, R> Range<'g, V, R>
-where
-    R: KeyRange,
-{
-    fn with_front_done(mut self, done: bool) -> Self {
-        if done {
-            self.front = Front::Done;
-        }
-        self
-    }
-
-    /// Seeks the range's start and sets up the prefetcher.
-    fn start(&mut self) -> usize {
-        let raw = &self.list.raw;
-        let depth = self.list.config.prefetch_depth;
-        // The descent's predecessors at levels 0..=depth, for a list too short to reach level
-        // `depth` (and for an unbounded start, where they stay the head).
-        let mut preds = [raw.head(); MAX_DEPTH + 1];
-        let mut early: Option<Prefetcher> = None;
-        let mut on_level = |lvl: usize, p: usize| {
-            if depth == 0 || lvl > depth {
-                return;
-            }
-            preds[lvl] = p;
-            if lvl == depth {
-                // SAFETY: `p` is on level `depth`, reached under the iterator's guard, which
-                // outlives the prefetcher.
-                early = Some(unsafe { Prefetcher::begin::<V>(depth, p) });
-            } else if let Some(pf) = &mut early {
-                // SAFETY: `p` is on level `lvl`, reached under the iterator's guard.
-                unsafe { pf.descend_level::<V>(lvl, p) };
-            }
-        };
-        let (s, _) = self.range.key_bounds();
-        let first = match s {
-            Bound::Included(k) => raw.descend(k, Seek::Ge, &mut on_level).1,
-            Bound::Excluded(k) => raw.descend(k, Seek::Gt, &mut on_level).1,
-            Bound::Unbounded => first_after::<V>(raw.head()),
-        };
-        if depth > 0 {
-            self.prefetch = Some(match early {
-                Some(pf) => pf,
-                // SAFETY: the head or nodes reached under the iterator's guard, which outlives
-                // the prefetcher; `preds[i]` is on level `i`.
-                None => unsafe { Prefetcher::new::<V>(depth, &preds[..=depth]) },
-            });
-        }
-        // The walk starts where the descent stopped, a node found not before the start bound;
-        // every node after it on level 0 is past the bound too.
-        first
-    }
-}
-
 impl<'g, V, R> Iterator for Range<'g, V, R>
 where
     R: KeyRange,
@@ -605,38 +365,26 @@ where
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let mut link = match self.front {
-            Front::At(l) => l,
-            Front::Unstarted => self.start(),
-            Front::Done => return None,
-        };
-        loop {
-            if addr::<V>(link).is_null() {
-                self.front = Front::Done;
-                return None;
-            }
-            // SAFETY: reached under the iterator's guard, which outlives 'g.
-            let n: &'g Node<V> = unsafe { &*addr::<V>(link) };
-            if let Some(p) = &mut self.prefetch {
-                // SAFETY: as above.
-                unsafe { p.step::<V>(link) };
-            }
-            let w = n.value.load(Acquire);
-            link = n.next(0).load(Acquire);
-            if w & DELETED != 0 {
-                continue;
-            }
-            let key = n.key();
-            let (_, e) = self.range.key_bounds();
-            if !before_end(key, e) || self.back_last.is_some_and(|b| key >= b) {
-                self.front = Front::Done;
-                return None;
-            }
-            self.front = Front::At(link);
-            self.front_last = Some(key);
-            // SAFETY: `n` is not the head; the guard keeps its value alive.
-            return Some((key, unsafe { n.value_at(w) }));
+        if let Front::Unstarted = self.front {
+            let (s, _) = self.range.key_bounds();
+            let depth = self.list.config.prefetch_depth;
+            self.front = Front::At(self.list.raw.walk(s, depth, self.guard));
         }
+        let Front::At(walk) = &mut self.front else {
+            return None;
+        };
+        let Some(entry) = walk.next() else {
+            self.front = Front::Done;
+            return None;
+        };
+        let key = entry.key();
+        let (_, e) = self.range.key_bounds();
+        if !before_end(key, e) || self.back_last.is_some_and(|b| key >= b) {
+            self.front = Front::Done;
+            return None;
+        }
+        self.front_last = Some(key);
+        Some((key, entry.value()))
     }
 }
 
@@ -653,18 +401,17 @@ where
             Some(k) => Bound::Excluded(k),
             None => e,
         };
-        // SAFETY: the iterator's guard outlives 'g.
-        let found = unsafe { self.list.last_before(bound) };
-        let Some((key, v)) = found else {
+        let Some(entry) = self.list.raw.upper_bound(bound, self.guard) else {
             self.back_done = true;
             return None;
         };
+        let key = entry.key();
         if !after_start(key, s) || self.front_last.is_some_and(|f| key <= f) {
             self.back_done = true;
             return None;
         }
         self.back_last = Some(key);
-        Some((key, v))
+        Some((key, entry.value()))
     }
 }
 
@@ -735,7 +482,7 @@ impl<V: Clone + Send + Sync + 'static> ConcurrentOrderedMap<V> for SkipList<V> {
 
 #[cfg(test)]
 mod tests {
-    //! Small tests of the unsafe core through the front end, sized for miri.
+    //! Small tests of the raw core through the front end, sized for miri.
     use super::*;
 
     /// Issue 16, defect 1: an entry read under a guard stays readable after it is removed and

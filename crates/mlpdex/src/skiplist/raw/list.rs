@@ -51,15 +51,27 @@ use super::sync::AtomicIsize;
 use crate::Error;
 
 /// Where removed nodes and replaced values go once unlinked: the front end defers their
-/// destruction past every epoch guard that could still see them.
+/// destruction past every epoch guard that could still see them (`reclaim::EpochRetire`).
 pub(crate) trait Retire<V> {
     /// `link`'s node is unreachable; free it once no thread can still hold it.
-    fn retire_node(&self, link: usize);
+    ///
+    /// # Safety
+    /// `link` is a node of this list, unlinked from every level as rule 4 requires, and
+    /// retired once.
+    unsafe fn retire_node(&self, link: usize);
     /// The box `word` is no longer current; free it once no thread can still hold it.
-    fn retire_value(&self, word: usize);
+    ///
+    /// # Safety
+    /// `word` is a box of this list that a CAS just replaced as its node's value, retired
+    /// once.
+    unsafe fn retire_value(&self, word: usize);
     /// `link`'s inline value was replaced by the node's first update; drop it (with
     /// [`node::drop_replaced_inline`]) once no thread can still hold it.
-    fn retire_inline(&self, link: usize);
+    ///
+    /// # Safety
+    /// As rule 5 says: the CAS that installed `link`'s first replacement value just succeeded,
+    /// and this is its only retirement.
+    unsafe fn retire_inline(&self, link: usize);
 }
 
 /// Per-level predecessors and successors of a key, as link words.
@@ -91,7 +103,7 @@ pub(crate) enum Seek {
 impl Seek {
     /// Whether a node holding `node_key` goes before the search key `key`.
     #[inline(always)]
-    fn before(self, node_key: &[u8], key: &[u8]) -> bool {
+    pub(super) fn before(self, node_key: &[u8], key: &[u8]) -> bool {
         match self {
             Seek::Ge => key_lt(node_key, key),
             Seek::Gt => !key_lt(key, node_key),
@@ -121,7 +133,7 @@ pub(crate) struct RawList<V> {
 /// `link` points to a node that is not freed while the reference lives: the head, or a node
 /// reached by following links under a pinned guard (rule 4).
 #[inline(always)]
-unsafe fn at<'a, V>(link: usize) -> &'a Node<V> {
+pub(super) unsafe fn at<'a, V>(link: usize) -> &'a Node<V> {
     // SAFETY: per the contract.
     unsafe { &*addr::<V>(link) }
 }
@@ -324,9 +336,13 @@ impl<V> RawList<V> {
                             // SAFETY: `w` was current, so it stays alive while we are pinned.
                             let old = unsafe { n.value_at(w) }.clone();
                             if w == 0 {
-                                retire.retire_inline(found);
+                                // SAFETY: our CAS installed the node's first replacement
+                                // value (rule 5); only that CAS retires the inline value.
+                                unsafe { retire.retire_inline(found) };
                             } else {
-                                retire.retire_value(w);
+                                // SAFETY: our CAS replaced the box `w`, so it is retired once,
+                                // here.
+                                unsafe { retire.retire_value(w) };
                             }
                             return Ok(Some(old));
                         }
@@ -417,7 +433,10 @@ impl<V> RawList<V> {
             self.find(key, link, path, levels);
         }
         if n.state.fetch_or(BUILT, SeqCst) & UNLINKED != 0 {
-            retire.retire_node(link);
+            // SAFETY: rule 4: the remover set UNLINKED after its unlinking search, we set
+            // BUILT second after ours (if the node was removed while we linked), so it is
+            // unreachable, and only the second of the two retires it.
+            unsafe { retire.retire_node(link) };
         }
     }
 
@@ -449,7 +468,10 @@ impl<V> RawList<V> {
                         }
                         self.find(key, found, &mut path, levels.max(n.height()));
                         if n.state.fetch_or(UNLINKED, SeqCst) & BUILT != 0 {
-                            retire.retire_node(found);
+                            // SAFETY: rule 4: the inserter is done with the tower and our
+                            // unlinking search ran after its last link, so the node is
+                            // unreachable; only the second of the two retires it.
+                            unsafe { retire.retire_node(found) };
                         }
                         return Some(old);
                     }
@@ -497,31 +519,6 @@ impl<V> RawList<V> {
             on_level(lvl, pred);
         }
         (pred, stop)
-    }
-
-    /// The first node from `link` on level 0 that is live and not before `key` (per `seek`),
-    /// with its value word.
-    ///
-    /// # Safety
-    /// `link` was read under the caller's guard, which outlives the returned reference.
-    #[inline]
-    pub(crate) unsafe fn first_from<'g>(
-        mut link: usize,
-        key: &[u8],
-        seek: Seek,
-    ) -> Option<(&'g Node<V>, usize)> {
-        loop {
-            if addr::<V>(link).is_null() {
-                return None;
-            }
-            // SAFETY: per the contract.
-            let n = unsafe { at::<'g, V>(link) };
-            let w = n.value.load(Acquire);
-            if w & DELETED == 0 && !seek.before(n.key(), key) {
-                return Some((n, w));
-            }
-            link = n.next(0).load(Acquire);
-        }
     }
 
     fn alloc(&self, key: &[u8], value: V, height: usize) -> Result<usize, Error> {
@@ -585,13 +582,13 @@ mod loom_model {
     }
 
     impl Retire<u64> for Collect {
-        fn retire_node(&self, link: usize) {
+        unsafe fn retire_node(&self, link: usize) {
             self.nodes.lock().unwrap().push(link);
         }
-        fn retire_value(&self, word: usize) {
+        unsafe fn retire_value(&self, word: usize) {
             self.values.lock().unwrap().push(word);
         }
-        fn retire_inline(&self, link: usize) {
+        unsafe fn retire_inline(&self, link: usize) {
             self.inlines.lock().unwrap().push(link);
         }
     }
