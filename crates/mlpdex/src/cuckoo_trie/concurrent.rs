@@ -31,13 +31,42 @@
 //! seeks dominating: a lookup costs about two DRAM round trips whatever the map's size, readers
 //! never write shared memory and never wait. Its methods and iterators have the same names and
 //! signatures as the [`SkipList`](crate::skiplist::SkipList)'s, under the same
-//! [`epoch::Guard`](crate::epoch::Guard), so the two are interchangeable.
+//! [`epoch::Guard`](crate::epoch::Guard), so the two are interchangeable: the same code,
+//! with no trait and no generics, runs on either.
+//!
+//! ```
+//! use mlpdex::cuckoo_trie::ConcurrentCuckooTrie;
+//! use mlpdex::skiplist::SkipList;
+//!
+//! macro_rules! fruit_stand {
+//!     ($map:expr) => {{
+//!         let map = $map;
+//!         map.insert(b"apple", 1).unwrap();
+//!         map.insert(b"banana", 2).unwrap();
+//!         map.insert(b"cherry", 3).unwrap();
+//!         let g = mlpdex::epoch::pin();
+//!         assert_eq!(map.get(b"apple", &g), Some(&1));
+//!         let mut seen = Vec::new();
+//!         for (k, v) in map.range("a".."c", &g) {
+//!             seen.push((k, *v));
+//!         }
+//!         assert_eq!(seen, [(&b"apple"[..], 1), (&b"banana"[..], 2)]);
+//!         assert_eq!(map.last(&g), Some((&b"cherry"[..], &3)));
+//!         assert_eq!(map.range(..=b"b".as_slice(), &g).next_back(), Some((&b"apple"[..], &1)));
+//!         assert_eq!(map.remove(b"apple"), Some(1));
+//!         assert!(!map.contains_key(b"apple"));
+//!     }};
+//! }
+//! fruit_stand!(SkipList::new());
+//! fruit_stand!(ConcurrentCuckooTrie::new());
+//! ```
 //!
 //! When not: many threads writing at once (writers are serialized by one mutex, so write-heavy
 //! loads scale like a single writer); long scans, where the skip list's prefetching iterator
 //! is faster; keys with long shared prefixes (see [`cuckoo_trie`](super)); a single thread,
-//! where [`CuckooTrie`](super::CuckooTrie) is faster without read sessions. Measured numbers
-//! are in the [`cuckoo_trie`](super) module docs.
+//! where [`CuckooTrie`](super::CuckooTrie) is faster without read sessions. Measured numbers,
+//! the concurrent map's scaling included, are in
+//! [`docs/results/cuckoo_trie.md`](../../../../../docs/results/cuckoo_trie.md).
 //!
 //! # Contract
 //!
@@ -80,8 +109,9 @@
 //!   pointer swap; the old table is unmapped when the last reader pinned before the swap
 //!   leaves. Readers never wait for a growth; writers do (the paper cites lock-free marking
 //!   for concurrent resizing; this is the simpler scheme its §5 allows).
-//! * The unsafe parts (the epoch-protected trie pointer, typed records, reclamation) are in
-//!   `raw::shared`, whose lifetimes carry the guard: this file only forwards.
+//! * The code with proof obligations (the epoch-protected trie pointer, typed records,
+//!   reclamation) is in `raw::shared`, whose lifetimes carry the guard: this file only
+//!   forwards.
 //!
 //! # Deviations from the paper
 //!
