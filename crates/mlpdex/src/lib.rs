@@ -48,7 +48,10 @@ pub mod mlp_index;
 pub mod skiplist;
 pub mod substrate;
 pub mod surf;
+// Test support for the crate's own tests (turned on for them by the self dev-dependency in
+// Cargo.toml) and for downstream crates wrapping an index; not part of the documented API.
 #[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
 pub mod testing;
 
 pub use api::{

@@ -1,6 +1,5 @@
-#![cfg(feature = "testing")]
-//! Integration tests of [`mlpdex::cuckoo_trie::CuckooTrie`] through its public API (needs the
-//! `testing` feature: `cargo test -p mlpdex --features testing --test cuckoo_trie`).
+//! Integration tests of [`mlpdex::cuckoo_trie::CuckooTrie`] through its public API
+//! (`cargo test -p mlpdex --test cuckoo_trie`).
 //!
 //! What is covered:
 //!
