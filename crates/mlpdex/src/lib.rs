@@ -48,6 +48,7 @@ pub mod mlp_index;
 pub mod skiplist;
 pub mod substrate;
 pub mod surf;
+mod sync;
 // Test support for the crate's own tests (turned on for them by the self dev-dependency in
 // Cargo.toml) and for downstream crates wrapping an index; not part of the documented API.
 #[cfg(any(test, feature = "testing"))]
