@@ -78,16 +78,14 @@
 //! When not to use it: for lookups of long string keys whose speed matters more than memory
 //! (a sorted array or the fst crate is faster there), or for data that changes.
 
-pub(crate) mod raw;
-
 use crate::KeyRange;
 use core::ops::Bound;
 
-use self::raw::build::LevelBuilder;
-use self::raw::format::{self, FST_MAGIC};
-use self::raw::suffix::{FullSuffixes, SuffixKind};
-pub use self::raw::trie::TrieStats;
-use self::raw::trie::{Path, Trie, bound_key};
+use super::raw::build::LevelBuilder;
+use super::raw::format::{self, FST_MAGIC};
+use super::raw::suffix::{FullSuffixes, SuffixKind};
+pub use super::raw::trie::TrieStats;
+use super::raw::trie::{Path, Trie, bound_key};
 use crate::Error;
 use crate::api::{RangeCursor, StaticMap, StaticMapBuilder};
 use crate::key::{after_start, before_end, is_empty_range};

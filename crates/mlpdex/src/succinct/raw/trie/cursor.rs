@@ -260,8 +260,8 @@ impl Path {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::fst::raw::build::LevelBuilder;
-    use crate::fst::raw::suffix::SuffixKind;
+    use crate::succinct::raw::build::LevelBuilder;
+    use crate::succinct::raw::suffix::SuffixKind;
 
     pub(crate) fn trie_of(keys: &[&[u8]], ratio: u32) -> Trie {
         let mut b = LevelBuilder::new(SuffixKind::None);

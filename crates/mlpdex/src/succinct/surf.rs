@@ -60,7 +60,7 @@
 //!   false. `approx_count` counts the stored unique prefixes inside the range; it is exact for
 //!   keys strictly inside and may count one key too many at each end.
 //! - `Surf` is immutable and `Send + Sync`. [`Surf::to_bytes`] / [`Surf::from_bytes`] use the
-//!   FST format (`fst::raw::format`) with its own magic; corrupt buffers are errors, and
+//!   FST format (`succinct::raw::format`) with its own magic; corrupt buffers are errors, and
 //!   loading checks every invariant the queries rely on (a loaded filter admits every key its
 //!   cursor visits, and its cursor agrees in both directions), including zero real bits on
 //!   prefix keys. The hash bits of a prefix key are never read (a lookup that ends at one has
@@ -75,12 +75,12 @@ use core::ops::Bound;
 use crate::Error;
 use crate::api::RangeFilter;
 use crate::fst::TrieStats;
-use crate::fst::raw::build::LevelBuilder;
-use crate::fst::raw::format::{self, SURF_MAGIC};
-use crate::fst::raw::suffix::{FixedSuffixes, SuffixKind};
-use crate::fst::raw::trie::{Path, Trie, bound_key};
 use crate::key::{after_start, before_end, is_empty_range};
 use crate::substrate::frozen::{Shared, StableDeref};
+use crate::succinct::raw::build::LevelBuilder;
+use crate::succinct::raw::format::{self, SURF_MAGIC};
+use crate::succinct::raw::suffix::{FixedSuffixes, SuffixKind};
+use crate::succinct::raw::trie::{Path, Trie, bound_key};
 
 /// A range of keys as a start and an end bound, for [`Surf::may_contain_range_batch`].
 pub type ByteRange<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
@@ -458,7 +458,7 @@ impl Surf {
     }
 
     /// Orders the key of the leaf at `pos` on `level` against `key` by real bits, when the trie
-    /// matched `key`'s first `level + 1` bytes (see `fst::raw::trie::LeafCmp`).
+    /// matched `key`'s first `level + 1` bytes (see `succinct::raw::trie::LeafCmp`).
     #[inline]
     fn leaf_cmp(&self, key: &[u8], level: usize, pos: usize) -> Option<Ordering> {
         let f = self.fixed.as_ref().filter(|f| f.has_real())?;
