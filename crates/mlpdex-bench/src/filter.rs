@@ -61,7 +61,7 @@ use std::time::Instant;
 use anyhow::{Result, bail, ensure};
 use fastbloom::BloomFilter;
 use mlpdex::RangeFilter;
-use mlpdex::hope::{DEFAULT_LIMIT, Encoder, Hope, Scheme};
+use mlpdex::hope::{Encoder, Hope, Scheme};
 use mlpdex::surf::{Surf, SurfBuilder, SurfKind};
 use std::sync::Arc;
 

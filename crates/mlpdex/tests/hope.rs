@@ -67,7 +67,7 @@ use mlpdex::skiplist::SkipList;
 use mlpdex::surf::{SurfBuilder, SurfKind};
 use mlpdex::testing::concurrent::{self, Plan, Sharing, Subject, entries, entries_rev};
 use mlpdex::testing::{KeyShape, TestRng, check_static, differential_concurrent, reseal};
-use mlpdex::{ConcurrentOrderedMap, Error, RangeFilter, StaticMapBuilder};
+use mlpdex::{ConcurrentOrderedMap, Error, RangeFilter};
 
 // ---------------------------------------------------------------------------------------------
 // Samples, encoders and probe keys
