@@ -10,8 +10,9 @@
 //! | [`RangeFilter`] | built once | none | approximate membership (SuRF) |
 //!
 //! Keys are byte strings compared lexicographically (see [`crate::key`]). Ranges are given as any
-//! [`RangeBounds`] over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, or a pair of
-//! `Bound<&[u8]>`); an empty or inverted range yields nothing, where `BTreeMap::range` would panic.
+//! [`KeyRange`]: `..`, a std range over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, …) or a
+//! pair of `Bound`s; an empty or inverted range yields nothing, where `BTreeMap::range` would
+//! panic.
 //!
 //! Insertion returns `Result` because a structure may refuse a key it cannot hold (for example
 //! [`Error::KeyWidth`] for an integer-only map) or fail to get memory; no method panics on input.
