@@ -125,14 +125,18 @@
 //! - this file: the single-threaded map, iteration.
 
 mod concurrent;
+mod entry;
+mod iter;
 mod raw;
 mod record;
 
 pub use concurrent::ConcurrentCuckooTrie;
+pub use entry::{Entry, OccupiedEntry, VacantEntry};
+pub use iter::{IntoIter, IntoKeys, IntoValues, IterMut, Keys, Values, ValuesMut};
 
 use crate::KeyRange;
 use core::fmt;
-use core::ops::Bound;
+use core::ops::{Bound, Index};
 
 use raw::trie::Params;
 use raw::typed::{Leaf, TypedTrie, Walk};
@@ -347,7 +351,126 @@ impl<V> CuckooTrie<V> {
     pub fn iter(&self) -> Range<'_, V> {
         self.range(..)
     }
+
+    /// An empty map (default [`Config`]) whose table holds `keys` keys without growing.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the table; use [`with_config`](Self::with_config)
+    /// and [`try_reserve`](Self::try_reserve) to handle that as an error.
+    pub fn with_capacity(keys: usize) -> Self {
+        let mut t = Self::new();
+        t.reserve(keys);
+        t
+    }
+
+    /// Grows the table now, if needed, so that `additional` more keys fit without growing
+    /// during inserts. The size is an estimate (1.5 table entries per key, enough for random
+    /// keys; keys with long shared prefixes take more nodes, and the map still grows then).
+    /// Removals may later shrink the table back, as they do without a reservation.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the table; [`try_reserve`](Self::try_reserve) returns
+    /// [`Error::OutOfMemory`] instead.
+    pub fn reserve(&mut self, additional: usize) {
+        if let Err(e) = self.try_reserve(additional) {
+            panic!("CuckooTrie::reserve: {e}");
+        }
+    }
+
+    /// [`reserve`](Self::reserve), or [`Error::OutOfMemory`] with the map unchanged.
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), Error> {
+        self.raw.reserve(self.len().saturating_add(additional))
+    }
+
+    /// The stored key equal to `key` and its value.
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&[u8], &V)> {
+        self.raw.get_key_value(key)
+    }
+
+    /// The entry with the smallest key (as [`first`](Self::first), named as in `BTreeMap`).
+    pub fn first_key_value(&self) -> Option<(&[u8], &V)> {
+        self.first()
+    }
+
+    /// The entry with the largest key (as [`last`](Self::last), named as in `BTreeMap`).
+    pub fn last_key_value(&self) -> Option<(&[u8], &V)> {
+        self.last()
+    }
+
+    /// Removes `key`, returning the stored key and its value.
+    pub fn remove_entry(&mut self, key: &[u8]) -> Option<(Vec<u8>, V)> {
+        let v = self.remove(key)?;
+        Some((key.to_vec(), v))
+    }
+
+    /// Removes and returns the entry with the smallest key.
+    pub fn pop_first(&mut self) -> Option<(Vec<u8>, V)> {
+        let key = self.first()?.0.to_vec();
+        let v = self.remove(&key)?;
+        Some((key, v))
+    }
+
+    /// Removes and returns the entry with the largest key.
+    pub fn pop_last(&mut self) -> Option<(Vec<u8>, V)> {
+        let key = self.last()?.0.to_vec();
+        let v = self.remove(&key)?;
+        Some((key, v))
+    }
+
+    /// Keeps only the entries for which `keep` returns true, visiting them in key order.
+    pub fn retain<F>(&mut self, mut keep: F)
+    where
+        F: FnMut(&[u8], &mut V) -> bool,
+    {
+        let doomed: Vec<Vec<u8>> = self
+            .iter_mut()
+            .filter_map(|(k, v)| (!keep(k, v)).then(|| k.to_vec()))
+            .collect();
+        for k in doomed {
+            self.remove(&k);
+        }
+    }
 }
+
+/// The value of a key; `t[b"k"]`, `t["k"]`, `t[&vec]`.
+///
+/// # Panics
+///
+/// If the key is absent, as `BTreeMap`'s `Index` does; [`CuckooTrie::get`] returns an
+/// `Option`.
+impl<V, K: AsRef<[u8]> + ?Sized> Index<&K> for CuckooTrie<V> {
+    type Output = V;
+
+    fn index(&self, key: &K) -> &V {
+        self.get(key.as_ref())
+            .expect("CuckooTrie: no entry for the key")
+    }
+}
+
+/// A map with the same config and entries (the table is sized for them up front).
+impl<V: Clone> Clone for CuckooTrie<V> {
+    fn clone(&self) -> Self {
+        let mut t = CuckooTrie::with_config(self.config.clone())
+            .and_then(|mut t| t.try_reserve(self.len()).map(|()| t))
+            .expect("CuckooTrie::clone: the operating system refused the table");
+        for (k, v) in self {
+            t.insert(k, v.clone())
+                .expect("CuckooTrie::clone: a stored key fits, and the table was reserved");
+        }
+        t
+    }
+}
+
+/// Equal when both hold the same keys with equal values (configs are not compared).
+impl<V: PartialEq> PartialEq for CuckooTrie<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl<V: Eq> Eq for CuckooTrie<V> {}
 
 /// [`Error::KeyTooLong`] unless `key` fits.
 fn check_len(key: &[u8]) -> Result<(), Error> {
@@ -366,12 +489,13 @@ impl<V> Default for CuckooTrie<V> {
     }
 }
 
-impl<V> fmt::Debug for CuckooTrie<V> {
+/// The entries in key order, as std's maps print them: `{"a": 1, "b\x00": 2}`. Keys print
+/// as quoted strings with `"`, `\\` and bytes outside printable ASCII escaped (`\xff`); a key
+/// over 64 bytes prints its first 48 and last 8 bytes and its length.
+impl<V: fmt::Debug> fmt::Debug for CuckooTrie<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CuckooTrie")
-            .field("len", &self.raw.len())
-            .field("config", &self.config)
-            .field("memory_usage", &self.memory_usage())
+        f.debug_map()
+            .entries(self.iter().map(|(k, v)| (Escaped(k), v)))
             .finish()
     }
 }
