@@ -2572,6 +2572,27 @@ fn over_long_keys_in_the_std_shaped_api() {
 }
 
 #[test]
+fn empty_map_fits_in_4_kib() {
+    let map = CuckooTrie::<u64>::new();
+    assert!(
+        map.memory_usage() <= PAGE,
+        "an empty map owns {} bytes",
+        map.memory_usage()
+    );
+    assert_eq!(map.mapped_bytes(), 0, "an empty map maps no page");
+    let mut map = map;
+    for i in 0..10_000u64 {
+        map.insert(&mix64(i).to_be_bytes(), i).unwrap();
+    }
+    map.clear();
+    assert!(
+        map.memory_usage() <= PAGE,
+        "a cleared map owns {} bytes",
+        map.memory_usage()
+    );
+}
+
+#[test]
 fn with_capacity_does_not_grow_while_filling() {
     let n = 20_000u64;
     let mut map: CuckooTrie<u64> = CuckooTrie::with_capacity(n as usize);

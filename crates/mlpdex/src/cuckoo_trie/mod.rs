@@ -156,7 +156,9 @@ pub struct Config {
     pub prefetch_depth: usize,
     /// Largest fraction of table slots in use before the table grows, 0.5..=0.95.
     pub max_load_factor: f64,
-    /// Buckets of the first table (rounded up to whole 4 KiB pages of 64-byte buckets), ≥ 1.
+    /// Buckets of the first table, ≥ 1 (default 32: 2 KiB, so an empty map owns under
+    /// 4 KiB). A table under 4 KiB comes from the allocator at its exact size; larger ones
+    /// are mapped in whole 4 KiB pages of 64-byte buckets. The table never shrinks below it.
     pub initial_buckets: usize,
 }
 
@@ -166,7 +168,7 @@ impl Default for Config {
             symbol_bits: 5,
             prefetch_depth: 8,
             max_load_factor: 0.85,
-            initial_buckets: 64,
+            initial_buckets: 32,
         }
     }
 }
