@@ -46,13 +46,13 @@ use std::fmt::{self, Debug};
 use std::ops::Bound;
 use std::rc::Rc;
 
+use mlpdex::Error;
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
 use mlpdex::key::{Escaped, is_empty_range, show_bound};
 use mlpdex::testing::{
     KeyShape, TestRng, arb_key, arb_ops, arb_ops_with, arb_u64_key, permutations, run_ops,
     try_differential_ordered,
 };
-use mlpdex::Error;
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -2359,7 +2359,7 @@ fn parity_step(
             let salt = rng.next_u64();
             let keep = |k: &[u8], v: &mut u64| {
                 *v = v.wrapping_add(1);
-                (mix64(*v ^ salt) ^ k.len() as u64) % 4 != 0
+                !(mix64(*v ^ salt) ^ k.len() as u64).is_multiple_of(4)
             };
             map.retain(|k, v| keep(k, v));
             model.retain(|k, v| keep(k, v));
@@ -2523,7 +2523,10 @@ fn into_iter_and_drain_paths_drop_every_value_once() {
     let (k, v) = it.next().unwrap();
     assert_eq!(k, 0u32.to_be_bytes());
     drop(v);
-    assert_eq!(it.next_back().map(|(k, _)| k), Some(299u32.to_be_bytes().to_vec()));
+    assert_eq!(
+        it.next_back().map(|(k, _)| k),
+        Some(299u32.to_be_bytes().to_vec())
+    );
     assert_eq!(Rc::strong_count(&live), 599);
     drop(it);
     assert_eq!(
