@@ -703,6 +703,51 @@ mod tests {
         }
     }
 
+    /// The typed layer's unsafe paths (shared and unique value references, owned drains,
+    /// entries) with heap-owning values: small enough for miri, which checks the aliasing.
+    #[test]
+    fn std_api_with_owning_values() {
+        let keys: [&[u8]; 6] = [b"", b"a", b"ab", b"b\x00", b"b\xff", b"c"];
+        let mut t: CuckooTrie<String> = keys.iter().map(|k| (k, format!("{k:?}"))).collect();
+        let mut model: BTreeMap<Vec<u8>, String> = keys
+            .iter()
+            .map(|k| (k.to_vec(), format!("{k:?}")))
+            .collect();
+        let (mut a, mut b) = (t.iter_mut(), model.iter_mut());
+        while let (Some((ka, va)), Some((kb, vb))) = (a.next_back(), b.next_back()) {
+            assert_eq!(ka, kb.as_slice());
+            va.push('!');
+            vb.push('!');
+            if let (Some((_, va)), Some((_, vb))) = (a.next(), b.next()) {
+                va.push('?');
+                vb.push('?');
+            }
+        }
+        t.entry(b"ab").or_default().push('+');
+        model.entry(b"ab".to_vec()).or_default().push('+');
+        t.entry(b"new").or_insert_with(String::new).push('n');
+        model.entry(b"new".to_vec()).or_default().push('n');
+        if let Entry::Occupied(o) = t.entry(b"a") {
+            assert_eq!(o.remove(), model.remove(b"a".as_slice()).unwrap());
+        }
+        t.retain(|k, v| {
+            v.push('r');
+            k.len() != 1
+        });
+        model.retain(|k, v| {
+            v.push('r');
+            k.len() != 1
+        });
+        assert_eq!(t.pop_last(), model.pop_last());
+        let mut owned = t.clone().into_iter();
+        let mut want = model.clone().into_iter();
+        assert_eq!(owned.next_back(), want.next_back());
+        assert_eq!(owned.next(), want.next());
+        drop(owned);
+        let got: Vec<(Vec<u8>, String)> = t.into_iter().collect();
+        assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+    }
+
     #[test]
     fn zero_sized_values_and_empty_key() {
         let mut m: CuckooTrie<()> = CuckooTrie::new();
