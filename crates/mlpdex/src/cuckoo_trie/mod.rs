@@ -725,8 +725,8 @@ mod tests {
         }
         t.entry(b"ab").or_default().push('+');
         model.entry(b"ab".to_vec()).or_default().push('+');
-        t.entry(b"new").or_insert_with(String::new).push('n');
-        model.entry(b"new".to_vec()).or_default().push('n');
+        t.entry(b"new").or_insert_with(|| "x".into()).push('n');
+        model.entry(b"new".to_vec()).or_insert("x".into()).push('n');
         if let Entry::Occupied(o) = t.entry(b"a") {
             assert_eq!(o.remove(), model.remove(b"a".as_slice()).unwrap());
         }
