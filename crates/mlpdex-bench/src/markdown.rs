@@ -4,7 +4,8 @@
 //! `mlpdex-bench markdown --json RESULTS [--before OLDER] --out FILE.md` writes one table per
 //! (dataset, keys, distribution, workload, mode, threads) group, one row per index, in the order
 //! the indexes first appear in the file. Each row gives throughput, ns per operation, DRAM round
-//! trips, bytes per key and, for filters, false-positive rate and bits per key; the last column
+//! trips, bytes per key, for filters false-positive rate and bits per key, and for HOPE encoders
+//! compression rate, encoding speed and dictionary size; the last column
 //! is throughput relative to the group's reference: `btreemap` when the group has it, else the
 //! group's first index. With `--before`, every row also shows the same measurement from the
 //! older file and the ratio of the two throughputs (above 1 = faster now), which is how a change
@@ -86,6 +87,9 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
         if filters {
             head.extend(["FPR", "bits/key"]);
         }
+        if hope {
+            head.extend(["compression rate", "encode ns/byte", "dictionary KiB"]);
+        }
         head.push("vs ref");
         if before.is_some() {
             head.extend(["before ns/op", "before vs ref", "now / before"]);
@@ -104,6 +108,11 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
             if filters {
                 row.push(r.fpr.map_or("—".into(), |f| format!("{:.3}%", f * 100.0)));
                 row.push(opt(r.bits_per_key, 2));
+            }
+            if hope {
+                row.push(opt(r.compression_rate, 2));
+                row.push(opt(r.encode_ns_per_byte, 1));
+                row.push(opt(r.dictionary_bytes.map(|b| b as f64 / 1024.0), 0));
             }
             let ratio = reference.map(|x| r.mops / x.mops);
             row.push(ratio.map_or("—".into(), |x| format!("{x:.2}×")));
