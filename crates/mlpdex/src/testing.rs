@@ -602,11 +602,14 @@ fn expect_eq<T: PartialEq + fmt::Debug>(what: &str, want: T, got: T) -> Result<(
     }
 }
 
-fn expect_entry(
+/// Compares an entry with the oracle's; `got`'s key is whatever the map hands out
+/// ([`OrderedMap::Key`]).
+fn expect_entry<K: AsRef<[u8]>>(
     what: &str,
     want: Option<(&[u8], u64)>,
-    got: Option<(&[u8], u64)>,
+    got: Option<(K, u64)>,
 ) -> Result<(), Mismatch> {
+    let got = got.as_ref().map(|(k, v)| (k.as_ref(), *v));
     if want == got {
         Ok(())
     } else {
@@ -788,7 +791,8 @@ fn apply_ordered<M: OrderedMap<u64>>(
             let (s, e) = (as_slice_bound(s), as_slice_bound(e));
             let mut it = call_with_range_form!(map, range, s, e);
             walk_compare(oracle_range(oracle, s, e), *walk, |back, want| {
-                let got = next_end(&mut it, back).map(|(k, v)| (k, *v));
+                let got = next_end(&mut it, back);
+                let got = got.as_ref().map(|(k, v)| (k.as_ref(), **v));
                 if got == want {
                     Ok(())
                 } else {
@@ -808,7 +812,8 @@ fn apply_ordered<M: OrderedMap<u64>>(
             for walk in [Walk::Forward(usize::MAX), Walk::Backward(usize::MAX)] {
                 let mut it = map.iter();
                 walk_compare(oracle.iter(), walk, |back, want| {
-                    let got = next_end(&mut it, back).map(|(k, v)| (k, *v));
+                    let got = next_end(&mut it, back);
+                    let got = got.as_ref().map(|(k, v)| (k.as_ref(), **v));
                     if got == want {
                         Ok(())
                     } else {
@@ -2117,6 +2122,11 @@ impl<V> ExactSizeIterator for ModelRange<'_, V> {}
 impl<V> core::iter::FusedIterator for ModelRange<'_, V> {}
 
 impl<V> OrderedMap<V> for ModelMap<V> {
+    type Key<'a>
+        = &'a [u8]
+    where
+        V: 'a;
+
     type Range<'a>
         = ModelRange<'a, V>
     where
@@ -2378,6 +2388,7 @@ mod tests {
     }
 
     impl OrderedMap<u64> for IntOnly {
+        type Key<'a> = &'a [u8];
         type Range<'a> = ModelRange<'a, u64>;
 
         fn get(&self, key: &[u8]) -> Option<&u64> {
@@ -2484,6 +2495,7 @@ mod tests {
     }
 
     impl OrderedMap<u64> for Faulty {
+        type Key<'a> = &'a [u8];
         type Range<'a> = FaultyRange<'a>;
 
         fn get(&self, key: &[u8]) -> Option<&u64> {

@@ -391,7 +391,7 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
             .range((as_ref(&lo), as_ref(&hi)))
             .map(move |(k, v)| {
                 let mut buf = Vec::new();
-                decode_to(enc, k, &mut buf);
+                decode_to(enc, k.as_ref(), &mut buf);
                 (buf, v)
             })
     }
@@ -400,7 +400,7 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
         let b = encode_bound(&self.encoder, bound);
         let (k, v) = self.inner.lower_bound(as_ref(&b))?;
         let mut buf = Vec::new();
-        decode_to(&self.encoder, k, &mut buf);
+        decode_to(&self.encoder, k.as_ref(), &mut buf);
         Some((buf, v))
     }
 
@@ -408,7 +408,7 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
         let b = encode_bound(&self.encoder, bound);
         let (k, v) = self.inner.upper_bound(as_ref(&b))?;
         let mut buf = Vec::new();
-        decode_to(&self.encoder, k, &mut buf);
+        decode_to(&self.encoder, k.as_ref(), &mut buf);
         Some((buf, v))
     }
 

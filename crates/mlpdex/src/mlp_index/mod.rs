@@ -139,16 +139,23 @@
 //! - `raw::trie`: search, insertion, deletion, bounds, the cursor, the audit.
 //! - this file: the map and its range iterator.
 
+mod entry;
+mod iter;
 mod raw;
+mod traits;
 
-use core::fmt;
-use core::ops::{Bound, RangeBounds};
+use core::ops::{Bound, RangeBounds, RangeInclusive};
 
 use raw::paper::PaperTable;
-use raw::table::Table;
+use raw::table::{Loc, Table};
 use raw::trie::{Cursor, RawIndex};
 
 use crate::Error;
+
+pub use entry::{Entry, OccupiedEntry, VacantEntry};
+pub use iter::{
+    IntoIter, IntoKeys, IntoValues, IterMut, Keys, Range, RangeBytes, Values, ValuesMut,
+};
 
 /// Table layouts (§4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -163,8 +170,8 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// The load-factor range the layout's cuckoo table supports, and its default.
-    fn load_factors(self) -> (core::ops::RangeInclusive<f64>, f64) {
+    /// The load factors the layout's cuckoo table supports, and its default.
+    fn load_factors(self) -> (RangeInclusive<f64>, f64) {
         match self {
             Layout::Bucketized => (0.5..=0.95, 0.9),
             Layout::Paper => (0.2..=0.5, 0.5),
@@ -173,85 +180,127 @@ impl Layout {
 }
 
 /// Construction settings.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Every field has a default that suits the chosen layout, so struct-update syntax works
+/// whatever the layout:
+///
+/// ```
+/// use mlpdex::mlp_index::{Config, Layout, MlpIndex};
+///
+/// let config = Config { layout: Layout::Paper, ..Default::default() };
+/// assert_eq!(config.effective_max_load_factor(), 0.5);
+/// let mut m = MlpIndex::with_config(config).unwrap();
+/// m.insert(7, 70).unwrap();
+/// assert_eq!(m.get(7), Some(70));
+///
+/// // A load factor the layout cannot reach is refused, naming the setting.
+/// let bad = Config { layout: Layout::Paper, max_load_factor: Some(0.9) };
+/// assert!(MlpIndex::with_config(bad).is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Config {
     /// The table layout.
     pub layout: Layout,
     /// Largest fraction of table slots in use before the table grows (by about 1.5×):
-    /// 0.5..=0.95 for [`Layout::Bucketized`] (default 0.9), 0.2..=0.5 for [`Layout::Paper`]
-    /// (default 0.5).
-    pub max_load_factor: f64,
+    /// 0.5..=0.95 for [`Layout::Bucketized`], 0.2..=0.5 for [`Layout::Paper`]. `None` (the
+    /// default) takes the layout's own: 0.9 bucketized, 0.5 paper.
+    pub max_load_factor: Option<f64>,
 }
 
 impl Config {
     /// The defaults for `layout`.
-    pub fn with_layout(layout: Layout) -> Config {
+    pub const fn with_layout(layout: Layout) -> Config {
         Config {
             layout,
-            max_load_factor: layout.load_factors().1,
+            max_load_factor: None,
+        }
+    }
+
+    /// The maximum load factor in force: the one set, or the layout's default.
+    pub fn effective_max_load_factor(&self) -> f64 {
+        self.max_load_factor.unwrap_or(self.layout.load_factors().1)
+    }
+
+    /// The maximum load factor in force, or [`Error::InvalidConfig`] naming the bad setting.
+    fn validate(&self) -> Result<f64, Error> {
+        let lf = self.effective_max_load_factor();
+        if self.layout.load_factors().0.contains(&lf) {
+            Ok(lf)
+        } else {
+            Err(Error::InvalidConfig {
+                what: match self.layout {
+                    Layout::Bucketized => "max_load_factor must be 0.5..=0.95 (bucketized)",
+                    Layout::Paper => "max_load_factor must be 0.2..=0.5 (paper layout)",
+                },
+            })
         }
     }
 }
 
-impl Default for Config {
-    fn default() -> Config {
-        Config::with_layout(Layout::Bucketized)
-    }
-}
-
-/// The map core of either layout.
+/// The map core of either layout, or nothing yet: an empty map maps no memory until its
+/// first insert.
 enum Inner {
+    Empty,
     Bucketized(RawIndex<Table>),
     Paper(RawIndex<PaperTable>),
 }
 
-/// Runs `$e` with `$r` bound to the layout's core.
+/// Runs `$e` with `$r` bound to the layout's core, or `$empty` when there is none.
 macro_rules! with_raw {
-    ($inner:expr, $r:ident => $e:expr) => {
+    ($inner:expr, $r:ident => $e:expr, empty => $empty:expr) => {
         match $inner {
             Inner::Bucketized($r) => $e,
             Inner::Paper($r) => $e,
+            Inner::Empty => $empty,
         }
     };
 }
+use with_raw;
 
-/// The MlpIndex ordered map; see the [module docs](self).
+/// Panics with `err`: for the std-shaped operations that have no `Result` (entry insertion,
+/// `Extend`, `FromIterator`, `Clone`, `reserve`) when the operating system refuses memory.
+#[cold]
+#[track_caller]
+fn out_of_memory(err: Error) -> ! {
+    panic!("MlpIndex: {err}")
+}
+
+/// The MlpIndex ordered map of `u64` keys to `u64` values; see the [module docs](self).
 pub struct MlpIndex {
     raw: Inner,
     config: Config,
 }
 
 impl MlpIndex {
-    /// An empty map with the default [`Config`].
-    ///
-    /// # Panics
-    ///
-    /// If the operating system refuses the first table and the top bitmap (about 2 MiB); use
-    /// [`with_config`](Self::with_config) to handle that as an error.
-    pub fn new() -> MlpIndex {
-        Self::with_config(Config::default()).expect("mapping the first table")
+    /// An empty map with the default [`Config`]. Allocates nothing until the first insert.
+    pub const fn new() -> MlpIndex {
+        MlpIndex {
+            raw: Inner::Empty,
+            config: Config::with_layout(Layout::Bucketized),
+        }
     }
 
     /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
+    /// Allocates nothing until the first insert.
     pub fn with_config(config: Config) -> Result<MlpIndex, Error> {
-        if !config
-            .layout
-            .load_factors()
-            .0
-            .contains(&config.max_load_factor)
-        {
-            return Err(Error::InvalidConfig {
-                what: match config.layout {
-                    Layout::Bucketized => "max_load_factor must be 0.5..=0.95 (bucketized)",
-                    Layout::Paper => "max_load_factor must be 0.2..=0.5 (paper layout)",
-                },
-            });
-        }
-        let raw = match config.layout {
-            Layout::Bucketized => Inner::Bucketized(RawIndex::new(config.max_load_factor)?),
-            Layout::Paper => Inner::Paper(RawIndex::new(config.max_load_factor)?),
-        };
-        Ok(MlpIndex { raw, config })
+        config.validate()?;
+        Ok(MlpIndex {
+            raw: Inner::Empty,
+            config,
+        })
+    }
+
+    /// An empty map with room for `capacity` keys (an estimate: how many slots a key takes
+    /// depends on the prefixes keys share).
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the memory; [`try_reserve`](Self::try_reserve) returns
+    /// the error instead.
+    pub fn with_capacity(capacity: usize) -> MlpIndex {
+        let mut m = MlpIndex::new();
+        m.reserve(capacity);
+        m
     }
 
     /// The settings this map was built with.
@@ -259,110 +308,214 @@ impl MlpIndex {
         &self.config
     }
 
+    /// The core, made if the map has none yet.
+    fn allocated(&mut self) -> Result<&mut Inner, Error> {
+        if let Inner::Empty = self.raw {
+            let lf = self.config.validate()?;
+            self.raw = match self.config.layout {
+                Layout::Bucketized => Inner::Bucketized(RawIndex::new(lf)?),
+                Layout::Paper => Inner::Paper(RawIndex::new(lf)?),
+            };
+        }
+        Ok(&mut self.raw)
+    }
+
+    /// Makes room for `additional` more keys, so that inserting them does not grow the
+    /// table (an estimate; removals may shrink it again).
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the memory; see [`try_reserve`](Self::try_reserve).
+    pub fn reserve(&mut self, additional: usize) {
+        if let Err(e) = self.try_reserve(additional) {
+            out_of_memory(e)
+        }
+    }
+
+    /// As [`reserve`](Self::reserve), returning [`Error::OutOfMemory`] instead of panicking
+    /// (the map is unchanged then).
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), Error> {
+        if additional == 0 {
+            return Ok(());
+        }
+        with_raw!(self.allocated()?, r => r.reserve(additional), empty => Ok(()))
+    }
+
     /// The value of `key`.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
-        with_raw!(&self.raw, r => r.get(key))
+        with_raw!(&self.raw, r => r.get(key), empty => None)
+    }
+
+    /// The value of `key`, in place.
+    #[inline]
+    fn get_ref(&self, key: u64) -> Option<&u64> {
+        with_raw!(&self.raw, r => Some(r.value(r.leaf(key)?)), empty => None)
+    }
+
+    /// Where the leaf of `key` is.
+    fn leaf(&self, key: u64) -> Option<Loc> {
+        with_raw!(&self.raw, r => r.leaf(key), empty => None)
+    }
+
+    /// The value of the leaf at `l`, in place (`l` from this map, no change since).
+    fn value_at(&self, l: Loc) -> &u64 {
+        with_raw!(&self.raw, r => r.value(l), empty => unreachable!("a leaf in an empty map"))
+    }
+
+    /// As [`value_at`](Self::value_at), for writing.
+    fn value_at_mut(&mut self, l: Loc) -> &mut u64 {
+        with_raw!(&mut self.raw, r => r.value_mut(l), empty => unreachable!("a leaf in an empty map"))
+    }
+
+    /// The key and value of `key`, as `BTreeMap::get_key_value` (the key is the one given:
+    /// keys are integers, there is no other copy to return).
+    #[inline]
+    pub fn get_key_value(&self, key: u64) -> Option<(u64, u64)> {
+        self.get(key).map(|v| (key, v))
+    }
+
+    /// The value of `key`, for changing in place.
+    pub fn get_mut(&mut self, key: u64) -> Option<&mut u64> {
+        let l = self.leaf(key)?;
+        Some(self.value_at_mut(l))
     }
 
     /// Whether `key` is present.
     #[inline]
     pub fn contains_key(&self, key: u64) -> bool {
-        with_raw!(&self.raw, r => r.get(key)).is_some()
+        self.get(key).is_some()
     }
 
     /// Stores `value` under `key`; returns the previous value.
+    ///
+    /// Fails only with [`Error::OutOfMemory`] when the operating system refuses a grown
+    /// table, after which the map is empty (the items being moved had nowhere to go).
     pub fn insert(&mut self, key: u64, value: u64) -> Result<Option<u64>, Error> {
-        with_raw!(&mut self.raw, r => r.insert(key, value))
+        with_raw!(self.allocated()?, r => r.insert(key, value), empty => unreachable!("allocated"))
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: u64) -> Option<u64> {
-        with_raw!(&mut self.raw, r => r.remove(key))
+        with_raw!(&mut self.raw, r => r.remove(key), empty => None)
+    }
+
+    /// Removes `key`; returns it with its value.
+    pub fn remove_entry(&mut self, key: u64) -> Option<(u64, u64)> {
+        self.remove(key).map(|v| (key, v))
+    }
+
+    /// The entry of `key`, for in-place manipulation; see [`Entry`].
+    pub fn entry(&mut self, key: u64) -> Entry<'_> {
+        match self.leaf(key) {
+            Some(loc) => Entry::Occupied(OccupiedEntry::new(self, key, loc)),
+            None => Entry::Vacant(VacantEntry::new(self, key)),
+        }
     }
 
     /// Number of keys.
     #[inline]
     pub fn len(&self) -> usize {
-        with_raw!(&self.raw, r => r.len())
+        with_raw!(&self.raw, r => r.len(), empty => 0)
     }
 
     /// Whether the map is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        with_raw!(&self.raw, r => r.len()) == 0
+        self.len() == 0
     }
 
-    /// Removes every key, returning the table to its smallest size.
+    /// Removes every key and releases the table: the map then costs what
+    /// [`new`](Self::new)'s does. (Removing the last key one at a time keeps the smallest
+    /// table, as a `Vec` keeps its capacity.)
     pub fn clear(&mut self) {
-        with_raw!(&mut self.raw, r => r.reset());
+        self.raw = Inner::Empty;
     }
 
-    /// Bytes the map owns: table, top bitmap, scratch.
+    /// Bytes the map owns: the struct itself, and the table, top bitmap and scratch space
+    /// once the first insert has made them.
     pub fn memory_usage(&self) -> usize {
-        with_raw!(&self.raw, r => r.bytes()) + size_of::<Self>()
+        with_raw!(&self.raw, r => r.bytes(), empty => 0) + size_of::<Self>()
     }
 
     /// Bytes mapped directly from the operating system (the table and the top bitmap), a
     /// part of [`memory_usage`](Self::memory_usage).
     pub fn mapped_bytes(&self) -> usize {
-        with_raw!(&self.raw, r => r.mapped_bytes())
+        with_raw!(&self.raw, r => r.mapped_bytes(), empty => 0)
+    }
+
+    /// The first entry at or after `bound`, its value in place.
+    fn seek_ge(&self, bound: Bound<u64>) -> Option<(u64, &u64)> {
+        let k = match bound {
+            Bound::Included(k) => k,
+            Bound::Excluded(k) => k.checked_add(1)?,
+            Bound::Unbounded => 0,
+        };
+        with_raw!(&self.raw, r => r.lower_bound(k).map(|(k, l)| (k, r.value(l))), empty => None)
+    }
+
+    /// The last entry at or before `bound`, its value in place.
+    fn seek_le(&self, bound: Bound<u64>) -> Option<(u64, &u64)> {
+        let k = match bound {
+            Bound::Included(k) => k,
+            Bound::Excluded(k) => k.checked_sub(1)?,
+            Bound::Unbounded => u64::MAX,
+        };
+        with_raw!(&self.raw, r => r.upper_bound(k).map(|(k, l)| (k, r.value(l))), empty => None)
     }
 
     /// The first entry at or after `bound` (`Included(k)`: key `≥ k`; `Excluded(k)`: `> k`;
     /// `Unbounded`: the first entry).
     pub fn lower_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
-        match bound {
-            Bound::Included(k) => with_raw!(&self.raw, r => r.lower_bound(k)),
-            Bound::Excluded(k) => with_raw!(&self.raw, r => r.lower_bound(k.checked_add(1)?)),
-            Bound::Unbounded => with_raw!(&self.raw, r => r.lower_bound(0)),
-        }
+        self.seek_ge(bound).map(|(k, v)| (k, *v))
     }
 
     /// The last entry at or before `bound` (`Included(k)`: key `≤ k`; `Excluded(k)`: `< k`;
     /// `Unbounded`: the last entry).
     pub fn upper_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
-        match bound {
-            Bound::Included(k) => with_raw!(&self.raw, r => r.upper_bound(k)),
-            Bound::Excluded(k) => with_raw!(&self.raw, r => r.upper_bound(k.checked_sub(1)?)),
-            Bound::Unbounded => with_raw!(&self.raw, r => r.upper_bound(u64::MAX)),
-        }
+        self.seek_le(bound).map(|(k, v)| (k, *v))
     }
 
     /// The smallest entry.
     pub fn first(&self) -> Option<(u64, u64)> {
-        with_raw!(&self.raw, r => r.lower_bound(0))
+        self.lower_bound(Bound::Unbounded)
     }
 
     /// The largest entry.
     pub fn last(&self) -> Option<(u64, u64)> {
-        with_raw!(&self.raw, r => r.upper_bound(u64::MAX))
+        self.upper_bound(Bound::Unbounded)
     }
 
-    /// The entries with keys in `range`, in order; double-ended.
+    /// The smallest entry (`BTreeMap`'s name for [`first`](Self::first)).
+    pub fn first_key_value(&self) -> Option<(u64, u64)> {
+        self.first()
+    }
+
+    /// The largest entry (`BTreeMap`'s name for [`last`](Self::last)).
+    pub fn last_key_value(&self) -> Option<(u64, u64)> {
+        self.last()
+    }
+
+    /// Removes and returns the smallest entry.
+    pub fn pop_first(&mut self) -> Option<(u64, u64)> {
+        let (k, _) = self.first()?;
+        self.remove_entry(k)
+    }
+
+    /// Removes and returns the largest entry.
+    pub fn pop_last(&mut self) -> Option<(u64, u64)> {
+        let (k, _) = self.last()?;
+        self.remove_entry(k)
+    }
+
+    /// The entries with keys in `range`, in order; double-ended. An empty or inverted range
+    /// yields nothing (where `BTreeMap::range` would panic).
     pub fn range<R: RangeBounds<u64>>(&self, range: R) -> Range<'_> {
-        let lo = match range.start_bound() {
-            Bound::Included(&k) => Some(k),
-            Bound::Excluded(&k) => k.checked_add(1),
-            Bound::Unbounded => Some(0),
-        };
-        let hi = match range.end_bound() {
-            Bound::Included(&k) => Some(k),
-            Bound::Excluded(&k) => k.checked_sub(1),
-            Bound::Unbounded => Some(u64::MAX),
-        };
-        let (lo, hi, done) = match (lo, hi) {
-            (Some(lo), Some(hi)) if lo <= hi => (lo, hi, false),
-            _ => (0, 0, true),
-        };
-        Range {
-            map: self,
-            front: None,
-            back: None,
-            lo,
-            hi,
-            done,
-        }
+        Range::new(
+            self,
+            range.start_bound().cloned(),
+            range.end_bound().cloned(),
+        )
     }
 
     /// Every entry, in order.
@@ -370,98 +523,83 @@ impl MlpIndex {
         self.range(..)
     }
 
+    /// Every key, in order.
+    pub fn keys(&self) -> Keys<'_> {
+        Keys(self.iter())
+    }
+
+    /// Every value, in key order.
+    pub fn values(&self) -> Values<'_> {
+        Values(self.iter())
+    }
+
+    /// Every entry in order, each value borrowed for changing in place.
+    ///
+    /// The walk runs when this is called: it records where each value is (16 bytes of
+    /// scratch per key, freed with the iterator) before handing out the first `&mut`, because
+    /// the trie's walk reads the buckets the values live in.
+    pub fn iter_mut(&mut self) -> IterMut<'_> {
+        let mut items = Vec::with_capacity(self.len());
+        with_raw!(&mut self.raw, r => {
+            let mut c = Cursor::ends(false);
+            while let Some((k, l)) = c.step(r) {
+                items.push((k, r.value_ptr(l)));
+            }
+        }, empty => {});
+        IterMut::new(items)
+    }
+
+    /// Every value in key order, borrowed for changing in place (see
+    /// [`iter_mut`](Self::iter_mut)).
+    pub fn values_mut(&mut self) -> ValuesMut<'_> {
+        ValuesMut(self.iter_mut())
+    }
+
+    /// The keys, in order, consuming the map.
+    pub fn into_keys(self) -> IntoKeys {
+        IntoKeys(self.into_iter())
+    }
+
+    /// The values, in key order, consuming the map.
+    pub fn into_values(self) -> IntoValues {
+        IntoValues(self.into_iter())
+    }
+
+    /// Keeps only the entries for which `f` returns `true`, visiting them in key order; `f`
+    /// may change the values it keeps.
+    pub fn retain<F: FnMut(&u64, &mut u64) -> bool>(&mut self, mut f: F) {
+        with_raw!(&mut self.raw, r => {
+            let mut c = Cursor::ends(false);
+            while let Some((k, l)) = c.step(r) {
+                if f(&k, r.value_mut(l)) {
+                    continue;
+                }
+                r.remove(k);
+                // The removal may have moved items: start again past `k`.
+                match k.checked_add(1) {
+                    Some(next) => c = Cursor::seek(r, next, false),
+                    None => break,
+                }
+            }
+        }, empty => {});
+    }
+
+    /// A copy of the map, or [`Error::OutOfMemory`] (the `Clone` impl panics instead).
+    pub fn try_clone(&self) -> Result<MlpIndex, Error> {
+        let raw = match &self.raw {
+            Inner::Empty => Inner::Empty,
+            Inner::Bucketized(r) => Inner::Bucketized(r.try_clone()?),
+            Inner::Paper(r) => Inner::Paper(r.try_clone()?),
+        };
+        Ok(MlpIndex {
+            raw,
+            config: self.config.clone(),
+        })
+    }
+
     /// Audits every structural invariant (slow: reads the whole table). For tests.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
-        with_raw!(&self.raw, r => r.audit())
-    }
-}
-
-impl Default for MlpIndex {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Debug for MlpIndex {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MlpIndex")
-            .field("len", &self.len())
-            .field("config", &self.config)
-            .field("memory_usage", &self.memory_usage())
-            .finish()
-    }
-}
-
-/// Iterator over a key range of an [`MlpIndex`], from both ends.
-pub struct Range<'a> {
-    map: &'a MlpIndex,
-    front: Option<Cursor>,
-    back: Option<Cursor>,
-    /// Keys not yet yielded from either end lie in `lo..=hi` (when `!done`).
-    lo: u64,
-    hi: u64,
-    done: bool,
-}
-
-impl Iterator for Range<'_> {
-    type Item = (u64, u64);
-
-    fn next(&mut self) -> Option<(u64, u64)> {
-        if self.done {
-            return None;
-        }
-        let map = self.map;
-        let lo = self.lo;
-        let c = self
-            .front
-            .get_or_insert_with(|| with_raw!(&map.raw, r => Cursor::seek(r, lo, false)));
-        let next = with_raw!(&map.raw, r => c.step(r));
-        let Some((k, v)) = next.filter(|&(k, _)| k <= self.hi) else {
-            self.done = true;
-            return None;
-        };
-        if k == self.hi {
-            self.done = true;
-        } else {
-            self.lo = k + 1;
-        }
-        Some((k, v))
-    }
-}
-
-impl DoubleEndedIterator for Range<'_> {
-    fn next_back(&mut self) -> Option<(u64, u64)> {
-        if self.done {
-            return None;
-        }
-        let map = self.map;
-        let hi = self.hi;
-        let c = self
-            .back
-            .get_or_insert_with(|| with_raw!(&map.raw, r => Cursor::seek(r, hi, true)));
-        let next = with_raw!(&map.raw, r => c.step(r));
-        let Some((k, v)) = next.filter(|&(k, _)| k >= self.lo) else {
-            self.done = true;
-            return None;
-        };
-        if k == self.lo {
-            self.done = true;
-        } else {
-            self.hi = k - 1;
-        }
-        Some((k, v))
-    }
-}
-
-impl core::iter::FusedIterator for Range<'_> {}
-
-impl fmt::Debug for Range<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Range")
-            .field("lo", &self.lo)
-            .field("hi", &self.hi)
-            .field("done", &self.done)
-            .finish()
+        with_raw!(&self.raw, r => r.audit(), empty => Ok(()))
     }
 }
