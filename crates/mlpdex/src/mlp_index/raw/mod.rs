@@ -20,8 +20,9 @@ use table::{Item, Loc, Node, Probe};
 pub(crate) trait Store: Sized {
     /// Slots per unit of [`new`](Self::new)'s size (a bucket's entries, or 1).
     const SLOTS: usize;
-    /// Slots a key takes on average (its leaf and its share of nodes), measured on random
-    /// keys; sizes [`RawIndex::reserve`](trie::RawIndex::reserve).
+    /// Slots a key takes on average (its leaf and its share of nodes), rounded up from what
+    /// both layouts measured (1.00–1.03 on random keys from 1000 to 10^6 of them, 1.02–1.04 on
+    /// dense ones); sizes [`RawIndex::reserve`](trie::RawIndex::reserve).
     const SLOTS_PER_KEY: f64;
     /// An item's candidate places.
     type Home: Copy;

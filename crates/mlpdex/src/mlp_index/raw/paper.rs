@@ -279,7 +279,7 @@ impl Drop for PaperTable {
 
 impl Store for PaperTable {
     const SLOTS: usize = 1;
-    const SLOTS_PER_KEY: f64 = 1.0;
+    const SLOTS_PER_KEY: f64 = 1.05;
     type Home = (usize, usize);
 
     fn new(units: usize) -> Result<Self, Error> {

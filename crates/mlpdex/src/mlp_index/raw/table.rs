@@ -533,7 +533,7 @@ impl Table {
 
 impl Store for Table {
     const SLOTS: usize = SLOTS;
-    const SLOTS_PER_KEY: f64 = 1.0;
+    const SLOTS_PER_KEY: f64 = 1.05;
     type Home = Home;
 
     fn new(units: usize) -> Result<Self, Error> {

@@ -54,6 +54,9 @@ const MIN_BUCKETS: usize = super::hash::MIN_BUCKETS;
 /// Fraction of the maximum load a grown (or shrunk) table starts at: tables grow by about
 /// 1.5×, so the load stays between 2/3 of the maximum and the maximum.
 const REFILL: f64 = 2.0 / 3.0;
+/// Fraction of the maximum load a table sized by [`RawIndex::reserve`] reaches when the
+/// reserved keys are in.
+const RESERVE_LOAD: f64 = 0.9;
 
 impl<T: Store> RawIndex<T> {
     pub(crate) fn new(max_load: f64) -> Result<RawIndex<T>, Error> {
@@ -240,7 +243,9 @@ impl<T: Store> RawIndex<T> {
     pub(crate) fn reserve(&mut self, additional: usize) -> Result<(), Error> {
         let keys = self.len.saturating_add(additional);
         let slots = keys as f64 * T::SLOTS_PER_KEY + 3.0;
-        let buckets = (slots / (T::SLOTS as f64 * self.max_load)).ceil() as usize;
+        // Cuckoo placement may give up a little short of the maximum load: aim below it.
+        let load = self.max_load * RESERVE_LOAD;
+        let buckets = (slots / (T::SLOTS as f64 * load)).ceil() as usize;
         if buckets > self.table.units() {
             self.rebuild(buckets, &mut Vec::new())?;
         }
