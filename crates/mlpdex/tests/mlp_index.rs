@@ -829,3 +829,14 @@ fn differential_driver_on_u64_keys() {
         );
     }
 }
+
+/// The map and its iterators can cross threads, as `BTreeMap`'s do.
+#[test]
+fn map_and_iterators_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<MlpIndex>();
+    send_sync::<mlpdex::mlp_index::Range<'static>>();
+    send_sync::<mlpdex::mlp_index::IterMut<'static>>();
+    send_sync::<mlpdex::mlp_index::IntoIter>();
+    send_sync::<mlpdex::mlp_index::Entry<'static>>();
+}

@@ -2,17 +2,82 @@
 //! (Xu, "Building Data Structures to Exploit Memory-Level Parallelism", §4;
 //! `mlp-data-structures.txt`).
 //!
-//! # What it is
+//! ```
+//! use mlpdex::mlp_index::MlpIndex;
 //!
-//! A path-compressed 256-ary trie over the eight bytes of a key, whose nodes live in a cuckoo
-//! hash table indexed by their *index* (the key prefix that leads to them, §4.2). A search
-//! knows every prefix of its key up front, so it hashes all of them and issues all their
-//! bucket reads at once: one round of parallel DRAM reads finds the longest prefix of the key
-//! that is in the trie (the x-fast trie's `QueryLCP`, done as one `D = 8`-ary step). Node
-//! payloads sit in the hash slots — the subtree's minimum key, the index and path-compressed
-//! lengths, and the children as a short list or a 256-bit bitmap — so a search never follows
-//! a pointer (§4.3). The top two trie levels are a flat 2 MiB bitmap instead of hash nodes
-//! (§4.3, "Flat Bitmap For Top Layers").
+//! let mut m = MlpIndex::new(); // maps no memory until the first insert
+//! m.insert(30, 300).unwrap(); // `Err` only if the system refuses memory
+//! m.insert(10, 100).unwrap();
+//! m.insert(20, 200).unwrap();
+//! assert_eq!(m.get(20), Some(200));
+//!
+//! // Ordered: ranges in any std form, from either end.
+//! assert_eq!(m.range(15..).collect::<Vec<_>>(), [(20, 200), (30, 300)]);
+//! assert_eq!(m.range(..=20).next_back(), Some((20, 200)));
+//!
+//! // The BTreeMap vocabulary: entries, in-place values, std traits.
+//! *m.entry(40).or_insert(0) += 1;
+//! m.entry(10).and_modify(|v| *v += 1);
+//! for (_, v) in m.iter_mut() {
+//!     *v *= 2;
+//! }
+//! assert_eq!(format!("{m:?}"), "{10: 202, 20: 400, 30: 600, 40: 2}");
+//! assert_eq!(m.pop_first(), Some((10, 202)));
+//! ```
+//!
+//! # When to use it
+//!
+//! Large maps of integer keys (ids, timestamps, integer-encoded composite keys) that need
+//! point lookups at hash-table speed together with ordered operations: a lookup that finds
+//! its key is one round of parallel DRAM reads, where a B-tree makes one dependent read per
+//! level.
+//!
+//! Not for:
+//! - byte-string keys: use [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie) (or encode them
+//!   into `u64`s yourself if they fit);
+//! - small maps that fit in cache: a `BTreeMap` is as fast there, and the first insert maps
+//!   a 2 MiB top bitmap;
+//! - insert-heavy loads: an insert costs more than a `BTreeMap`'s, growth included;
+//! - many writer threads: it is single-threaded (see below).
+//!
+//! Measured speeds and sizes, against the baselines and the Cuckoo Trie, are in
+//! [`docs/results/mlp_index.md`](../../../../docs/results/mlp_index.md).
+//!
+//! # API
+//!
+//! [`MlpIndex`] has the methods of a `BTreeMap<u64, u64>` as inherent methods (no trait to
+//! import): `get`/`get_mut`/`insert`/`remove`, [`entry`](MlpIndex::entry),
+//! `range`/`iter`/`iter_mut`/`keys`/`values`/`values_mut` (double-ended), `retain`,
+//! `pop_first`/`pop_last`, `lower_bound`/`upper_bound`, `with_capacity`/`reserve`, and
+//! `FromIterator`, `Extend`, `IntoIterator` (owned, `&`, `&mut`), `Index`, `Clone`, `Eq`,
+//! `Ord`, `Hash` and a `Debug` that prints the entries. Where it differs from std, and why:
+//!
+//! - Keys and values come out by value (`(u64, u64)`, `iter_mut` yields `(u64, &mut u64)`):
+//!   a key is not stored whole anywhere (its leaf holds the bits its bucket does not imply),
+//!   so there is nothing to borrow. Values live inline in the table, and `get_mut`,
+//!   `iter_mut` and the entry API hand out `&mut` to them.
+//! - `insert` returns `Result`: it fails only with [`Error::OutOfMemory`]. The std-shaped
+//!   operations with no `Result` (entry insertion, `Extend`, `FromIterator`, `Clone`,
+//!   `reserve`) panic in that case, as std's collections fail on allocation failure;
+//!   [`VacantEntry::try_insert`], [`MlpIndex::try_reserve`] and [`MlpIndex::try_clone`]
+//!   return the error.
+//! - An empty or inverted range yields nothing, where `BTreeMap::range` panics.
+//!
+//! It also implements [`OrderedMap<u64>`](crate::OrderedMap) with 8-byte big-endian keys, so
+//! code written against the shared trait runs on it (`insert` of another width fails with
+//! [`Error::KeyWidth`]).
+//!
+//! # Contract
+//!
+//! What it is: a path-compressed 256-ary trie over the eight bytes of a key, whose nodes live
+//! in a cuckoo hash table indexed by their *index* (the key prefix that leads to them, §4.2).
+//! A search knows every prefix of its key up front, so it hashes all of them and issues all
+//! their bucket reads at once: one round of parallel DRAM reads finds the longest prefix of
+//! the key that is in the trie (the x-fast trie's `QueryLCP`, done as one `D = 8`-ary step).
+//! Node payloads sit in the hash slots — the subtree's minimum key, the index and
+//! path-compressed lengths, and the children as a short list or a 256-bit bitmap — so a
+//! search never follows a pointer (§4.3). The top two trie levels are a flat 2 MiB bitmap
+//! instead of hash nodes (§4.3, "Flat Bitmap For Top Layers").
 //!
 //! Beyond the paper: a map (values live in the leaves, so a lookup is one round of parallel
 //! reads), deletion that keeps path compression complete and the minima right, predecessor
@@ -20,53 +85,21 @@
 //! their minimum), automatic growth and shrinking, and the bucketized layout the paper
 //! describes but did not build.
 //!
-//! # When to use it
-//!
-//! Large maps of integer keys (ids, timestamps, integer-encoded composite keys) that need
-//! point lookups at hash-table speed together with ordered operations. Not for byte-string
-//! keys (use [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)), nor for small maps that fit in
-//! cache (a `BTreeMap` is as fast there, and the top bitmap alone takes 2 MiB), nor for
-//! insert-heavy loads (an insert costs 1.5–2× a `BTreeMap`'s, growth included), nor for many
-//! writer threads (single-threaded; see below).
-//!
-//! # Measured
-//!
-//! `mlpdex-bench` on this project's 2-core AMD EPYC VM (2 MiB pages, one dependent DRAM access
-//! 286 ns), single thread, default layout, ratios to baselines in the same run; `c` is YCSB-C
-//! (lookups of present keys), `lower-bound` 85% absent keys, `e` YCSB-E (short scans, 5%
-//! inserts):
-//!
-//! | dataset, keys | workload | mode | ns/op | DRAM round trips | vs `btreemap` | vs `congee` | bytes/key |
-//! |---|---|---|---|---|---|---|---|
-//! | rand-8, 10M | c | independent | 267 | 0.93 | 2.41× | 2.13× | 29.4 |
-//! | rand-8, 10M | c | dependent | 267 | 0.93 | 2.42× | 2.51× | 29.4 |
-//! | rand-8, 10M | lower-bound | independent | 431 | 1.51 | 1.63× | 2.91× | 29.4 |
-//! | rand-8, 10M | lower-bound | dependent | 420 | 1.47 | 1.65× | 2.91× | 29.4 |
-//! | rand-8, 10M | load | — | 979 | 3.42 | 0.59× | 0.71× | 29.4 |
-//! | rand-8, 10M | e | independent | 5082 | 17.7 | 0.38× | 2.55× | 29.4 |
-//! | dec-a, 10M | c | independent / dependent | 269 / 282 | 0.94 / 0.98 | 2.80× / 2.74× | 3.45× / 3.10× | 35.7 |
-//! | dec-a, 10M | lower-bound | independent / dependent | 519 / 527 | 1.81 / 1.84 | 1.50× / 1.52× | 2.36× / 2.52× | 35.7 |
-//! | dec-a, 10M | load | — | 1416 | 4.94 | 0.51× | 0.66× | 35.7 |
-//! | dec-b, 10M | c | independent / dependent | 270 / 276 | 0.94 / 0.96 | 2.23× / 2.18× | 3.48× / 4.13× | 29.4 |
-//! | dec-b, 10M | lower-bound | independent / dependent | 571 / 582 | 1.99 / 2.03 | 1.31× / 1.26× | 3.33× / 3.23× | 29.4 |
-//! | dec-b, 10M | load | — | 1375 | 4.80 | 0.44× | 0.83× | 29.4 |
-//! | rand-8, 50M | c | dependent | 341 | 1.19 | 3.15× | 3.03× | 29.8 |
-//! | rand-8, 50M | lower-bound | dependent | 588 | 2.05 | 2.14× | 2.80× | 29.8 |
-//!
-//! (rand-8 10M: median of 3 rounds; the others one round each. A later one-round run on
-//! rand-8, after rebuilds stopped hashing items twice, loaded in 923 ns per key (0.69×). An
-//! earlier build's dec-a run measured `lower-bound` at 1.31× / 1.42× `btreemap`, whose own
-//! time moved from 666–703 to 777–798 ns between the runs. At 50M keys the VM's speed
-//! moved between runs: in a second run MlpIndex took 410 ns for `c` and 755 for `lower-bound`,
-//! against `hashmap` (hashbrown) at 459 and `sorted-vec` at 2502 / 2480; a run of an earlier
-//! build, with `btreemap` at 889 / 934 ns, gave 2.57× and 1.58×. At 10M keys `hashmap` answers
-//! dependent lookups in 361 ns.) A lookup that finds its key costs one
-//! round of parallel reads (the leaf holds the value); `lower_bound` of an absent key needs a
-//! second round for the successor's subtree, and a third when that subtree is a node (its
-//! minimum's value is in its leaf). Inserts cost three to four round trips plus growth: a
-//! split moves the old leaf to a bucket no search fetched, and rebuilding a 1.5× larger table
-//! re-places every item (about 35% of load time; doubling would make loads about a fifth
-//! faster and leave tables as little as 45% full: 43 bytes per key at 50M keys instead of 30).
+//! - [`MlpIndex`] maps `u64` to `u64`. Writes take `&mut self`; reads `&self`. It is `Send`
+//!   and `Sync`, and not concurrent (see below).
+//! - Memory: [`new`](MlpIndex::new) and [`clear`](MlpIndex::clear) leave a map that owns no
+//!   table (its [`memory_usage`](MlpIndex::memory_usage) is the struct's size, a few hundred
+//!   bytes); the first insert maps the top bitmap (2 MiB) and the smallest table. Removing
+//!   the last key keeps them, as a `Vec` keeps its capacity.
+//! - Growth never fails an insert short of the operating system refusing memory
+//!   ([`Error::OutOfMemory`], after which the map is empty). `remove` may move one node into a
+//!   grown table; if that allocation is refused it aborts, as `std`'s collections do.
+//! - `memory_usage` counts the table, the top bitmap and scratch space: every byte the map
+//!   owns.
+//! - Invariants (checked by the hidden `check_invariants`, which the tests call): every key
+//!   has exactly one leaf; path compression is complete (no node has one child); each node
+//!   holds the minimum key below it; a top-bitmap bit is set exactly when an item has that
+//!   3-byte prefix as its index.
 //!
 //! # Layouts
 //!
@@ -80,44 +113,14 @@
 //! [`Layout::Paper`]: the layout the paper measured, 24-byte slots (key, value, metadata) in
 //! a two-choice cuckoo table at up to 50% load. A node of more than 8 children borrows a free
 //! slot of its 128-byte line for its bitmap, or an external 32-byte block. Simpler, but about
-//! 3× larger (89.8 bytes per key on rand-8, 83.7 on dec-a, 94.0 on dec-b, 10M keys: within the
-//! paper's 96, which assumes a half-full table) and 8–22% slower on dependent lookups (327 ns
-//! against 267 on rand-8): a slot may straddle two cache lines, so a search fetches up to four
-//! lines per index length. Its random-walk insertion tries up to 5000 evictions before
-//! growing; with 500 it grew early near 50% load (110.9 bytes per key on rand-8).
+//! 3× larger and slower on dependent lookups: a slot may straddle two cache lines, so a
+//! search fetches up to four lines per index length.
 //!
 //! Both grow by about 1.5× when full (the bucketized table's bucket count is any integer;
 //! division by it is a Barrett multiplication), so the load stays within 2/3 of the maximum
 //! and the maximum; doubling would leave it between 1/2 and the maximum. Both shrink below a
-//! quarter of the maximum load.
-//!
-//! # Compared with the Cuckoo Trie
-//!
-//! Same runs (rand-8, 10M keys, median of 3): MlpIndex answers `c` in 267 ns against the
-//! Cuckoo Trie's 421–474 (1.6–1.8× faster), `lower-bound` in 420–431 ns against 701–739, and
-//! takes 29.4 bytes per key against 42.8. The Cuckoo Trie paper found MlpIndex 30–80% faster
-//! but 3× larger. The speed matches; the size does not, for two reasons:
-//!
-//! - The Cuckoo Trie paper measured the MlpIndex paper's layout: 24-byte slots at up to 50%
-//!   load. That layout is [`Layout::Paper`] here, at 89.8 bytes per key, about 2× the Cuckoo
-//!   Trie.
-//! - This MlpIndex stores each value in its leaf, and the key in the bits of the leaf and its
-//!   bucket index. A Cuckoo Trie leaf points to a separate record (key and value, 16 bytes
-//!   here), which costs memory and a dependent DRAM read per lookup.
-//!
-//! What the Cuckoo Trie pays for is generality: byte-string keys of any length, which its
-//! 5-bit symbols hash incrementally, and a concurrent version. MlpIndex's 8-byte keys let it
-//! hash every prefix independently, probe all of them in one round, and keep whole keys in
-//! its entries.
-//!
-//! # Contract
-//!
-//! - [`MlpIndex`] maps `u64` to `u64`. Writes take `&mut self`; reads `&self`.
-//! - Growth never fails an insert short of the operating system refusing memory
-//!   ([`Error::OutOfMemory`], after which the map is empty). `remove` may move one node into a
-//!   grown table; if that allocation is refused it aborts, as `std`'s collections do.
-//! - `memory_usage` counts the table, the top bitmap and scratch space: every byte the map
-//!   owns.
+//! quarter of the maximum load. [`Config`] picks the layout; its load factor defaults to the
+//! layout's own.
 //!
 //! # Why single-threaded
 //!
@@ -128,7 +131,7 @@
 //! relocation path, minima updates along the path made atomic with the leaf insertion, and
 //! growth copying into a new table published with epoch reclamation.
 //!
-//! # Layout
+//! # Files
 //!
 //! - `raw::hash`: the invertible prefix hash, bucket and quotient (key elimination for
 //!   leaves).
@@ -137,7 +140,8 @@
 //! - `raw::paper`: the paper's layout; borrowed slots and external blocks.
 //! - `raw::top`: the flat bitmap of 3-byte prefixes with two summary levels.
 //! - `raw::trie`: search, insertion, deletion, bounds, the cursor, the audit.
-//! - this file: the map and its range iterator.
+//! - this file: the map; `iter`: its iterators; `entry`: the entry API; `traits`: the std
+//!   traits and [`OrderedMap`](crate::OrderedMap).
 
 mod entry;
 mod iter;
@@ -266,13 +270,50 @@ fn out_of_memory(err: Error) -> ! {
 }
 
 /// The MlpIndex ordered map of `u64` keys to `u64` values; see the [module docs](self).
+///
+/// Shaped like `BTreeMap<u64, u64>`, std traits included:
+///
+/// ```
+/// use mlpdex::mlp_index::MlpIndex;
+///
+/// let mut m: MlpIndex = (1..=5).map(|k| (k, k * 10)).collect();
+/// m.extend([(6, 60), (7, 70)]);
+/// m.retain(|&k, _| k % 2 == 1);
+/// assert_eq!(m[3], 30);
+/// assert_eq!(m.keys().collect::<Vec<_>>(), [1, 3, 5, 7]);
+/// assert_eq!(m.values().rev().next(), Some(70));
+///
+/// let copy = m.clone();
+/// assert_eq!(copy, m);
+/// for v in m.values_mut() {
+///     *v += 1;
+/// }
+/// assert_ne!(copy, m);
+/// let mut total = 0;
+/// for (_, v) in &m {
+///     total += v;
+/// }
+/// assert_eq!(total, 31 + 11 + 51 + 71);
+/// assert_eq!(m.into_iter().next_back(), Some((7, 71)));
+/// ```
 pub struct MlpIndex {
     raw: Inner,
     config: Config,
 }
 
 impl MlpIndex {
-    /// An empty map with the default [`Config`]. Allocates nothing until the first insert.
+    /// An empty map with the default [`Config`]. Allocates nothing until the first insert:
+    ///
+    /// ```
+    /// use mlpdex::mlp_index::MlpIndex;
+    ///
+    /// let mut m = MlpIndex::new();
+    /// assert!(m.memory_usage() <= 4096);
+    /// m.insert(1, 1).unwrap(); // maps the top bitmap and the smallest table
+    /// assert!(m.memory_usage() > 2 << 20);
+    /// m.clear(); // gives them back
+    /// assert!(m.memory_usage() <= 4096);
+    /// ```
     pub const fn new() -> MlpIndex {
         MlpIndex {
             raw: Inner::Empty,
