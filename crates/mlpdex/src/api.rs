@@ -10,7 +10,7 @@
 //! | [`RangeFilter`] | built once | none | approximate membership (SuRF) |
 //!
 //! Keys are byte strings compared lexicographically (see [`crate::key`]). Ranges are given as any
-//! [`RangeBounds`] over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, or a pair of
+//! [`RangeBounds`](core::ops::RangeBounds) over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, or a pair of
 //! `Bound<&[u8]>`); an empty or inverted range yields nothing, where `BTreeMap::range` would panic.
 //!
 //! Insertion returns `Result` because a structure may refuse a key it cannot hold (for example

@@ -437,7 +437,7 @@ fn parity_step(
             match (m.entry(k), b.entry(k)) {
                 (E::Occupied(mut o), S::Occupied(mut s)) => {
                     assert_eq!((*o.key(), *o.get()), (*s.key(), *s.get()));
-                    if v % 3 == 0 {
+                    if v.is_multiple_of(3) {
                         assert_eq!(o.remove_entry(), s.remove_entry());
                     } else if v % 3 == 1 {
                         assert_eq!(o.insert(v), s.insert(v));
@@ -450,7 +450,7 @@ fn parity_step(
                 }
                 (E::Vacant(o), S::Vacant(s)) => {
                     assert_eq!(*o.key(), *s.key());
-                    if v % 2 == 0 {
+                    if v.is_multiple_of(2) {
                         assert_eq!(*o.insert(v), *s.insert(v));
                     } else {
                         assert_eq!(o.into_key(), s.into_key());
@@ -523,7 +523,7 @@ fn parity_step(
         12 => {
             let n = r.below(20);
             let pairs: Vec<(u64, u64)> = (0..n).map(|i| (key(shape, r, universe), v ^ i)).collect();
-            if v % 2 == 0 {
+            if v.is_multiple_of(2) {
                 m.extend(pairs.iter().copied());
                 b.extend(pairs.iter().copied());
             } else {

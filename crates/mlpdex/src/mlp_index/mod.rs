@@ -350,15 +350,24 @@ impl MlpIndex {
     }
 
     /// The core, made if the map has none yet.
+    #[inline]
     fn allocated(&mut self) -> Result<&mut Inner, Error> {
         if let Inner::Empty = self.raw {
-            let lf = self.config.validate()?;
-            self.raw = match self.config.layout {
-                Layout::Bucketized => Inner::Bucketized(RawIndex::new(lf)?),
-                Layout::Paper => Inner::Paper(RawIndex::new(lf)?),
-            };
+            self.allocate()?;
         }
         Ok(&mut self.raw)
+    }
+
+    /// Makes the core of an empty map: the top bitmap and the smallest table.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&mut self) -> Result<(), Error> {
+        let lf = self.config.validate()?;
+        self.raw = match self.config.layout {
+            Layout::Bucketized => Inner::Bucketized(RawIndex::new(lf)?),
+            Layout::Paper => Inner::Paper(RawIndex::new(lf)?),
+        };
+        Ok(())
     }
 
     /// Makes room for `additional` more keys, so that inserting them does not grow the

@@ -264,11 +264,11 @@ impl<T: Store> RawIndex<T> {
             let mut at = 0;
             let mut feed = |it: Item, t: &mut T, ok: &mut bool| {
                 let home = t.home(&it);
-                if let Some((old, home)) = ring[at].replace((it, home)) {
-                    if *ok {
-                        scratch.clear();
-                        *ok = t.place(old, home, &mut scratch).is_ok();
-                    }
+                if let Some((old, home)) = ring[at].replace((it, home))
+                    && *ok
+                {
+                    scratch.clear();
+                    *ok = t.place(old, home, &mut scratch).is_ok();
                 }
                 at = (at + 1) % AHEAD;
             };
@@ -293,10 +293,10 @@ impl<T: Store> RawIndex<T> {
     /// Back to an empty map with the smallest table (keeps the current one if the system
     /// refuses even that).
     pub(crate) fn reset(&mut self) {
-        if self.table.units() != self.min_units {
-            if let Ok(t) = T::new(MIN_BUCKETS) {
-                self.table = t;
-            }
+        if self.table.units() != self.min_units
+            && let Ok(t) = T::new(MIN_BUCKETS)
+        {
+            self.table = t;
         }
         if self.table.used() != 0 {
             let mut locs = Vec::new();
