@@ -41,13 +41,12 @@
 pub mod api;
 pub mod cuckoo_trie;
 mod error;
-pub mod fst;
 pub mod hope;
 pub mod key;
 pub mod mlp_index;
 pub mod skiplist;
 pub mod substrate;
-pub mod surf;
+mod succinct;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -55,4 +54,7 @@ pub use api::{
     ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder,
 };
 pub use error::Error;
+// The FST and SuRF share one trie core in `succinct`; their public paths stay `mlpdex::fst` and
+// `mlpdex::surf`.
 pub use key::KeyRange;
+pub use succinct::{fst, surf};

@@ -669,6 +669,7 @@ impl RangeCursor for VecCursor<'_> {
 }
 
 impl StaticMap for VecStatic {
+    type Range<'a> = crate::api::Entries<VecCursor<'a>>;
     type Cursor<'a> = VecCursor<'a>;
 
     fn get(&self, key: &[u8]) -> Option<u64> {
@@ -684,7 +685,13 @@ impl StaticMap for VecStatic {
     fn len(&self) -> usize {
         self.entries.len()
     }
-    fn range<R>(&self, range: R) -> Self::Cursor<'_>
+    fn range<R>(&self, range: R) -> Self::Range<'_>
+    where
+        R: KeyRange,
+    {
+        self.cursor(range).into_entries()
+    }
+    fn cursor<R>(&self, range: R) -> Self::Cursor<'_>
     where
         R: KeyRange,
     {
