@@ -3,7 +3,6 @@
 
 use std::ops::Bound;
 
-use mlpdex::OrderedMap;
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
 use mlpdex::epoch::pin;
 

@@ -161,7 +161,8 @@ pub(super) fn apply_ordered<M: OrderedMap<u64>>(
             let (s, e) = (as_slice_bound(s), as_slice_bound(e));
             let mut it = call_with_range_form!(map, range, s, e);
             walk_compare(oracle_range(oracle, s, e), *walk, |back, want| {
-                let got = next_end(&mut it, back).map(|(k, v)| (k, *v));
+                let got = next_end(&mut it, back);
+                let got = got.as_ref().map(|(k, v)| (k.as_ref(), **v));
                 if got == want {
                     Ok(())
                 } else {
@@ -181,7 +182,8 @@ pub(super) fn apply_ordered<M: OrderedMap<u64>>(
             for walk in [Walk::Forward(usize::MAX), Walk::Backward(usize::MAX)] {
                 let mut it = map.iter();
                 walk_compare(oracle.iter(), walk, |back, want| {
-                    let got = next_end(&mut it, back).map(|(k, v)| (k, *v));
+                    let got = next_end(&mut it, back);
+                    let got = got.as_ref().map(|(k, v)| (k.as_ref(), **v));
                     if got == want {
                         Ok(())
                     } else {
@@ -430,7 +432,7 @@ pub(super) fn apply_static<M: StaticMap>(
     op: &MapOp,
 ) -> Result<(), Mismatch> {
     let cursor_walk = |s: Bound<&[u8]>, e: Bound<&[u8]>, walk: Walk| {
-        let mut cursor = call_with_range_form!(map, range, s, e);
+        let mut cursor = call_with_range_form!(map, cursor, s, e);
         walk_compare(oracle_range(oracle, s, e), walk, |back, want| {
             let got = if back {
                 cursor.next_back()
@@ -441,6 +443,18 @@ pub(super) fn apply_static<M: StaticMap>(
                 Ok(())
             } else {
                 Err(show_entry(got))
+            }
+        })
+    };
+    // The same walk through the owned iterator `range` returns.
+    let iter_walk = |s: Bound<&[u8]>, e: Bound<&[u8]>, walk: Walk| {
+        let mut it = call_with_range_form!(map, range, s, e);
+        walk_compare(oracle_range(oracle, s, e), walk, |back, want| {
+            let got = if back { it.next_back() } else { it.next() };
+            if got.as_ref().map(|(k, v)| (k.as_slice(), *v)) == want {
+                Ok(())
+            } else {
+                Err(show_owned(&got))
             }
         })
     };
@@ -460,8 +474,16 @@ pub(super) fn apply_static<M: StaticMap>(
         MapOp::Last => cursor_walk(Bound::Unbounded, Bound::Unbounded, Walk::Backward(1)),
         MapOp::LowerBound(b) => cursor_walk(as_slice_bound(b), Bound::Unbounded, Walk::Forward(1)),
         MapOp::UpperBound(b) => cursor_walk(Bound::Unbounded, as_slice_bound(b), Walk::Backward(1)),
-        MapOp::Range(s, e, walk) => cursor_walk(as_slice_bound(s), as_slice_bound(e), *walk),
+        MapOp::Range(s, e, walk) => {
+            cursor_walk(as_slice_bound(s), as_slice_bound(e), *walk)?;
+            iter_walk(as_slice_bound(s), as_slice_bound(e), *walk)
+        }
         MapOp::Iter => {
+            iter_walk(
+                Bound::Unbounded,
+                Bound::Unbounded,
+                Walk::Backward(usize::MAX),
+            )?;
             cursor_walk(
                 Bound::Unbounded,
                 Bound::Unbounded,

@@ -216,6 +216,7 @@ fn width_bound(b: Bound<&[u8]>) -> Bound<&[u8]> {
 }
 
 impl OrderedMap<u64> for IntOnly {
+    type Key<'a> = &'a [u8];
     type Range<'a> = ModelRange<'a, u64>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {
@@ -322,6 +323,7 @@ impl DoubleEndedIterator for FaultyRange<'_> {
 }
 
 impl OrderedMap<u64> for Faulty {
+    type Key<'a> = &'a [u8];
     type Range<'a> = FaultyRange<'a>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {
@@ -667,6 +669,7 @@ impl RangeCursor for VecCursor<'_> {
 }
 
 impl StaticMap for VecStatic {
+    type Range<'a> = crate::api::Entries<VecCursor<'a>>;
     type Cursor<'a> = VecCursor<'a>;
 
     fn get(&self, key: &[u8]) -> Option<u64> {
@@ -682,7 +685,13 @@ impl StaticMap for VecStatic {
     fn len(&self) -> usize {
         self.entries.len()
     }
-    fn range<R>(&self, range: R) -> Self::Cursor<'_>
+    fn range<R>(&self, range: R) -> Self::Range<'_>
+    where
+        R: KeyRange,
+    {
+        self.cursor(range).into_entries()
+    }
+    fn cursor<R>(&self, range: R) -> Self::Cursor<'_>
     where
         R: KeyRange,
     {

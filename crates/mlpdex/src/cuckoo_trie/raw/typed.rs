@@ -125,11 +125,6 @@ impl<V> TypedTrie<V> {
         self.raw.len()
     }
 
-    /// Bytes of the table (mapped or, for a table under a page, allocated).
-    pub(crate) fn table_bytes(&self) -> usize {
-        self.raw.table_bytes()
-    }
-
     /// Bytes of the table mapped from the operating system.
     pub(crate) fn mapped_bytes(&self) -> usize {
         self.raw.table.mapped_bytes()

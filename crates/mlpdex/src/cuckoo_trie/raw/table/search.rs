@@ -11,8 +11,8 @@ impl Table {
     ///
     /// Kind, side and tag share an entry's first byte, so each slot is screened with one byte
     /// compare before the whole entry is decoded (measured: 9% of lookup instructions went to
-    /// decoding non-matching entries). Inside a [`ReadSession`] on a shared table, each bucket
-    /// is copied under its seqlock first.
+    /// decoding non-matching entries). Inside a [`ReadSession`](super::ReadSession) on a
+    /// shared table, each bucket is copied under its seqlock first.
     #[inline(always)]
     fn find(&self, h: u64, mut f: impl FnMut(Ent) -> bool) -> Option<(Slot, Ent)> {
         if self.shared && reading() {
