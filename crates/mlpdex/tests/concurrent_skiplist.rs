@@ -551,10 +551,10 @@ fn forward_scan<'g>(
     }
     run.pos[rd.r].store(IDLE, Relaxed);
     let mut covered = inside(run.keys, scan.s, scan.e);
-    if got.len() == scan.limit {
-        if let Some(&l) = got.last() {
-            covered.end = l + 1;
-        }
+    if got.len() == scan.limit
+        && let Some(&l) = got.last()
+    {
+        covered.end = l + 1;
     }
     run.check_stable_keys(scan, covered, &got);
 }
@@ -582,10 +582,10 @@ fn backward_scan<'g>(
         got.push(idx);
     }
     let mut covered = inside(run.keys, scan.s, scan.e);
-    if got.len() == scan.limit {
-        if let Some(&l) = got.last() {
-            covered.start = l;
-        }
+    if got.len() == scan.limit
+        && let Some(&l) = got.last()
+    {
+        covered.start = l;
     }
     got.reverse();
     run.check_stable_keys(scan, covered, &got);

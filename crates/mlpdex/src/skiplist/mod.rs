@@ -291,7 +291,8 @@ impl<V> SkipList<V> {
             list: self,
             guard,
             range,
-            front: if done { Front::Done } else { Front::Unstarted },
+            walk: None,
+            front_done: done,
             front_last: None,
             back_last: None,
             back_done: done,
@@ -327,21 +328,16 @@ impl<V> fmt::Debug for SkipList<V> {
     }
 }
 
-enum Front<'g, V> {
-    /// No seek yet (done on the first `next`).
-    Unstarted,
-    /// Walking level 0.
-    At(Walk<'g, V>),
-    Done,
-}
-
 /// An iterator over a range of a [`SkipList`], from both ends; see
 /// [`SkipList::range`]. Forward steps use the prefetcher; backward steps re-seek.
 pub struct Range<'g, V, R> {
     list: &'g SkipList<V>,
     guard: &'g Guard,
     range: R,
-    front: Front<'g, V>,
+    /// The forward walk, started by the first `next` (the Prefetcher inside is large, kept
+    /// inline rather than boxed: no allocation per range).
+    walk: Option<Walk<'g, V>>,
+    front_done: bool,
     front_last: Option<&'g [u8]>,
     back_last: Option<&'g [u8]>,
     back_done: bool,
@@ -365,22 +361,22 @@ where
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if let Front::Unstarted = self.front {
+        if self.front_done {
+            return None;
+        }
+        let walk = self.walk.get_or_insert_with(|| {
             let (s, _) = self.range.key_bounds();
             let depth = self.list.config.prefetch_depth;
-            self.front = Front::At(self.list.raw.walk(s, depth, self.guard));
-        }
-        let Front::At(walk) = &mut self.front else {
-            return None;
-        };
+            self.list.raw.walk(s, depth, self.guard)
+        });
         let Some(entry) = walk.next() else {
-            self.front = Front::Done;
+            self.front_done = true;
             return None;
         };
         let key = entry.key();
         let (_, e) = self.range.key_bounds();
         if !before_end(key, e) || self.back_last.is_some_and(|b| key >= b) {
-            self.front = Front::Done;
+            self.front_done = true;
             return None;
         }
         self.front_last = Some(key);
