@@ -21,9 +21,9 @@
 //!   (LOUDS-Dense over LOUDS-Sparse), serializable.
 //! - [`surf`]: SuRF, the succinct range filter on the FST trie (point and range queries,
 //!   approximate counts, no false negatives).
-//! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
+//! - [`key`]: key order, `u64` ↔ big-endian key conversion, and [`KeyRange`], the range
+//!   argument every `range` takes.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
-//! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.
 //! - `testing` (feature `testing`): the differential-test driver every structure's tests use.
 //!
 //! Structures land one module each, with a `raw` core under a safe front end; see the README's
@@ -46,7 +46,7 @@ pub mod hope;
 pub mod key;
 pub mod mlp_index;
 pub mod skiplist;
-pub mod substrate;
+mod substrate;
 pub mod surf;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -56,3 +56,4 @@ pub use api::{
 };
 pub use error::Error;
 pub use key::KeyRange;
+pub use substrate::HugePages;

@@ -159,8 +159,8 @@ fn mlp_index_refuses_non_finite_load_factors() {
             assert!(
                 matches!(
                     MlpIndex::with_config(MlpConfig {
-                        layout,
-                        max_load_factor: f
+                        max_load_factor: f,
+                        ..MlpConfig::with_layout(layout)
                     }),
                     Err(Error::InvalidConfig { .. })
                 ),

@@ -713,8 +713,8 @@ fn image(scheme: u8, entries: &[(Vec<u8>, u8)]) -> Vec<u8> {
 }
 
 fn reseal_append(v: &mut Vec<u8>) {
-    let sum = mlpdex::substrate::hash::hash_bytes(v, 0);
-    v.extend_from_slice(&sum.to_le_bytes());
+    v.extend_from_slice(&[0; 8]);
+    mlpdex::testing::reseal(v);
 }
 
 /// The boundaries and code lengths of an encoder's image.

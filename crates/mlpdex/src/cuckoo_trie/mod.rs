@@ -156,6 +156,9 @@ pub struct Config {
     pub max_load_factor: f64,
     /// Buckets of the first table (rounded up to whole 4 KiB pages of 64-byte buckets), ≥ 1.
     pub initial_buckets: usize,
+    /// Whether tables of 2 MiB and more ask for transparent huge pages; default
+    /// [`HugePages::Auto`](crate::HugePages::Auto).
+    pub huge_pages: crate::HugePages,
 }
 
 impl Default for Config {
@@ -165,6 +168,7 @@ impl Default for Config {
             prefetch_depth: 8,
             max_load_factor: 0.85,
             initial_buckets: 64,
+            huge_pages: crate::HugePages::Auto,
         }
     }
 }
@@ -178,6 +182,7 @@ impl Config {
             max_load_factor: self.max_load_factor,
             initial_buckets: self.initial_buckets,
             val_size: core::mem::size_of::<V>(),
+            huge_pages: self.huge_pages,
         }
     }
 

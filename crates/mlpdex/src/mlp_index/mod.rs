@@ -181,6 +181,9 @@ pub struct Config {
     /// 0.5..=0.95 for [`Layout::Bucketized`] (default 0.9), 0.2..=0.5 for [`Layout::Paper`]
     /// (default 0.5).
     pub max_load_factor: f64,
+    /// Whether tables of 2 MiB and more ask for transparent huge pages; default
+    /// [`HugePages::Auto`](crate::HugePages::Auto).
+    pub huge_pages: crate::HugePages,
 }
 
 impl Config {
@@ -189,6 +192,7 @@ impl Config {
         Config {
             layout,
             max_load_factor: layout.load_factors().1,
+            huge_pages: crate::HugePages::Auto,
         }
     }
 }
@@ -248,8 +252,12 @@ impl MlpIndex {
             });
         }
         let raw = match config.layout {
-            Layout::Bucketized => Inner::Bucketized(RawIndex::new(config.max_load_factor)?),
-            Layout::Paper => Inner::Paper(RawIndex::new(config.max_load_factor)?),
+            Layout::Bucketized => {
+                Inner::Bucketized(RawIndex::new(config.max_load_factor, config.huge_pages)?)
+            }
+            Layout::Paper => {
+                Inner::Paper(RawIndex::new(config.max_load_factor, config.huge_pages)?)
+            }
         };
         Ok(MlpIndex { raw, config })
     }

@@ -1,9 +1,9 @@
-//! Low-level pieces shared by every structure: memory regions on huge pages, software prefetch,
+//! Low-level pieces shared by every structure (crate-internal): memory regions on huge pages, software prefetch,
 //! hashing, and bit vectors. Nothing here knows about any particular index.
 //!
 //! | module | what |
 //! |---|---|
-//! | [`region`] | zeroed 2 MiB-aligned mappings with `MADV_HUGEPAGE`, process-wide huge-page switch |
+//! | [`region`] | zeroed 2 MiB-aligned mappings with `MADV_HUGEPAGE`, the [`HugePages`] setting |
 //! | [`prefetch`] | `prefetch_read` / `prefetch_write`, safe for any address |
 //! | [`hash`] | XXH3 for bytes, a 64-bit mixer for integers, a `BuildHasher` |
 //! | [`bits`] | growable `BitVec` with zeroed tail bits, its read-only `FrozenBits` form |
@@ -25,8 +25,7 @@ pub mod region;
 
 pub use bits::{BitVec, FrozenBits};
 pub use frozen::{Frozen, Shared};
-pub use rank::{RankBits, SelectBits};
-pub use region::Region;
+pub use region::HugePages;
 
 /// The proptest settings of this module's tests: the defaults natively; under miri a few cases
 /// and no failure file (miri's isolation hides the file system, and every case is interpreted).

@@ -12,7 +12,9 @@
 //! Both are built once over a finished bit vector (the succinct structures are static) and
 //! hold positions as `u32`: a vector of 2^32 bits or more is refused at build time.
 
-use super::bits::{BitVec, FrozenBits};
+#[cfg(test)]
+use super::bits::BitVec;
+use super::bits::FrozenBits;
 
 /// Most bits a rank or select directory indexes (positions are stored as `u32`).
 pub const MAX_BITS: usize = u32::MAX as usize;
@@ -29,6 +31,7 @@ impl<const W: usize> RankBits<W> {
     const BLOCK_BITS: usize = 64 * W;
 
     /// The rank directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
+    #[cfg(test)]
     pub fn new(bits: BitVec) -> Option<Self> {
         Self::over(FrozenBits::from(bits))
     }
@@ -66,12 +69,6 @@ impl<const W: usize> RankBits<W> {
     #[inline]
     pub fn len(&self) -> usize {
         self.bits.len()
-    }
-
-    /// True when there are no bits.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.bits.is_empty()
     }
 
     /// Bit `i`; false past the end.
@@ -117,11 +114,6 @@ impl<const W: usize> RankBits<W> {
     pub fn memory_usage(&self) -> usize {
         self.bits.memory_usage() + self.lut.capacity() * 4
     }
-
-    /// Bytes the rank directory adds to the bits.
-    pub fn directory_bytes(&self) -> usize {
-        self.lut.capacity() * 4
-    }
 }
 
 /// Ones between samples of a [`SelectBits`].
@@ -138,6 +130,7 @@ pub struct SelectBits {
 
 impl SelectBits {
     /// The select directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
+    #[cfg(test)]
     pub fn new(bits: BitVec) -> Option<Self> {
         Self::over(FrozenBits::from(bits))
     }
@@ -243,11 +236,6 @@ impl SelectBits {
     /// Bytes of heap memory owned: bits and samples.
     pub fn memory_usage(&self) -> usize {
         self.bits.memory_usage() + self.samples.capacity() * 4
-    }
-
-    /// Bytes the select directory adds to the bits.
-    pub fn directory_bytes(&self) -> usize {
-        self.samples.capacity() * 4
     }
 }
 

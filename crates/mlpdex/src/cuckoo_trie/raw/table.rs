@@ -55,7 +55,7 @@ use core::sync::atomic::Ordering::Relaxed;
 use super::seqlock::{Bucket, WORDS, Word};
 use crate::Error;
 use crate::substrate::prefetch::prefetch_read;
-use crate::substrate::region::Region;
+use crate::substrate::region::{HugePages, Region};
 
 /// Entries per bucket.
 pub(crate) const SLOTS: usize = 4;
@@ -642,13 +642,17 @@ unsafe impl Sync for Table {}
 
 impl Table {
     /// A zeroed table of at least `min_buckets` buckets (every bucket of the mapped pages is
-    /// used), hashing with constants drawn from `seed`.
-    pub(crate) fn with_buckets(min_buckets: usize, seed: u64) -> Result<Table, Error> {
+    /// used), hashing with constants drawn from `seed`, on pages as `huge` asks.
+    pub(crate) fn with_buckets(
+        min_buckets: usize,
+        seed: u64,
+        huge: HugePages,
+    ) -> Result<Table, Error> {
         let bytes = min_buckets.max(1).saturating_mul(64);
         if (bytes / 64) as u64 * TAGS > MAX_HASHES {
             return Err(Error::OutOfMemory { bytes });
         }
-        let region = Region::new_zeroed(bytes)?;
+        let region = Region::new_zeroed(bytes, huge)?;
         let nb = (region.len() / 64).min((MAX_HASHES / TAGS) as usize);
         let buckets = NonNull::new(region.as_ptr().cast::<Bucket>()).expect("mapping is non-null");
         Ok(Table {

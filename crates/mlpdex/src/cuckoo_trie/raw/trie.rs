@@ -29,6 +29,7 @@ use core::sync::atomic::{AtomicU64, AtomicUsize};
 
 use super::table::{Ent, Full, JUMP, JUMP_MAX, LEAF, Loc, Locks, REGULAR, Table, Torn};
 use crate::Error;
+use crate::substrate::region::HugePages;
 
 /// Reads keys as symbol strings; see the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -194,6 +195,8 @@ pub(crate) struct Params {
     pub(crate) initial_buckets: usize,
     /// Bytes before the key in a record.
     pub(crate) val_size: usize,
+    /// Page size policy of the table's mapping.
+    pub(crate) huge_pages: HugePages,
 }
 
 /// A writer's working memory, kept between operations so writes allocate nothing. There is
@@ -354,7 +357,7 @@ pub(crate) fn stable<T>(r: Result<T, Torn>) -> T {
 impl RawTrie {
     pub(crate) fn new(params: Params) -> Result<RawTrie, Error> {
         let seed = 0x5EED_C0C0_u64;
-        let (table, root) = Self::empty_table(params.initial_buckets, seed)?;
+        let (table, root) = Self::empty_table(params.initial_buckets, seed, params.huge_pages)?;
         Ok(Self::assemble(
             table,
             params,
@@ -391,8 +394,8 @@ impl RawTrie {
         t
     }
 
-    fn empty_table(buckets: usize, seed: u64) -> Result<(Table, Loc), Error> {
-        let table = Table::with_buckets(buckets, seed)?;
+    fn empty_table(buckets: usize, seed: u64, huge: HugePages) -> Result<(Table, Loc), Error> {
+        let table = Table::with_buckets(buckets, seed, huge)?;
         let root = table
             .insert(
                 &mut Locks::default(),
@@ -421,7 +424,11 @@ impl RawTrie {
     /// Empties the trie (the caller has freed the records) and shrinks the table; if no new
     /// table can be mapped, wipes the old one instead.
     pub(crate) fn reset(&mut self) {
-        match Self::empty_table(self.params.initial_buckets, self.seed) {
+        match Self::empty_table(
+            self.params.initial_buckets,
+            self.seed,
+            self.params.huge_pages,
+        ) {
             Ok((table, root)) => {
                 self.table = table;
                 self.root = root;
@@ -1214,7 +1221,7 @@ impl RawTrie {
         let mut seed = self.seed;
         for attempt in 0u64.. {
             seed = seed.wrapping_add(0x9E37_79B9 + attempt);
-            let mut table = Table::with_buckets(buckets, seed)?;
+            let mut table = Table::with_buckets(buckets, seed, self.params.huge_pages)?;
             match self.rebuild_into(&table) {
                 Ok((root, head)) => {
                     table.set_shared(self.table.is_shared());

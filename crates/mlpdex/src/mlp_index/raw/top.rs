@@ -4,7 +4,7 @@
 //! stretches in a few word reads.
 
 use crate::Error;
-use crate::substrate::region::Region;
+use crate::substrate::region::{HugePages, Region};
 
 /// Number of 3-byte prefixes.
 pub(crate) const TOP: u32 = 1 << 24;
@@ -21,9 +21,9 @@ pub(crate) struct Top {
 }
 
 impl Top {
-    pub(crate) fn new() -> Result<Top, Error> {
+    pub(crate) fn new(huge: HugePages) -> Result<Top, Error> {
         Ok(Top {
-            l3: Region::new_zeroed(L3_WORDS * 8)?,
+            l3: Region::new_zeroed(L3_WORDS * 8, huge)?,
             l2: Box::new([0; L2_WORDS]),
             l1: [0; L1_WORDS],
         })
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn next_and_prev_match_a_set() {
-        let mut t = Top::new().unwrap();
+        let mut t = Top::new(HugePages::Auto).unwrap();
         let mut s = BTreeSet::new();
         let mut x = 7u64;
         // Fewer operations under miri, which interprets every bitmap word.

@@ -17,6 +17,7 @@
 //! intermediate nodes here: the deepest index found is the longest common prefix.
 
 use crate::Error;
+use crate::HugePages;
 
 use super::Store;
 use super::hash::{MIN_LEN, byte, diff_byte, prefix};
@@ -47,6 +48,8 @@ pub(crate) struct RawIndex<T> {
     max_load: f64,
     /// Size of the smallest table (a table's size is rounded up to whole pages).
     min_units: usize,
+    /// Page size policy of the tables' mappings.
+    huge: HugePages,
 }
 
 /// Smallest table, in buckets.
@@ -56,16 +59,17 @@ const MIN_BUCKETS: usize = super::hash::MIN_BUCKETS;
 const REFILL: f64 = 2.0 / 3.0;
 
 impl<T: Store> RawIndex<T> {
-    pub(crate) fn new(max_load: f64) -> Result<RawIndex<T>, Error> {
-        let table = T::new(MIN_BUCKETS)?;
+    pub(crate) fn new(max_load: f64, huge: HugePages) -> Result<RawIndex<T>, Error> {
+        let table = T::new(MIN_BUCKETS, huge)?;
         Ok(RawIndex {
             min_units: table.units(),
             table,
-            top: Top::new()?,
+            top: Top::new(huge)?,
             len: 0,
             cnt: [0; 9],
             homeless: Vec::new(),
             max_load,
+            huge,
         })
     }
 
@@ -185,7 +189,7 @@ impl<T: Store> RawIndex<T> {
         const AHEAD: usize = 16;
         let mut scratch = Vec::new();
         loop {
-            let mut t = T::new(buckets)?;
+            let mut t = T::new(buckets, self.huge)?;
             let mut ok = true;
             let mut ring: [Option<(Item, T::Home)>; AHEAD] = [None; AHEAD];
             let mut at = 0;
@@ -223,7 +227,7 @@ impl<T: Store> RawIndex<T> {
     /// refuses even that).
     pub(crate) fn reset(&mut self) {
         if self.table.units() != self.min_units {
-            if let Ok(t) = T::new(MIN_BUCKETS) {
+            if let Ok(t) = T::new(MIN_BUCKETS, self.huge) {
                 self.table = t;
             }
         }
