@@ -8,6 +8,7 @@
 //! | [`hash`] | XXH3 for bytes, a 64-bit mixer for integers, a `BuildHasher` |
 //! | [`bits`] | growable `BitVec` with zeroed tail bits, its read-only `FrozenBits` form |
 //! | [`frozen`] | read-only arrays owned or borrowed from a loaded image (zero-copy loading) |
+//! | [`popcount`] | POPCNT detected at run time, a portable fallback, one dispatch per query |
 //! | [`rank`] | rank directories (64- and 512-bit blocks), sampled select, broadword select-in-word |
 //! | [`labels`] | SIMD search of a sorted run of byte labels, scalar fallback |
 //!
@@ -19,6 +20,7 @@ pub mod bits;
 pub mod frozen;
 pub mod hash;
 pub mod labels;
+pub mod popcount;
 pub mod prefetch;
 pub mod rank;
 pub mod region;
