@@ -29,6 +29,20 @@
 //! Structures land one module each, with a `raw` core under a safe front end; see the README's
 //! status table.
 //!
+//! ## Platforms
+//!
+//! Unix only: the hash tables of the Cuckoo Trie and MlpIndex live in anonymous memory
+//! mappings (`mmap`, and `madvise` for huge pages on Linux, through `libc`), so the crate does
+//! not compile elsewhere. Huge pages are a per-structure setting, [`HugePages`], in each
+//! `Config` that maps tables.
+//!
+//! Any Unix architecture works, with portable code everywhere; none needs target flags. On
+//! x86-64 the rank and select of the [`fst`] and [`surf`] use the POPCNT instruction when the
+//! CPU has it, detected once per process at run time, so a dependent crate built for plain
+//! `x86_64` runs them at full speed; the label search uses SSE2, part of every x86-64 CPU.
+//! Elsewhere (aarch64 included) and under miri they use `u64::count_ones` and a scalar label
+//! loop.
+//!
 //! ## Keys
 //!
 //! Keys are byte strings ordered lexicographically, a proper prefix first. The empty key, every
@@ -36,7 +50,14 @@
 //! legal everywhere unless a structure says it is integer-only.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+
 #![warn(missing_docs)]
+
+#[cfg(not(unix))]
+compile_error!(
+    "mlpdex supports Unix targets only: its tables are anonymous memory mappings (mmap and \
+     madvise through libc); see the crate documentation, section Platforms"
+);
 
 pub mod api;
 pub mod cuckoo_trie;
