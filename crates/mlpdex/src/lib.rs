@@ -24,6 +24,7 @@
 //! - [`key`]: key order, `u64` ↔ big-endian key conversion, and [`KeyRange`], the range
 //!   argument every `range` takes.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
+//! - [`HugePages`]: whether a structure's tables ask for 2 MiB pages (a field of its `Config`).
 //! - `testing` (feature `testing`): the differential-test driver every structure's tests use.
 //!
 //! Structures land one module each, with a `raw` core under a safe front end; see the README's
@@ -42,6 +43,16 @@
 //! `x86_64` runs them at full speed; the label search uses SSE2, part of every x86-64 CPU.
 //! Elsewhere (aarch64 included) and under miri they use `u64::count_ones` and a scalar label
 //! loop.
+//!
+//! ## What is public
+//!
+//! The memory regions, hashing, bit vectors and rank/select the structures share are internal
+//! (`substrate`), as are the range-bound helpers of [`key`]; a dependent crate sees only the
+//! structures, their configs and the traits:
+//!
+//! ```compile_fail
+//! use mlpdex::substrate::region::Region; // error[E0603]: module `substrate` is private
+//! ```
 //!
 //! ## Keys
 //!

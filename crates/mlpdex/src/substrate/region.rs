@@ -42,8 +42,8 @@ pub const HUGE_PAGE: usize = 2 << 20;
 /// elsewhere a table silently uses normal pages, which is correct, only slower.
 ///
 /// ```
-/// use mlpdex::HugePages;
 /// use mlpdex::cuckoo_trie::{Config, CuckooTrie};
+/// use mlpdex::{HugePages, OrderedMap};
 ///
 /// // 4 KiB pages for this map, whatever the environment says.
 /// let config = Config { huge_pages: HugePages::Never, ..Config::default() };
