@@ -311,14 +311,20 @@ impl TrieNode {
     /// Labels below byte `b` (the end label counts) and whether `b` is present.
     #[inline]
     fn rank(&self, b: u8) -> (u32, bool) {
+        crate::substrate::popcount::dispatch!(p => self.rank_with(p, b))
+    }
+
+    /// [`rank`](Self::rank) with the popcount `p` (POPCNT when the CPU has it).
+    #[inline(always)]
+    fn rank_with<P: crate::substrate::popcount::Popcount>(&self, p: P, b: u8) -> (u32, bool) {
         let w = (b / 64) as usize;
         let bit = b % 64;
         let mut r = self.end;
-        for x in &self.bytes[..w] {
-            r += x.count_ones();
+        for &x in &self.bytes[..w] {
+            r += p.count(x);
         }
         let word = self.bytes[w];
-        r += (word & ((1u64 << bit) - 1)).count_ones();
+        r += p.count(word & ((1u64 << bit) - 1));
         (r, word >> bit & 1 == 1)
     }
 }
