@@ -61,7 +61,6 @@
 //! legal everywhere unless a structure says it is integer-only.
 
 #![deny(unsafe_op_in_unsafe_fn)]
-
 #![warn(missing_docs)]
 
 #[cfg(not(unix))]

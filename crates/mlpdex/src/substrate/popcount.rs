@@ -90,17 +90,30 @@ cfg_hw! {
     }
 }
 
+cfg_hw! {
+    /// Runs `f` out of line: the portable copy of a dispatched body, taken only on a CPU without
+    /// POPCNT, stays out of its callers, so the body inlined into a search loop is the POPCNT
+    /// copy and a branch.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn cold<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
+}
+
 /// Evaluates `$body` with `$p` bound to the fastest [`Popcount`] token this CPU supports: the
-/// body is compiled once per token, and the choice costs one well-predicted branch per
-/// evaluation.
+/// body is compiled once per token (the portable copy out of line, in [`cold`]), and the
+/// choice costs one well-predicted branch per evaluation.
 macro_rules! dispatch {
     ($p:ident => $body:expr) => {{
         #[cfg(all(target_arch = "x86_64", not(target_feature = "popcnt"), not(miri)))]
         let r = if let Some($p) = $crate::substrate::popcount::Hw::detect() {
             $body
         } else {
-            let $p = $crate::substrate::popcount::Portable;
-            $body
+            $crate::substrate::popcount::cold(|| {
+                let $p = $crate::substrate::popcount::Portable;
+                $body
+            })
         };
         #[cfg(not(all(target_arch = "x86_64", not(target_feature = "popcnt"), not(miri))))]
         let r = {
