@@ -60,7 +60,7 @@ fuzz_target!(|input: Input| {
         .take(200)
         .map(|k| k.make(&mut pool))
         .collect();
-    let enc = Encoder::build(scheme, &sample, limit).expect("a limit of at least 257");
+    let enc = Encoder::build_with_limit(scheme, &sample, limit).expect("a limit of at least 257");
     let what = format!("hope {scheme:?} limit {limit}, sample of {}", sample.len());
 
     let mut keys: BTreeSet<Vec<u8>> = sample.iter().cloned().collect();

@@ -54,7 +54,7 @@ fuzz_target!(|input: Input| {
             ];
             let scheme = schemes[usize::from(*scheme) % schemes.len()];
             let sample: Vec<Vec<u8>> = sample.iter().take(100).map(|k| k.make(&mut pool)).collect();
-            let enc = Encoder::build(scheme, &sample, 257 + usize::from(limit % 512))
+            let enc = Encoder::build_with_limit(scheme, &sample, 257 + usize::from(limit % 512))
                 .expect("a limit of at least 257");
             (enc.to_bytes(), Some(enc))
         }

@@ -617,8 +617,8 @@ fn walk<C: RangeCursor>(mut c: C, back: bool, bound: usize, what: &str) -> Vec<(
 /// forward equals reversed backward, `get` and both seeks find every iterated key with its
 /// value; returns the entries.
 pub fn check_fst(m: &Fst, what: &str) -> Vec<(Vec<u8>, u64)> {
-    let fwd = walk(m.iter(), false, m.len(), what);
-    let bwd = walk(m.iter(), true, m.len(), what);
+    let fwd = walk(m.cursor(..), false, m.len(), what);
+    let bwd = walk(m.cursor(..), true, m.len(), what);
     assert_eq!(
         fwd.len(),
         m.len(),

@@ -9,7 +9,7 @@ use mlpdex::cuckoo_trie::{Config, CuckooTrie};
 use mlpdex::fst::Fst;
 use mlpdex::mlp_index::MlpIndex;
 use mlpdex::surf::{Surf, SurfKind};
-use mlpdex::{HugePages, OrderedMap};
+use mlpdex::HugePages;
 
 fn main() -> Result<(), mlpdex::Error> {
     let model: BTreeMap<Vec<u8>, u64> = (0..20_000u64)

@@ -61,7 +61,7 @@ use std::time::Instant;
 use anyhow::{Result, bail, ensure};
 use fastbloom::BloomFilter;
 use mlpdex::RangeFilter;
-use mlpdex::hope::{DEFAULT_LIMIT, Encoder, Hope, Scheme};
+use mlpdex::hope::{Encoder, Hope, Scheme};
 use mlpdex::surf::{Surf, SurfBuilder, SurfKind};
 use std::sync::Arc;
 
@@ -695,7 +695,7 @@ impl Built {
     ) -> Result<Built> {
         if let (Some(scheme), FilterKind::Surf(k)) = (scheme, kind) {
             let sample = crate::ours::hope::sample(stored);
-            let enc = Encoder::build(scheme, sample.iter().copied(), DEFAULT_LIMIT)?;
+            let enc = Encoder::build(scheme, sample.iter().copied())?;
             let mut b = SurfBuilder::new(k)?;
             let mut buf = Vec::new();
             for key in stored.iter() {

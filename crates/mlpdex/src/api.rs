@@ -6,12 +6,13 @@
 //! |---|---|---|---|
 //! | [`OrderedMap`] | `&mut self` | borrowing `DoubleEndedIterator` | single-threaded maps |
 //! | [`ConcurrentOrderedMap`] | `&self`, linearizable | visitor over a range | maps shared by threads |
-//! | [`StaticMap`] | built once by a [`StaticMapBuilder`] | lending [`RangeCursor`] | succinct / read-only maps |
+//! | [`StaticMap`] | built once by a [`StaticMapBuilder`] | owned `DoubleEndedIterator`, or a lending [`RangeCursor`] | succinct / read-only maps |
 //! | [`RangeFilter`] | built once | none | approximate membership (SuRF) |
 //!
 //! Keys are byte strings compared lexicographically (see [`crate::key`]). Ranges are given as any
-//! [`RangeBounds`] over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, or a pair of
-//! `Bound<&[u8]>`); an empty or inverted range yields nothing, where `BTreeMap::range` would panic.
+//! [`KeyRange`]: `..`, a std range over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, …) or a
+//! pair of `Bound`s; an empty or inverted range yields nothing, where `BTreeMap::range` would
+//! panic.
 //!
 //! Insertion returns `Result` because a structure may refuse a key it cannot hold (for example
 //! [`Error::KeyWidth`] for an integer-only map) or fail to get memory; no method panics on input.
@@ -151,18 +152,105 @@ pub trait ConcurrentOrderedMap<V: Clone>: Sync {
 }
 
 /// A lending cursor over a range of a [`StaticMap`]: keys are rebuilt into the cursor's own
-/// buffer (a succinct trie stores no key whole), so each item borrows the cursor.
+/// buffer (a succinct trie stores no key whole), so each item borrows the cursor until the next
+/// call. The zero-copy way to scan; [`StaticMap::range`] gives the same entries as an
+/// [`Iterator`] of owned keys.
+///
+/// Contract: `next` walks the range up from its start, `next_back` down from its end, the two
+/// ends never pass each other, and once an end returns `None` it keeps returning `None`.
 pub trait RangeCursor {
     /// The next entry from the front of the range.
     fn next(&mut self) -> Option<(&[u8], u64)>;
 
     /// The next entry from the back of the range.
     fn next_back(&mut self) -> Option<(&[u8], u64)>;
+
+    /// Calls `f` on every remaining entry, front to back, without copying keys.
+    fn for_each(&mut self, mut f: impl FnMut(&[u8], u64))
+    where
+        Self: Sized,
+    {
+        while let Some((k, v)) = self.next() {
+            f(k, v);
+        }
+    }
+
+    /// Appends every remaining entry, front to back, to `out`, copying each key once.
+    fn collect_into(&mut self, out: &mut Vec<(Vec<u8>, u64)>)
+    where
+        Self: Sized,
+    {
+        self.for_each(|k, v| out.push((k.to_vec(), v)));
+    }
+
+    /// The remaining keys, front to back.
+    fn collect_keys(&mut self) -> Vec<Vec<u8>>
+    where
+        Self: Sized,
+    {
+        let mut out = Vec::new();
+        self.for_each(|k, _| out.push(k.to_vec()));
+        out
+    }
+
+    /// This cursor as an [`Iterator`] (and [`DoubleEndedIterator`]) of owned entries.
+    fn into_entries(self) -> Entries<Self>
+    where
+        Self: Sized,
+    {
+        Entries(self)
+    }
 }
 
+/// An [`Iterator`] and [`DoubleEndedIterator`] of owned `(key, value)` entries over a
+/// [`RangeCursor`]: each step is the cursor's step plus one copy of the key. What
+/// [`StaticMap::range`] returns; usable in `for` and with `collect`.
+#[derive(Clone, Debug)]
+pub struct Entries<C>(C);
+
+impl<C: RangeCursor> Entries<C> {
+    /// The cursor underneath, for zero-copy steps in between.
+    pub fn cursor(&mut self) -> &mut C {
+        &mut self.0
+    }
+
+    /// Gives the cursor back.
+    pub fn into_cursor(self) -> C {
+        self.0
+    }
+}
+
+impl<C: RangeCursor> Iterator for Entries<C> {
+    type Item = (Vec<u8>, u64);
+
+    #[inline]
+    fn next(&mut self) -> Option<(Vec<u8>, u64)> {
+        self.0.next().map(|(k, v)| (k.to_vec(), v))
+    }
+}
+
+impl<C: RangeCursor> DoubleEndedIterator for Entries<C> {
+    #[inline]
+    fn next_back(&mut self) -> Option<(Vec<u8>, u64)> {
+        self.0.next_back().map(|(k, v)| (k.to_vec(), v))
+    }
+}
+
+impl<C: RangeCursor> core::iter::FusedIterator for Entries<C> {}
+
 /// A read-only ordered map from byte-string keys to `u64`, built once from sorted input.
+///
+/// Two ways to walk a range: [`range`](Self::range), an [`Iterator`] +
+/// [`DoubleEndedIterator`] of owned `(Vec<u8>, u64)` entries (a succinct map stores no key
+/// whole, so each key is built and copied out), and [`cursor`](Self::cursor), a lending
+/// [`RangeCursor`] whose keys borrow its buffer (no copy).
 pub trait StaticMap {
-    /// Cursor type returned by [`range`](Self::range).
+    /// Iterator returned by [`range`](Self::range).
+    type Range<'a>: DoubleEndedIterator<Item = (Vec<u8>, u64)>
+    where
+        Self: 'a;
+
+    /// Cursor type returned by [`cursor`](Self::cursor).
     type Cursor<'a>: RangeCursor
     where
         Self: 'a;
@@ -173,13 +261,24 @@ pub trait StaticMap {
     /// Number of keys stored.
     fn len(&self) -> usize;
 
-    /// A cursor over the keys within `range`; empty for an empty or inverted range.
-    fn range<R>(&self, range: R) -> Self::Cursor<'_>
+    /// The entries within `range` in key order, from both ends; empty for an empty or inverted
+    /// range.
+    fn range<R>(&self, range: R) -> Self::Range<'_>
+    where
+        R: KeyRange;
+
+    /// A lending cursor over the entries within `range`; empty for an empty or inverted range.
+    fn cursor<R>(&self, range: R) -> Self::Cursor<'_>
     where
         R: KeyRange;
 
     /// Bytes of memory the map owns.
     fn memory_usage(&self) -> usize;
+
+    /// Every entry in key order.
+    fn iter(&self) -> Self::Range<'_> {
+        self.range(..)
+    }
 
     /// True when the map holds no key.
     fn is_empty(&self) -> bool {

@@ -72,19 +72,25 @@ compile_error!(
 pub mod api;
 pub mod cuckoo_trie;
 mod error;
-pub mod fst;
 pub mod hope;
 pub mod key;
 pub mod mlp_index;
 pub mod skiplist;
 mod substrate;
-pub mod surf;
+mod succinct;
+mod sync;
+// Test support for the crate's own tests (turned on for them by the self dev-dependency in
+// Cargo.toml) and for downstream crates wrapping an index; not part of the documented API.
 #[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
 pub mod testing;
 
 pub use api::{
     ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder,
 };
 pub use error::Error;
+// The FST and SuRF share one trie core in `succinct`; their public paths stay `mlpdex::fst` and
+// `mlpdex::surf`.
 pub use key::KeyRange;
 pub use substrate::HugePages;
+pub use succinct::{fst, surf};

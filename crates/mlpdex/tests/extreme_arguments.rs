@@ -102,7 +102,7 @@ fn hope_takes_any_limit_and_block_size() {
     let sample: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     for &scheme in Scheme::ALL.iter() {
         for limit in [257, 1 << 20, usize::MAX - 1, usize::MAX] {
-            let enc = Encoder::build(scheme, sample.iter().copied(), limit)
+            let enc = Encoder::build_with_limit(scheme, sample.iter().copied(), limit)
                 .unwrap_or_else(|e| panic!("{scheme:?} limit {limit}: {e}"));
             let one_by_one: Vec<Vec<u8>> = keys.iter().map(|k| enc.encode(k)).collect();
             assert!(one_by_one.is_sorted(), "{scheme:?}: order not kept");
@@ -114,7 +114,7 @@ fn hope_takes_any_limit_and_block_size() {
         }
         if scheme != Scheme::SingleChar && scheme != Scheme::DoubleChar {
             assert!(matches!(
-                Encoder::build(scheme, sample.iter().copied(), 0),
+                Encoder::build_with_limit(scheme, sample.iter().copied(), 0),
                 Err(Error::Capacity { .. })
             ));
         }

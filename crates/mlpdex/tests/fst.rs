@@ -1,6 +1,5 @@
-#![cfg(feature = "testing")]
-//! Integration tests of [`mlpdex::fst::Fst`] through its public API (needs the `testing`
-//! feature: `cargo test -p mlpdex --features testing --test fst`).
+//! Integration tests of [`mlpdex::fst::Fst`] through its public API
+//! (`cargo test -p mlpdex --test fst`).
 //!
 //! 1. **Differential runs**: maps built from key sets of every [`KeyShape`] (several seeds and
 //!    sizes), under several dense ratios (all dense, default, all sparse) and both key storages,
@@ -78,7 +77,7 @@ fn unique_prefix_maps_find_every_key_and_iterate_prefixes_in_order() {
             for (k, &v) in &set {
                 assert_eq!(fst.get(k), Some(v), "{shape:?} {k:?}");
             }
-            let mut c = fst.iter();
+            let mut c = fst.cursor(..);
             let mut n = 0;
             let mut prev: Option<Vec<u8>> = None;
             let keys: Vec<&Vec<u8>> = set.keys().collect();
@@ -152,12 +151,47 @@ fn corrupt_and_truncated_images_are_errors() {
 }
 
 #[test]
+fn range_iterator_meets_in_the_middle_and_matches_the_cursor() {
+    let set = key_set(KeyShape::Mixed, 6, 500);
+    let fst = build(&set, Config::default());
+    let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, &v)| (k.clone(), v)).collect();
+    assert_eq!(fst.iter().collect::<Vec<_>>(), want);
+    assert_eq!((&fst).into_iter().count(), want.len());
+    assert!(fst.range(..).rev().eq(want.iter().rev().cloned()));
+    for split in [0, 1, 250, 499, 500] {
+        let mut it = fst.range(..);
+        let mut got: Vec<_> = it.by_ref().take(split).collect();
+        let mut back: Vec<_> = it.by_ref().rev().collect();
+        assert_eq!(it.next(), None);
+        back.reverse();
+        got.extend(back);
+        assert_eq!(got, want, "split {split}");
+    }
+    // The collect helpers of the lending cursor give the same entries.
+    let (a, b) = (want.len() / 4, want.len() * 3 / 4);
+    let (lo, hi) = (&want[a].0, &want[b].0);
+    let mut into = Vec::new();
+    fst.cursor(lo.as_slice()..hi.as_slice())
+        .collect_into(&mut into);
+    assert_eq!(into, want[a..b]);
+    let keys = fst.cursor(lo.as_slice()..=hi.as_slice()).collect_keys();
+    assert!(keys.iter().eq(want[a..=b].iter().map(|(k, _)| k)));
+    let mut seen = Vec::new();
+    fst.cursor(..).for_each(|k, v| seen.push((k.to_vec(), v)));
+    assert_eq!(seen, want);
+    assert_eq!(
+        fst.range(lo.as_slice()..hi.as_slice()).collect::<Vec<_>>(),
+        into
+    );
+}
+
+#[test]
 fn cursor_meets_in_the_middle() {
     let set = key_set(KeyShape::Mixed, 5, 500);
     let fst = build(&set, Config::default());
     let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, &v)| (k.clone(), v)).collect();
     for split in [0, 1, 250, 499, 500] {
-        let mut c = StaticMap::range(&fst, ..);
+        let mut c = StaticMap::cursor(&fst, ..);
         let mut front = Vec::new();
         for _ in 0..split {
             match RangeCursor::next(&mut c) {
@@ -309,7 +343,7 @@ mod properties {
                 } else {
                     oracle.range::<[u8], _>((lo, hi)).map(|(k, &v)| (k.clone(), v)).collect()
                 };
-                let mut c = fst.range((lo, hi));
+                let mut c = fst.cursor((lo, hi));
                 let mut got = Vec::new();
                 for _ in 0..split {
                     match c.next() {
@@ -414,12 +448,12 @@ fn damaged_images_with_valid_checksums_never_panic() {
                 let mut out = vec![None; probes.len()];
                 let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
                 m.get_batch(&refs, &mut out);
-                let mut c = m.range((Unbounded::<&[u8]>, Unbounded));
+                let mut c = m.cursor((Unbounded::<&[u8]>, Unbounded));
                 let mut steps = 0;
                 while c.next().is_some() && steps < 10 * m.len() + 10 {
                     steps += 1;
                 }
-                let mut c = m.iter();
+                let mut c = m.cursor(..);
                 let mut steps = 0;
                 while c.next_back().is_some() && steps < 10 * m.len() + 10 {
                     steps += 1;
@@ -579,7 +613,7 @@ fn forged_dense_root_prefix_key_is_rejected() {
 
 /// Every entry from the front (at most `len + 1`: a cursor that does not end is a failure).
 fn collect_forward(m: &Fst) -> Vec<(Vec<u8>, u64)> {
-    let mut c = m.iter();
+    let mut c = m.cursor(..);
     let mut out = Vec::new();
     while let Some((k, v)) = c.next() {
         out.push((k.to_vec(), v));
@@ -592,7 +626,7 @@ fn collect_forward(m: &Fst) -> Vec<(Vec<u8>, u64)> {
 
 /// Every entry from the back, in key order (at most `len + 1`).
 fn collect_backward(m: &Fst) -> Vec<(Vec<u8>, u64)> {
-    let mut c = m.iter();
+    let mut c = m.cursor(..);
     let mut out = Vec::new();
     while let Some((k, v)) = c.next_back() {
         out.push((k.to_vec(), v));
@@ -678,7 +712,7 @@ fn check_self_consistent(m: &Fst, probes: &[Vec<u8>]) -> Result<(), String> {
     }
     if complete && fwd.len() >= 2 {
         let (a, z) = (&fwd[0].0, &fwd[fwd.len() - 1].0);
-        let mut c = m.range((Excluded(&a[..]), Excluded(&z[..])));
+        let mut c = m.cursor((Excluded(&a[..]), Excluded(&z[..])));
         let mut inner = Vec::new();
         while let Some((k, v)) = c.next() {
             inner.push((k.to_vec(), v));

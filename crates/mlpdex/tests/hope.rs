@@ -1,7 +1,6 @@
-#![cfg(feature = "testing")]
 //! Integration tests of [`mlpdex::hope`], the order-preserving key encoder, and of the [`Hope`]
-//! wrapper, through the public API (needs the `testing` feature:
-//! `cargo test -p mlpdex --release --features testing --test hope`).
+//! wrapper, through the public API
+//! (`cargo test -p mlpdex --release --test hope`).
 //!
 //! Encoders are built for every [`Scheme`] × dictionary limit (257, 1000, 65,536; the
 //! fixed-interval schemes ignore the limit) from ten samples: empty, e-mail-like keys (random
@@ -67,7 +66,7 @@ use mlpdex::skiplist::SkipList;
 use mlpdex::surf::{SurfBuilder, SurfKind};
 use mlpdex::testing::concurrent::{self, Plan, Sharing, Subject, entries, entries_rev};
 use mlpdex::testing::{KeyShape, TestRng, check_static, differential_concurrent, reseal};
-use mlpdex::{ConcurrentOrderedMap, Error, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder};
+use mlpdex::{ConcurrentOrderedMap, Error, RangeFilter};
 
 // ---------------------------------------------------------------------------------------------
 // Samples, encoders and probe keys
@@ -163,9 +162,10 @@ fn cases() -> &'static [Case] {
                     &[DEFAULT_LIMIT]
                 };
                 for &limit in limits {
-                    let enc = Encoder::build(scheme, &sample, limit).unwrap_or_else(|e| {
-                        panic!("build {} limit {limit} sample {name}: {e}", scheme.name())
-                    });
+                    let enc =
+                        Encoder::build_with_limit(scheme, &sample, limit).unwrap_or_else(|e| {
+                            panic!("build {} limit {limit} sample {name}: {e}", scheme.name())
+                        });
                     assert_eq!(enc.scheme(), scheme);
                     if scheme.has_limit() {
                         assert!(enc.entries() <= limit, "{name} {scheme:?} {limit}");
@@ -598,7 +598,7 @@ fn damaged_encodings_never_decode_to_the_original_key() {
 /// answers `a` for `[51, 0, 0]` as well.
 #[test]
 fn decode_accepts_a_second_encoding_of_a_key() {
-    let enc = Encoder::build(Scheme::Alm, [b"abc", b"abc"], 300).unwrap();
+    let enc = Encoder::build_with_limit(Scheme::Alm, [b"abc", b"abc"], 300).unwrap();
     let e = enc.encode(b"a");
     assert_eq!(enc.decode(&e).as_deref(), Ok(&b"a"[..]));
     for bit in 0..e.len() * 8 {
@@ -1002,7 +1002,7 @@ fn header_and_structure_errors_are_typed() {
     assert!(matches!(Encoder::from_bytes(&v), Err(Error::Format { .. })));
     // A 3-gram dictionary cannot hold a 4-byte boundary.
     let mut v: Vec<(Vec<u8>, u8)> =
-        entries_of(&Encoder::build(Scheme::ThreeGrams, [b""; 0], 257).unwrap());
+        entries_of(&Encoder::build_with_limit(Scheme::ThreeGrams, [b""; 0], 257).unwrap());
     let at = v.iter().position(|(b, _)| b == b"a").unwrap();
     v.insert(at + 1, (b"aaaa".to_vec(), v[at].1));
     let lens = optimal_lengths(&vec![1; v.len()]);
@@ -1026,7 +1026,7 @@ fn header_and_structure_errors_are_typed() {
 /// rest) and `abx` encoded like `abc`.
 #[test]
 fn fixed_interval_images_with_other_boundaries_are_rejected() {
-    let enc = Encoder::build(Scheme::DoubleChar, [b"abcd"; 4], 0).unwrap();
+    let enc = Encoder::build_with_limit(Scheme::DoubleChar, [b"abcd"; 4], 0).unwrap();
     let mut entries = entries_of(&enc);
     for e in &mut entries {
         if e.0 == b"ab" {
@@ -1068,7 +1068,7 @@ fn build_refuses_limits_below_257_and_fixed_schemes_ignore_the_limit() {
     for scheme in Scheme::ALL {
         assert_eq!(Scheme::from_name(scheme.name()), Some(scheme));
         for limit in [0, 1, 2, 100, 255, 256] {
-            let r = Encoder::build(scheme, &sample, limit);
+            let r = Encoder::build_with_limit(scheme, &sample, limit);
             if scheme.has_limit() {
                 assert!(
                     matches!(r, Err(Error::Capacity { .. })),
@@ -1078,17 +1078,17 @@ fn build_refuses_limits_below_257_and_fixed_schemes_ignore_the_limit() {
             } else {
                 assert_eq!(
                     r.unwrap(),
-                    Encoder::build(scheme, &sample, DEFAULT_LIMIT).unwrap(),
+                    Encoder::build(scheme, &sample).unwrap(),
                     "{scheme:?} limit {limit}"
                 );
             }
         }
-        let e = Encoder::build(scheme, &sample, 257).unwrap();
+        let e = Encoder::build_with_limit(scheme, &sample, 257).unwrap();
         if scheme.has_limit() {
             // The smallest complete dictionary: the end of a key and every byte.
             assert_eq!(e.entries(), 257, "{scheme:?}");
         }
-        let huge = Encoder::build(scheme, &sample, usize::MAX).unwrap();
+        let huge = Encoder::build_with_limit(scheme, &sample, usize::MAX).unwrap();
         assert_sound(&format!("{scheme:?} unlimited"), &huge, &quick_probes());
         assert!(e.memory_usage() >= e.dictionary_bytes() && e.dictionary_bytes() > 0);
     }
@@ -1123,7 +1123,7 @@ fn encoder_for(scheme: Scheme, shape: KeyShape, limit: usize) -> Arc<Encoder> {
     let mut rng = TestRng::new(0x5A11 ^ shape as u64);
     let n = if shape == KeyShape::Long { 20 } else { 1000 };
     let sample: Vec<Vec<u8>> = (0..n).map(|_| shape.gen_key(&mut rng)).collect();
-    Arc::new(Encoder::build(scheme, &sample, limit).unwrap())
+    Arc::new(Encoder::build_with_limit(scheme, &sample, limit).unwrap())
 }
 
 #[test]
@@ -1140,13 +1140,18 @@ fn hope_fst_answers_like_the_oracle() {
             let map: Hope<Fst> = b.finish().unwrap();
             check_static(&map, &set, shape, 7 + i as u64, 300);
             // The inner map holds encoded keys; the wrapper's cursors give them back plain.
-            let mut c = map.range(..);
+            let mut c = map.cursor(..);
             for (k, &v) in &set {
                 let (got, gv) = c.next().unwrap();
                 assert_eq!((got, gv), (k.as_slice(), v), "{shape:?} {scheme:?}");
                 assert_eq!(map.inner().get(&enc.encode(k)), Some(v));
             }
             assert!(c.next().is_none());
+            assert!(c.error().is_none());
+            // The owned iterator gives the same entries both ways, no trait import needed.
+            let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, &v)| (k.clone(), v)).collect();
+            assert_eq!(map.range(..).collect::<Vec<_>>(), want);
+            assert!(map.iter().rev().eq(want.iter().rev().cloned()));
             assert_eq!(map.encoder(), &*enc);
         }
     }
@@ -1409,7 +1414,7 @@ fn hope_cuckoo_trie_encoded_map_differential() {
     // An encoder built from another distribution than the keys.
     let mut rng = TestRng::new(3);
     let emails: Vec<Vec<u8>> = (0..2000).map(|_| email(&mut rng)).collect();
-    let enc = Arc::new(Encoder::build(Scheme::Alm, &emails, 1000).unwrap());
+    let enc = Arc::new(Encoder::build_with_limit(Scheme::Alm, &emails, 1000).unwrap());
     encoded_map_differential(enc, KeyShape::Mixed, 99, 12_000);
 }
 
@@ -1464,7 +1469,7 @@ fn hope_concurrent_maps_single_threaded_differential() {
 #[test]
 fn hope_concurrent_maps_quick_stress() {
     let sample = concurrent::mixed_keys(1000, 2, 0x51);
-    let enc = Arc::new(Encoder::build(Scheme::AlmImproved, &sample, 2000).unwrap());
+    let enc = Arc::new(Encoder::build_with_limit(Scheme::AlmImproved, &sample, 2000).unwrap());
     for sharing in [Sharing::Partitioned, Sharing::Shared] {
         concurrent::stress(&skiplist_subject(&enc), Plan::quick(sharing, 0x11));
         concurrent::stress(&cuckoo_subject(&enc), Plan::quick(sharing, 0x12));
@@ -1534,7 +1539,7 @@ fn hope_concurrent_maps_disjoint_threads_end_like_the_oracle() {
     universe.dedup();
     let sample: Vec<&Vec<u8>> = universe.iter().step_by(3).collect();
     for scheme in [Scheme::DoubleChar, Scheme::ThreeGrams, Scheme::AlmImproved] {
-        let enc = Arc::new(Encoder::build(scheme, &sample, 4096).unwrap());
+        let enc = Arc::new(Encoder::build_with_limit(scheme, &sample, 4096).unwrap());
         let list = Hope::new(enc.clone(), SkipList::<u64>::new());
         disjoint_threads("hope skip list", &list, &universe);
         list.inner().check_invariants();
@@ -1698,4 +1703,41 @@ fn canonical_codes_accept_fixed_lengths_and_refuse_non_alphabetic_ones() {
     assert!(canonical_codes(&[3, 3, 1, 3, 3]).is_none());
     assert!(canonical_codes(&[2, 2, 2, 2]).is_some());
     assert!(canonical_codes(&[1, 0]).is_none());
+}
+
+/// A static map built around the wrapper holds keys that are no encodings: the wrapper must
+/// not hand them out as plain keys (the old wrapper passed them through unchanged). Random
+/// byte strings are rejected by the decoder, so the cursor stops at the first one with a typed
+/// error, and `Encoder::decode` refuses each.
+#[test]
+fn hope_cursor_refuses_keys_that_are_no_encoding() {
+    let enc = encoder_for(Scheme::DoubleChar, KeyShape::Mixed, 1000);
+    let mut rng = TestRng::new(17);
+    let mut garbage = std::collections::BTreeSet::new();
+    while garbage.len() < 200 {
+        let len = 1 + rng.below(12) as usize;
+        let k: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+        if enc.decode(&k).is_err() {
+            garbage.insert(k);
+        }
+    }
+    for k in &garbage {
+        assert!(matches!(enc.decode(k), Err(Error::Format { .. })), "{k:?}");
+    }
+    let raw = Fst::from_sorted(garbage.iter().map(|k| (k, 1))).unwrap();
+    let map = Hope::new(enc.clone(), raw);
+    // The wrapper decodes without the re-encoding check, so a key might decode to some other
+    // key; none may come out unchanged, and the cursor must stop with a typed error.
+    let mut c = map.cursor(..);
+    let mut yielded = 0;
+    while let Some((k, _)) = c.next() {
+        assert!(!garbage.contains(k), "{k:?} came out unchanged");
+        yielded += 1;
+    }
+    assert!(yielded < garbage.len());
+    assert!(matches!(c.error(), Some(Error::Format { .. })));
+    assert!(c.next_back().is_none());
+    for (k, _) in map.range(..).chain(map.iter().rev()) {
+        assert!(!garbage.contains(&k), "{k:?} came out unchanged");
+    }
 }

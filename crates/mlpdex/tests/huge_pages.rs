@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use mlpdex::cuckoo_trie::{self, ConcurrentCuckooTrie, CuckooTrie};
 use mlpdex::mlp_index::{self, Layout, MlpIndex};
-use mlpdex::{ConcurrentOrderedMap, HugePages, OrderedMap};
+use mlpdex::{ConcurrentOrderedMap, HugePages};
 
 const SETTINGS: [HugePages; 3] = [HugePages::Auto, HugePages::Always, HugePages::Never];
 

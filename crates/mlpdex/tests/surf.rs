@@ -1,5 +1,4 @@
-#![cfg(feature = "testing")]
-//! Integration tests of [`mlpdex::surf::Surf`] (needs the `testing` feature).
+//! Integration tests of [`mlpdex::surf::Surf`] (`cargo test -p mlpdex --test surf`).
 //!
 //! 1. **No false negatives**, for every kind (Base, Hash, Real, Mixed at several widths) over
 //!    every [`KeyShape`], several seeds and sizes, and dense ratios: every stored key passes
@@ -182,6 +181,62 @@ fn cursor_visits_unique_prefixes_in_order() {
         for k in &stored {
             assert!(c.seek(Bound::Included(k)));
             assert!(k.starts_with(c.prefix()), "{k:?} -> {:?}", c.prefix());
+        }
+    }
+}
+
+/// `Surf::range` is an iterator of unique prefixes: both directions give the same prefixes, the
+/// full range gives every stored key's prefix in order (the empty key first when stored), and
+/// a range never drops a stored key within it (no false negatives), whichever end it is walked
+/// from; a range is non-empty exactly when `may_contain_range` says so from the front.
+#[test]
+fn range_iterator_yields_every_stored_prefix_both_ways() {
+    for &shape in SHAPES {
+        let set = key_set(shape, 8, 800);
+        let sorted: Vec<&Vec<u8>> = set.iter().collect();
+        for kind in [SurfKind::Base, SurfKind::Real(8), SurfKind::Hash(4)] {
+            let s = build(&set, kind, 64);
+            let all: Vec<Vec<u8>> = s.iter().collect();
+            assert_eq!(all.len(), set.len(), "{shape:?} {kind:?}");
+            for (p, k) in all.iter().zip(&sorted) {
+                assert!(k.starts_with(p), "{shape:?} {kind:?}: {p:?} for {k:?}");
+            }
+            let mut back: Vec<Vec<u8>> = s.range(..).rev().collect();
+            back.reverse();
+            assert_eq!(back, all);
+            let mut rng = TestRng::new(3);
+            for _ in 0..200 {
+                let a = sorted[rng.index(sorted.len())];
+                let b = sorted[rng.index(sorted.len())];
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                for (l, h) in [
+                    (Bound::Included(&lo[..]), Bound::Included(&hi[..])),
+                    (Bound::Excluded(&lo[..]), Bound::Excluded(&hi[..])),
+                    (Bound::Included(&lo[..]), Bound::Unbounded),
+                ] {
+                    let fwd: Vec<Vec<u8>> = s.range((l, h)).collect();
+                    let rev: Vec<Vec<u8>> = s.range((l, h)).rev().collect();
+                    let inside = sorted
+                        .iter()
+                        .filter(|k| mlpdex::key::in_range(k, l, h))
+                        .collect::<Vec<_>>();
+                    for k in &inside {
+                        assert!(
+                            fwd.iter().any(|p| k.starts_with(p)),
+                            "{shape:?} {kind:?} {k:?}"
+                        );
+                        assert!(
+                            rev.iter().any(|p| k.starts_with(p)),
+                            "{shape:?} {kind:?} {k:?}"
+                        );
+                    }
+                    assert_eq!(
+                        !fwd.is_empty(),
+                        s.may_contain_range((l, h)),
+                        "{shape:?} {kind:?}"
+                    );
+                }
+            }
         }
     }
 }

@@ -40,7 +40,7 @@ impl BenchIndex for FstIndex {
 
     #[inline]
     fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
-        let mut c = self.0.range((Bound::Included(start), Bound::Unbounded));
+        let mut c = self.0.cursor((Bound::Included(start), Bound::Unbounded));
         let mut acc = None;
         for _ in 0..n {
             match c.next() {

@@ -118,7 +118,7 @@ impl<I: BenchIndex> BenchIndex for Encoded<I> {
             .ok_or_else(|| anyhow::anyhow!("no HOPE scheme selected"))?;
         let start = Instant::now();
         let sample = sample(load_set);
-        let encoder = Encoder::build(scheme, sample.iter().copied(), DEFAULT_LIMIT)?;
+        let encoder = Encoder::build(scheme, sample.iter().copied())?;
         let build_seconds = start.elapsed().as_secs_f64();
         let (encoded, facts) = measure(&encoder, load_set);
         let inner = I::create(&encoded)?;
@@ -214,7 +214,7 @@ pub fn sweep(
         };
         for &limit in limits {
             let start = Instant::now();
-            let enc = Encoder::build(scheme, sample.iter().copied(), limit)?;
+            let enc = Encoder::build_with_limit(scheme, sample.iter().copied(), limit)?;
             let build_seconds = start.elapsed().as_secs_f64();
             let mut times = Vec::new();
             let mut facts = None;

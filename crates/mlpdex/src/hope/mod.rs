@@ -2,6 +2,43 @@
 //! compresses byte-string keys with a small dictionary so that encoded keys sort exactly as the
 //! originals, making tries shorter and every index smaller.
 //!
+//! ```
+//! use mlpdex::fst::FstBuilder;
+//! use mlpdex::hope::{Encoder, Hope, HopeBuilder, Scheme};
+//!
+//! // A dictionary from a sample of the keys; encoded keys sort like the originals.
+//! let sample = ["alice@example.com", "bob@example.org", "carol@example.net"];
+//! let encoder = Encoder::build(Scheme::DoubleChar, sample)?;
+//! let code = encoder.encode(b"bob@example.org");
+//! assert!(code.len() < b"bob@example.org".len());
+//! assert_eq!(encoder.decode(&code)?, b"bob@example.org");
+//! // Bytes that are no encoding are an error, never a key.
+//! assert!(encoder.decode(b"\xff\xff\xff\xff").is_err());
+//!
+//! // Any mlpdex structure behind it; methods need no trait import.
+//! let mut b = HopeBuilder::new(encoder, FstBuilder::new());
+//! for (i, k) in sample.iter().enumerate() {
+//!     b.push(k.as_bytes(), i as u64)?;
+//! }
+//! let map = b.finish()?;
+//! assert_eq!(map.get(b"bob@example.org"), Some(1));
+//! let all: Vec<(Vec<u8>, u64)> = map.range(..).collect();
+//! assert_eq!(all[0].0, b"alice@example.com");
+//! # Ok::<(), mlpdex::Error>(())
+//! ```
+//!
+//! # When to use it, and when not
+//!
+//! Put an encoder in front of a structure whose size or depth grows with key length (FST,
+//! SuRF, the Cuckoo Trie, a B-tree of full keys) when keys have skewed byte statistics: text,
+//! e-mail addresses, URLs. [`Hope`] wraps any mlpdex ordered map, static map or range filter.
+//! Not for random binary keys (nothing to compress: codes average eight bits per byte), and not
+//! where the cost of encoding each query key (a few ns per byte) exceeds what the shorter
+//! structure saves. A dictionary never needs rebuilding for correctness when the key
+//! distribution drifts; only the compression rate suffers (§6.4.5).
+//!
+//! Measured compression rates and speeds: [docs/results/hope.md](../../docs/results/hope.md).
+//!
 //! # What it is
 //!
 //! An [`Encoder`] holds a complete, order-preserving dictionary built from a sample of keys
@@ -37,16 +74,6 @@
 //! comparison is decided inside code bits and never reaches the padding. No code sequence is a
 //! proper prefix of another, since both end with an end code in the same interval.
 //!
-//! # When to use it, and when not
-//!
-//! Put an encoder in front of a structure whose size or depth grows with key length (FST,
-//! SuRF, the Cuckoo Trie, a B-tree of full keys) when keys have skewed byte statistics: text,
-//! e-mail addresses, URLs. [`Hope`] wraps any mlpdex ordered map, static map or range filter.
-//! Not for random binary keys (nothing to compress: codes average eight bits per byte), and not
-//! where the cost of encoding each query key (a few ns per byte) exceeds what the shorter
-//! structure saves. A dictionary never needs rebuilding for correctness when the key
-//! distribution drifts; only the compression rate suffers (§6.4.5).
-//!
 //! # Contract
 //!
 //! - Any byte string encodes, whatever the sample held: the empty key, bytes never seen, long
@@ -57,25 +84,7 @@
 //!   order-preserving prefix code, so a loaded dictionary can never mis-encode.
 //! - `Encoder` is immutable and `Send + Sync`.
 //!
-//! # Measured
-//!
-//! email, 10M keys of 22.9 bytes on average, dictionaries from a 1% sample (`mlpdex-bench
-//! hope`; the README has every scheme and size, and a word list):
-//!
-//! | scheme | entries | dictionary | compression rate | encode ns/byte |
-//! |---|---|---|---|---|
-//! | Single-Char | 257 | 2 KiB | 1.49 | ≈4 |
-//! | Double-Char | 65,793 | 514 KiB | 1.79 | 3.9 |
-//! | 3-Grams (64K limit) | 19,740 | 217 KiB | 2.06 | 6.5 |
-//! | 4-Grams (64K limit) | 65,535 | 991 KiB | 2.30 | 7.7 |
-//! | ALM (64K limit) | 65,535 | 5.0 MiB | 1.93 | 37 |
-//! | ALM-Improved (64K limit) | 65,535 | 5.0 MiB | 2.83 | 30 |
-//!
-//! In front of other structures (email 10M, Double-Char): the FST takes 14.0 instead of 15.1
-//! bytes per key and looks keys up in 1541 instead of 2579 ns; SuRF-Base takes 16.0 instead of
-//! 18.4 bits per key and answers points in 786 instead of 1228 ns; the Cuckoo Trie takes 85.2
-//! instead of 91.0 bytes per key and looks up in 747 instead of 954 ns. Shorter keys make the
-//! tries shallower, which saves more than encoding costs.
+//! # Notes
 //!
 //! Differences from the thesis' implementation: the end of a key is an explicit symbol (so
 //! encodings compare correctly without knowing their bit lengths); Hu–Tucker weights are the
@@ -89,7 +98,7 @@ pub mod dict;
 pub mod select;
 mod wrap;
 
-pub use wrap::{EncodedMap, Hope, HopeBuilder, HopeCursor};
+pub use wrap::{EncodedMap, Hope, HopeBuilder, HopeCursor, HopeRange};
 
 use self::code::{MAX_CODE_LEN, canonical_codes, fixed_lengths, optimal_lengths};
 use self::dict::{ArrayDict, BitmapTrie, Boundaries, RadixDict, TERMINAL, entry};
@@ -298,18 +307,47 @@ impl<'a> BitWriter<'a> {
 }
 
 impl Encoder {
-    /// Builds the dictionary of `scheme` from `sample` keys with at most `limit` entries (the
-    /// fixed-interval schemes ignore the limit). Any sample works, even an empty one; a
-    /// representative one compresses better. `Error::Capacity` when `limit` is below 257 (the
-    /// smallest complete dictionary: the end of a key and every byte).
-    pub fn build<I, K>(scheme: Scheme, sample: I, limit: usize) -> Result<Encoder, Error>
+    /// Builds the dictionary of `scheme` from `sample` keys. Any sample works, even an empty
+    /// one; a representative one (1% of the keys is plenty) compresses better. The
+    /// variable-interval schemes select at most [`DEFAULT_LIMIT`] entries; use
+    /// [`build_with_limit`](Self::build_with_limit) to choose another bound.
+    ///
+    /// ```
+    /// use mlpdex::hope::{Encoder, Scheme};
+    ///
+    /// let encoder = Encoder::build(Scheme::DoubleChar, ["alice@example.com", "bob@example.org"])?;
+    /// let (a, b) = (encoder.encode(b"alice"), encoder.encode(b"bob"));
+    /// assert!(a < b);
+    /// assert_eq!(encoder.decode(&a)?, b"alice");
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    pub fn build<I, K>(scheme: Scheme, sample: I) -> Result<Encoder, Error>
+    where
+        I: IntoIterator<Item = K>,
+        K: AsRef<[u8]>,
+    {
+        Self::build_with_limit(scheme, sample, DEFAULT_LIMIT)
+    }
+
+    /// [`build`](Self::build) with at most `limit` dictionary entries for the
+    /// variable-interval schemes (3-grams, 4-grams, ALM, ALM-improved): a larger dictionary
+    /// compresses better and takes more memory (see [`Scheme::has_limit`]). The fixed-interval
+    /// schemes (single- and double-char) ignore `limit`.
+    ///
+    /// [`Error::Capacity`] when a variable-interval scheme gets a `limit` below 257: the
+    /// smallest complete dictionary has one entry per byte value plus one for the end of a
+    /// key. [`DEFAULT_LIMIT`] (65,536) suits most key sets; 4,096 already compresses text
+    /// well.
+    pub fn build_with_limit<I, K>(scheme: Scheme, sample: I, limit: usize) -> Result<Encoder, Error>
     where
         I: IntoIterator<Item = K>,
         K: AsRef<[u8]>,
     {
         if scheme.has_limit() && limit < 257 {
             return Err(Error::Capacity {
-                what: "a HOPE dictionary needs at least 257 entries",
+                what: "the HOPE dictionary limit is the most entries symbol selection may \
+                       choose, and must be at least 257 (every byte value and the end of a key); \
+                       use hope::DEFAULT_LIMIT (65536), or 4096 for a small dictionary",
             });
         }
         let owned: Vec<K> = sample.into_iter().collect();

@@ -26,7 +26,8 @@ use std::sync::Arc;
 use super::Encoder;
 use crate::Error;
 use crate::api::{
-    ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder,
+    ConcurrentOrderedMap, Entries, OrderedMap, RangeCursor, RangeFilter, StaticMap,
+    StaticMapBuilder,
 };
 use crate::key::KeyRange;
 
@@ -79,22 +80,35 @@ where
     (encode_bound(enc, lo), encode_bound(enc, hi))
 }
 
-/// Decodes `k` into `buf`; keys that are no encoding (a structure filled around the wrapper)
-/// come out unchanged rather than being lost. The inner structure holds what the encoder
-/// produced, so the decoder's re-encoding check is skipped.
-fn decode_to(enc: &Encoder, k: &[u8], buf: &mut Vec<u8>) {
+/// Decodes `k` into `buf`; [`Error::Format`] (and `buf` empty) when `k` is no encoding, as in
+/// a structure filled around the wrapper: such a key is never handed out as if it were a
+/// plain key. The inner structure holds what the encoder produced, so the decoder's
+/// re-encoding check is skipped.
+fn decode_to(enc: &Encoder, k: &[u8], buf: &mut Vec<u8>) -> Result<(), Error> {
     buf.clear();
-    if enc.decode_codes(k, buf).is_err() {
-        buf.clear();
-        buf.extend_from_slice(k);
-    }
+    enc.decode_codes(k, buf).inspect_err(|_| buf.clear())
+}
+
+/// The decoded form of `k`, or `None` when it is no encoding (see [`decode_to`]).
+fn decoded(enc: &Encoder, k: &[u8]) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    decode_to(enc, k, &mut buf).ok()?;
+    Some(buf)
 }
 
 impl<M> Hope<M> {
     /// Wraps `inner`, which must be empty or hold keys encoded by `encoder` (as built by
-    /// [`HopeBuilder`] or filled through this wrapper).
-    pub fn new(encoder: Arc<Encoder>, inner: M) -> Hope<M> {
-        Hope { encoder, inner }
+    /// [`HopeBuilder`] or filled through this wrapper). `encoder` is an [`Encoder`] or an
+    /// `Arc<Encoder>` shared with other wrappers.
+    ///
+    /// A key of `inner` that is not an encoding is never handed out as a plain key: a
+    /// [`HopeCursor`] stops there and says why in [`HopeCursor::error`]; ordered and
+    /// concurrent iteration, seeks and visitors skip it.
+    pub fn new(encoder: impl Into<Arc<Encoder>>, inner: M) -> Hope<M> {
+        Hope {
+            encoder: encoder.into(),
+            inner,
+        }
     }
 
     /// The encoder.
@@ -113,57 +127,177 @@ impl<M> Hope<M> {
     }
 }
 
-/// A cursor of a [`Hope`] static map: the inner cursor's keys, decoded.
+/// A cursor of a [`Hope`] static map: the inner cursor's keys, decoded into the cursor's own
+/// buffer.
+///
+/// If the inner map holds a key that is not an encoding (a map built around the wrapper), the
+/// cursor stops there: both ends return `None` from then on and [`error`](Self::error) says
+/// why, rather than handing the undecoded bytes out as a key.
 #[derive(Debug)]
 pub struct HopeCursor<'a, C> {
     inner: C,
     encoder: &'a Encoder,
     buf: Vec<u8>,
+    error: Option<Error>,
+}
+
+/// The iterator of [`Hope::range`] over a static map: a [`HopeCursor`] whose keys are copied
+/// out.
+pub type HopeRange<'a, C> = Entries<HopeCursor<'a, C>>;
+
+impl<C: RangeCursor> HopeCursor<'_, C> {
+    /// Why the cursor stopped early: an [`Error::Format`] when the inner map held a key that
+    /// is not an encoding. `None` while every key decoded.
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_ref()
+    }
+
+    /// The next entry from the front, its key decoded.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<(&[u8], u64)> {
+        self.step(false)
+    }
+
+    /// The next entry from the back, its key decoded.
+    pub fn next_back(&mut self) -> Option<(&[u8], u64)> {
+        self.step(true)
+    }
+
+    /// Calls `f` on every remaining entry, front to back.
+    pub fn for_each(&mut self, f: impl FnMut(&[u8], u64)) {
+        RangeCursor::for_each(self, f);
+    }
+
+    /// Appends every remaining entry, front to back, to `out`.
+    pub fn collect_into(&mut self, out: &mut Vec<(Vec<u8>, u64)>) {
+        RangeCursor::collect_into(self, out);
+    }
+
+    /// The remaining keys, front to back.
+    pub fn collect_keys(&mut self) -> Vec<Vec<u8>> {
+        RangeCursor::collect_keys(self)
+    }
+
+    fn step(&mut self, back: bool) -> Option<(&[u8], u64)> {
+        if self.error.is_some() {
+            return None;
+        }
+        let (k, v) = if back {
+            self.inner.next_back()?
+        } else {
+            self.inner.next()?
+        };
+        match decode_to(self.encoder, k, &mut self.buf) {
+            Ok(()) => Some((&self.buf, v)),
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
 }
 
 impl<C: RangeCursor> RangeCursor for HopeCursor<'_, C> {
     fn next(&mut self) -> Option<(&[u8], u64)> {
-        let (k, v) = self.inner.next()?;
-        decode_to(self.encoder, k, &mut self.buf);
-        Some((&self.buf, v))
+        self.step(false)
     }
 
     fn next_back(&mut self) -> Option<(&[u8], u64)> {
-        let (k, v) = self.inner.next_back()?;
-        decode_to(self.encoder, k, &mut self.buf);
-        Some((&self.buf, v))
+        self.step(true)
+    }
+}
+
+/// The static-map operations, inherent so that no trait import is needed.
+impl<M: StaticMap> Hope<M> {
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Option<u64> {
+        with_encoded(&self.encoder, key, |k| self.inner.get(k))
+    }
+
+    /// True when `key` is stored.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Number of keys stored.
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// True when no key is stored.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// The entries within `range` (plain keys), in key order from both ends, keys decoded
+    /// and owned; usable in `for` and with `collect`.
+    pub fn range<R>(&self, range: R) -> HopeRange<'_, M::Cursor<'_>>
+    where
+        R: KeyRange,
+    {
+        self.cursor(range).into_entries()
+    }
+
+    /// Every entry in key order, keys decoded (see [`range`](Self::range)).
+    pub fn iter(&self) -> HopeRange<'_, M::Cursor<'_>> {
+        self.range(..)
+    }
+
+    /// A lending cursor over the entries within `range`, keys decoded into its buffer.
+    pub fn cursor<R>(&self, range: R) -> HopeCursor<'_, M::Cursor<'_>>
+    where
+        R: KeyRange,
+    {
+        let (lo, hi) = encode_range(&self.encoder, &range);
+        HopeCursor {
+            inner: self.inner.cursor((as_ref(&lo), as_ref(&hi))),
+            encoder: &self.encoder,
+            buf: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The inner map's memory plus the encoder's.
+    pub fn memory_usage(&self) -> usize {
+        self.inner.memory_usage() + self.encoder.memory_usage()
     }
 }
 
 impl<M: StaticMap> StaticMap for Hope<M> {
+    type Range<'a>
+        = HopeRange<'a, M::Cursor<'a>>
+    where
+        Self: 'a;
     type Cursor<'a>
         = HopeCursor<'a, M::Cursor<'a>>
     where
         Self: 'a;
 
     fn get(&self, key: &[u8]) -> Option<u64> {
-        with_encoded(&self.encoder, key, |k| self.inner.get(k))
+        Hope::<M>::get(self, key)
     }
 
     fn len(&self) -> usize {
-        self.inner.len()
+        Hope::<M>::len(self)
     }
 
-    fn range<R>(&self, range: R) -> Self::Cursor<'_>
+    fn range<R>(&self, range: R) -> Self::Range<'_>
     where
         R: KeyRange,
     {
-        let (lo, hi) = encode_range(&self.encoder, &range);
-        HopeCursor {
-            inner: self.inner.range((as_ref(&lo), as_ref(&hi))),
-            encoder: &self.encoder,
-            buf: Vec::new(),
-        }
+        Hope::<M>::range(self, range)
+    }
+
+    fn cursor<R>(&self, range: R) -> Self::Cursor<'_>
+    where
+        R: KeyRange,
+    {
+        Hope::<M>::cursor(self, range)
     }
 
     /// The inner structure's memory plus the encoder's.
     fn memory_usage(&self) -> usize {
-        self.inner.memory_usage() + self.encoder.memory_usage()
+        Hope::<M>::memory_usage(self)
     }
 }
 
@@ -177,37 +311,52 @@ pub struct HopeBuilder<B> {
 }
 
 impl<B> HopeBuilder<B> {
-    /// Encodes into `inner`.
-    pub fn new(encoder: Arc<Encoder>, inner: B) -> HopeBuilder<B> {
+    /// Encodes into `inner`; `encoder` is an [`Encoder`] or an `Arc<Encoder>`.
+    pub fn new(encoder: impl Into<Arc<Encoder>>, inner: B) -> HopeBuilder<B> {
         HopeBuilder {
-            encoder,
+            encoder: encoder.into(),
             inner,
             buf: Vec::new(),
         }
     }
 }
 
-impl<B: StaticMapBuilder> StaticMapBuilder for HopeBuilder<B> {
-    type Map = Hope<B::Map>;
-
+impl<B: StaticMapBuilder> HopeBuilder<B> {
+    /// Encodes `key` and appends it with `value`; see [`StaticMapBuilder::push`].
     /// Out-of-order and duplicate errors name the *encoded* key the inner builder saw.
-    fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error> {
+    pub fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error> {
         self.buf.clear();
         self.encoder.encode_into(key, &mut self.buf);
         self.inner.push(&self.buf, value)
     }
 
-    fn finish(self) -> Result<Hope<B::Map>, Error> {
+    /// Finishes the inner map and wraps it.
+    pub fn finish(self) -> Result<Hope<B::Map>, Error> {
         Ok(Hope::new(self.encoder, self.inner.finish()?))
     }
 }
 
-impl<M: RangeFilter> RangeFilter for Hope<M> {
-    fn may_contain(&self, key: &[u8]) -> bool {
+impl<B: StaticMapBuilder> StaticMapBuilder for HopeBuilder<B> {
+    type Map = Hope<B::Map>;
+
+    fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error> {
+        HopeBuilder::push(self, key, value)
+    }
+
+    fn finish(self) -> Result<Hope<B::Map>, Error> {
+        HopeBuilder::finish(self)
+    }
+}
+
+/// The range-filter operations, inherent so that no trait import is needed.
+impl<M: RangeFilter> Hope<M> {
+    /// False only when `key` is certainly not in the set.
+    pub fn may_contain(&self, key: &[u8]) -> bool {
         with_encoded(&self.encoder, key, |k| self.inner.may_contain(k))
     }
 
-    fn may_contain_range<R>(&self, range: R) -> bool
+    /// False only when no key of the set lies within `range`.
+    pub fn may_contain_range<R>(&self, range: R) -> bool
     where
         R: KeyRange,
     {
@@ -215,12 +364,33 @@ impl<M: RangeFilter> RangeFilter for Hope<M> {
         self.inner.may_contain_range((as_ref(&lo), as_ref(&hi)))
     }
 
-    fn approx_count<R>(&self, range: R) -> u64
+    /// An estimate of how many keys of the set lie within `range`.
+    pub fn approx_count<R>(&self, range: R) -> u64
     where
         R: KeyRange,
     {
         let (lo, hi) = encode_range(&self.encoder, &range);
         self.inner.approx_count((as_ref(&lo), as_ref(&hi)))
+    }
+}
+
+impl<M: RangeFilter> RangeFilter for Hope<M> {
+    fn may_contain(&self, key: &[u8]) -> bool {
+        Hope::<M>::may_contain(self, key)
+    }
+
+    fn may_contain_range<R>(&self, range: R) -> bool
+    where
+        R: KeyRange,
+    {
+        Hope::<M>::may_contain_range(self, range)
+    }
+
+    fn approx_count<R>(&self, range: R) -> u64
+    where
+        R: KeyRange,
+    {
+        Hope::<M>::approx_count(self, range)
     }
 
     fn memory_usage(&self) -> usize {
@@ -294,14 +464,16 @@ impl<M> Hope<M> {
     {
         let b = encode_bound(&self.encoder, bound);
         let mut buf = Vec::new();
+        // A key that is no encoding is skipped: the seek then answers `None`.
         let g = |k: &[u8], v: &V| {
-            decode_to(&self.encoder, k, &mut buf);
-            f(&buf, v)
+            decode_to(&self.encoder, k, &mut buf)
+                .ok()
+                .map(|()| f(&buf, v))
         };
         if upper {
-            self.inner.upper_bound_with(as_ref(&b), g)
+            self.inner.upper_bound_with(as_ref(&b), g).flatten()
         } else {
-            self.inner.lower_bound_with(as_ref(&b), g)
+            self.inner.lower_bound_with(as_ref(&b), g).flatten()
         }
     }
 
@@ -319,9 +491,9 @@ impl<M> Hope<M> {
         let (lo, hi) = encode_range(&self.encoder, range);
         let bounds = (as_ref(&lo), as_ref(&hi));
         let mut buf = Vec::new();
-        let g = |k: &[u8], v: &V| {
-            decode_to(&self.encoder, k, &mut buf);
-            f(&buf, v)
+        let g = |k: &[u8], v: &V| match decode_to(&self.encoder, k, &mut buf) {
+            Ok(()) => f(&buf, v),
+            Err(_) => ControlFlow::Continue(()),
         };
         if rev {
             self.inner.visit_range_rev(bounds, g);
@@ -389,27 +561,19 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
         let enc = &*self.encoder;
         self.inner
             .range((as_ref(&lo), as_ref(&hi)))
-            .map(move |(k, v)| {
-                let mut buf = Vec::new();
-                decode_to(enc, k, &mut buf);
-                (buf, v)
-            })
+            .filter_map(move |(k, v)| Some((decoded(enc, k)?, v)))
     }
 
     fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)> {
         let b = encode_bound(&self.encoder, bound);
         let (k, v) = self.inner.lower_bound(as_ref(&b))?;
-        let mut buf = Vec::new();
-        decode_to(&self.encoder, k, &mut buf);
-        Some((buf, v))
+        Some((decoded(&self.encoder, k)?, v))
     }
 
     fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)> {
         let b = encode_bound(&self.encoder, bound);
         let (k, v) = self.inner.upper_bound(as_ref(&b))?;
-        let mut buf = Vec::new();
-        decode_to(&self.encoder, k, &mut buf);
-        Some((buf, v))
+        Some((decoded(&self.encoder, k)?, v))
     }
 
     fn memory_usage(&self) -> usize {
@@ -420,3 +584,153 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
         self.inner.clear();
     }
 }
+
+/// The ordered-map operations of a HOPE-wrapped [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie),
+/// inherent so that no trait import is needed; they forward to [`EncodedMap`].
+///
+/// ```
+/// use mlpdex::cuckoo_trie::CuckooTrie;
+/// use mlpdex::hope::{Encoder, Hope, Scheme};
+///
+/// let encoder = Encoder::build(Scheme::DoubleChar, ["apple", "banana"])?;
+/// let mut map = Hope::new(encoder, CuckooTrie::new());
+/// map.insert(b"cherry", 3)?;
+/// assert_eq!(map.get(b"cherry"), Some(&3));
+/// assert_eq!(map.range(..).next(), Some((b"cherry".to_vec(), &3)));
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
+impl<V> Hope<crate::cuckoo_trie::CuckooTrie<V>> {
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        EncodedMap::get(self, key)
+    }
+
+    /// True when `key` is stored.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        EncodedMap::get(self, key).is_some()
+    }
+
+    /// Stores `value` under `key`, returning the value it replaces.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        EncodedMap::insert(self, key, value)
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        EncodedMap::remove(self, key)
+    }
+
+    /// Number of keys stored.
+    pub fn len(&self) -> usize {
+        EncodedMap::len(self)
+    }
+
+    /// True when no key is stored.
+    pub fn is_empty(&self) -> bool {
+        EncodedMap::is_empty(self)
+    }
+
+    /// The entries within `range`, in order from both ends, keys decoded.
+    pub fn range<'a, R>(
+        &'a self,
+        range: R,
+    ) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
+    where
+        V: 'a,
+        R: KeyRange,
+    {
+        EncodedMap::range(self, range)
+    }
+
+    /// The first entry at or after `bound`.
+    pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)> {
+        EncodedMap::lower_bound(self, bound)
+    }
+
+    /// The last entry at or before `bound`.
+    pub fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)> {
+        EncodedMap::upper_bound(self, bound)
+    }
+
+    /// Memory of the inner map and the encoder.
+    pub fn memory_usage(&self) -> usize {
+        EncodedMap::memory_usage(self)
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        EncodedMap::clear(self);
+    }
+}
+
+/// Inherent forwarding of the [`ConcurrentOrderedMap`] operations for a HOPE-wrapped
+/// concurrent map, so that no trait import is needed.
+macro_rules! concurrent_inherent {
+    ($map:ty) => {
+        impl<V: Clone + Send + Sync + 'static> Hope<$map> {
+            /// A clone of the value stored under `key`.
+            pub fn get(&self, key: &[u8]) -> Option<V> {
+                ConcurrentOrderedMap::get(self, key)
+            }
+
+            /// Applies `f` to the value stored under `key`.
+            pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
+                ConcurrentOrderedMap::get_with(self, key, f)
+            }
+
+            /// True when `key` is stored.
+            pub fn contains_key(&self, key: &[u8]) -> bool {
+                self.get_with(key, |_| ()).is_some()
+            }
+
+            /// Stores `value` under `key`, returning a clone of the value it replaces.
+            pub fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+                ConcurrentOrderedMap::insert(self, key, value)
+            }
+
+            /// Removes `key`, returning a clone of its value.
+            pub fn remove(&self, key: &[u8]) -> Option<V> {
+                ConcurrentOrderedMap::remove(self, key)
+            }
+
+            /// Number of keys stored; exact when no write is in flight.
+            pub fn len(&self) -> usize {
+                ConcurrentOrderedMap::len(self)
+            }
+
+            /// True when no key is stored.
+            pub fn is_empty(&self) -> bool {
+                ConcurrentOrderedMap::is_empty(self)
+            }
+
+            /// Visits the entries within `range` in ascending order, keys decoded, until `f`
+            /// breaks.
+            pub fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+            where
+                Rg: KeyRange,
+            {
+                ConcurrentOrderedMap::visit_range(self, range, f);
+            }
+
+            /// Visits the entries within `range` in descending order, keys decoded, until `f`
+            /// breaks.
+            pub fn visit_range_rev<Rg>(
+                &self,
+                range: Rg,
+                f: impl FnMut(&[u8], &V) -> ControlFlow<()>,
+            ) where
+                Rg: KeyRange,
+            {
+                ConcurrentOrderedMap::visit_range_rev(self, range, f);
+            }
+
+            /// Memory of the inner map and the encoder.
+            pub fn memory_usage(&self) -> usize {
+                ConcurrentOrderedMap::memory_usage(self)
+            }
+        }
+    };
+}
+
+concurrent_inherent!(crate::skiplist::SkipList<V>);
+concurrent_inherent!(crate::cuckoo_trie::ConcurrentCuckooTrie<V>);

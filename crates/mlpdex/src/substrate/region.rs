@@ -43,7 +43,7 @@ pub const HUGE_PAGE: usize = 2 << 20;
 ///
 /// ```
 /// use mlpdex::cuckoo_trie::{Config, CuckooTrie};
-/// use mlpdex::{HugePages, OrderedMap};
+/// use mlpdex::HugePages;
 ///
 /// // 4 KiB pages for this map, whatever the environment says.
 /// let config = Config { huge_pages: HugePages::Never, ..Config::default() };

@@ -1,4 +1,4 @@
-//! The FST core shared by [`crate::fst`] and [`crate::surf`]: construction, the LOUDS-DS
+//! The LOUDS-DS core shared by [`crate::fst`] and [`crate::surf`]: construction, the LOUDS-DS
 //! encoding and its cursors, leaf suffix stores, and the serialized format.
 
 pub(crate) mod build;

@@ -2,6 +2,44 @@
 //! bits per trie node, as fast as pointer-based indexes (memory-efficient-search-trees.txt,
 //! chapter 3).
 //!
+//! ```
+//! use mlpdex::fst::Fst;
+//!
+//! // Build once from keys in increasing order; then query from any thread.
+//! let fst = Fst::from_sorted([("apple", 1), ("banana", 2), ("cherry", 3)])?;
+//! assert_eq!(fst.get(b"banana"), Some(2));
+//! assert_eq!(fst.get(b"blueberry"), None);
+//!
+//! // Ranges are double-ended iterators of owned (key, value) pairs...
+//! let hits: Vec<(Vec<u8>, u64)> = fst.range("b"..).collect();
+//! assert_eq!(hits, [(b"banana".to_vec(), 2), (b"cherry".to_vec(), 3)]);
+//! for (key, value) in fst.range("a".."c").rev() {
+//!     println!("{} = {value}", String::from_utf8_lossy(&key));
+//! }
+//! // ...and cursors lend each key without copying it.
+//! let mut c = fst.cursor(..);
+//! while let Some((key, value)) = c.next() {
+//!     assert_eq!(fst.get(key), Some(value));
+//! }
+//!
+//! // Serialize, and load in place or by copy.
+//! let loaded = Fst::from_bytes(&fst.to_bytes())?;
+//! assert_eq!(loaded, fst);
+//! # Ok::<(), mlpdex::Error>(())
+//! ```
+//!
+//! # When to use it
+//!
+//! Read-only or rebuilt-in-bulk data (SSTable indexes, dictionaries, the static stage of a
+//! hybrid index) where memory matters: a few bytes per key plus the values. Not for updates:
+//! any change is a rebuild. [`crate::surf`] turns the same trie into a range filter.
+//!
+//! When not to use it: for lookups of long string keys whose speed matters more than memory
+//! (a sorted array or the fst crate is faster there), or for data that changes.
+//!
+//! Measured speed and size against the `fst` crate and a sorted array:
+//! [docs/results/fst.md](../../docs/results/fst.md).
+//!
 //! # What it is
 //!
 //! A trie cut at each key's unique prefix, encoded level by level in LOUDS-DS (§3.2–3.4): the
@@ -18,12 +56,6 @@
 //! iteration yields whole keys. [`KeyStorage::UniquePrefixes`] drops those suffixes, for use
 //! as an index whose records hold the full key: `get` then returns the value of the one key
 //! that *can* match (compare it against your record), and cursors yield unique prefixes.
-//!
-//! # When to use it
-//!
-//! Read-only or rebuilt-in-bulk data (SSTable indexes, dictionaries, the static stage of a
-//! hybrid index) where memory matters: a few bytes per key plus the values. Not for updates:
-//! any change is a rebuild. [`crate::surf`] turns the same trie into a range filter.
 //!
 //! # Contract
 //!
@@ -55,41 +87,17 @@
 //! 4. A prefix key's suffix is empty (its whole key is the path to its node).
 //!
 //! All are checked on load, with the trie's shape (`raw::trie`, invariants 1–7).
-//!
-//! # Measured
-//!
-//! mlpdex-bench, 10M keys, complete keys with `u64` values, one thread, independent mode
-//! (ns per operation), median of 3 rounds, 2026-11-22 on a 2-core AMD EPYC VM whose DRAM
-//! latency is 286 ns; built for `x86-64-v2` (POPCNT, see the README):
-//!
-//! | dataset | `get` | `lower_bound` | scan of 100 | structure bits/key (no values) | LOUDS-Sparse bits/node |
-//! |---|---|---|---|---|---|
-//! | rand-8 | 332 (`fst-crate` 957, `sorted-vec` 662) | 655 (1298, 657) | 4898 (24271, 1807) | 52.1 (3 of 6 levels dense) | 10.29 |
-//! | email | 2778 (1380, 1785) | 2805 (1753, 1677) | 20032 (30205, 2052) | 57.0 (6 of 37 dense) | 10.27 |
-//!
-//! On fixed-width keys the trie is short and mostly dense, and a lookup costs about as much
-//! as one hash probe's worth of misses plus the suffix: 2.9× the fst crate, 2× a sorted array.
-//! On email-like keys a lookup descends a dozen or more LOUDS-Sparse levels, each a select and
-//! a label search in a different place of memory, where the fst crate's automaton lays a
-//! key's path out contiguously: half the fst crate's speed. [`Fst::get_batch`] interleaves 16
-//! lookups to overlap their misses: 180 ns per key on rand-8 and 1090 on email (one run,
-//! 2M random present keys, against 310 and 2410–2860 one by one).
-//!
-//! When not to use it: for lookups of long string keys whose speed matters more than memory
-//! (a sorted array or the fst crate is faster there), or for data that changes.
-
-pub(crate) mod raw;
 
 use crate::KeyRange;
 use core::ops::Bound;
 
-use self::raw::build::LevelBuilder;
-use self::raw::format::{self, FST_MAGIC};
-use self::raw::suffix::{FullSuffixes, SuffixKind};
-pub use self::raw::trie::TrieStats;
-use self::raw::trie::{Path, Trie, bound_key};
+use super::raw::build::LevelBuilder;
+use super::raw::format::{self, FST_MAGIC};
+use super::raw::suffix::{FullSuffixes, SuffixKind};
+pub use super::raw::trie::TrieStats;
+use super::raw::trie::{Path, Trie, bound_key};
 use crate::Error;
-use crate::api::{RangeCursor, StaticMap, StaticMapBuilder};
+use crate::api::{Entries, RangeCursor, StaticMap, StaticMapBuilder};
 use crate::key::{after_start, before_end, is_empty_range};
 use crate::substrate::frozen::{Frozen, Shared, StableDeref};
 
@@ -323,18 +331,60 @@ impl Fst {
         self.len == 0
     }
 
-    /// A cursor over the keys within `range`, from both ends.
-    pub fn range<R>(&self, range: R) -> Cursor<'_>
+    /// The entries within `range` in key order, as an [`Iterator`] and
+    /// [`DoubleEndedIterator`] of owned `(key, value)` pairs; empty for an empty or inverted
+    /// range.
+    ///
+    /// ```
+    /// use mlpdex::fst::Fst;
+    ///
+    /// let fst = Fst::from_sorted([("ant", 1), ("bee", 2), ("cat", 3)])?;
+    /// for (key, value) in fst.range("a".."c") {
+    ///     println!("{key:?} = {value}");
+    /// }
+    /// let all: Vec<(Vec<u8>, u64)> = fst.range(..).collect();
+    /// assert_eq!(all.len(), 3);
+    /// assert_eq!(fst.range("b"..).next_back(), Some((b"cat".to_vec(), 3)));
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    ///
+    /// The trie stores no key whole, so each key is rebuilt and copied out; for zero-copy
+    /// scans use [`cursor`](Self::cursor), whose keys borrow its buffer.
+    pub fn range<R>(&self, range: R) -> Range<'_>
+    where
+        R: KeyRange,
+    {
+        self.cursor(range).into_entries()
+    }
+
+    /// Every entry in key order (see [`range`](Self::range)).
+    pub fn iter(&self) -> Range<'_> {
+        self.range(..)
+    }
+
+    /// A lending cursor over the entries within `range`, from both ends: each key borrows the
+    /// cursor until its next step, so a scan copies nothing.
+    ///
+    /// ```
+    /// use mlpdex::fst::Fst;
+    ///
+    /// let fst = Fst::from_sorted([("ant", 1), ("bee", 2), ("cat", 3)])?;
+    /// let mut c = fst.cursor("b"..);
+    /// let mut total = 0;
+    /// while let Some((key, value)) = c.next() {
+    ///     assert!(key >= &b"b"[..]);
+    ///     total += value;
+    /// }
+    /// assert_eq!(total, 5);
+    /// assert_eq!(fst.cursor(..).collect_keys(), [b"ant", b"bee", b"cat"]);
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    pub fn cursor<R>(&self, range: R) -> Cursor<'_>
     where
         R: KeyRange,
     {
         let (start, end) = range.key_bounds();
         Cursor::new(self, start, end)
-    }
-
-    /// A cursor over every key.
-    pub fn iter(&self) -> Cursor<'_> {
-        self.range(..)
     }
 
     /// The first key within `bound` from below and its value (`≥ k`, `> k`, or the first key).
@@ -545,6 +595,7 @@ impl Fst {
 }
 
 impl StaticMap for Fst {
+    type Range<'a> = Range<'a>;
     type Cursor<'a> = Cursor<'a>;
 
     fn get(&self, key: &[u8]) -> Option<u64> {
@@ -555,17 +606,36 @@ impl StaticMap for Fst {
         self.len
     }
 
-    fn range<R>(&self, range: R) -> Cursor<'_>
+    fn range<R>(&self, range: R) -> Range<'_>
     where
         R: KeyRange,
     {
         Fst::range(self, range)
     }
 
+    fn cursor<R>(&self, range: R) -> Cursor<'_>
+    where
+        R: KeyRange,
+    {
+        Fst::cursor(self, range)
+    }
+
     fn memory_usage(&self) -> usize {
         Fst::memory_usage(self)
     }
 }
+
+impl<'a> IntoIterator for &'a Fst {
+    type Item = (Vec<u8>, u64);
+    type IntoIter = Range<'a>;
+
+    fn into_iter(self) -> Range<'a> {
+        self.iter()
+    }
+}
+
+/// The iterator of [`Fst::range`] and [`Fst::iter`]: a [`Cursor`] whose keys are copied out.
+pub type Range<'a> = Entries<Cursor<'a>>;
 
 /// One end of a cursor.
 #[derive(Clone, Debug, Default)]
@@ -691,6 +761,28 @@ impl<'a> Cursor<'a> {
             return Some((&[], self.fst.empty.unwrap_or(0)));
         }
         None
+    }
+}
+
+impl<'a> Cursor<'a> {
+    /// Calls `f` on every remaining entry, front to back, without copying keys.
+    pub fn for_each(&mut self, f: impl FnMut(&[u8], u64)) {
+        RangeCursor::for_each(self, f);
+    }
+
+    /// Appends every remaining entry, front to back, to `out`.
+    pub fn collect_into(&mut self, out: &mut Vec<(Vec<u8>, u64)>) {
+        RangeCursor::collect_into(self, out);
+    }
+
+    /// The remaining keys, front to back.
+    pub fn collect_keys(&mut self) -> Vec<Vec<u8>> {
+        RangeCursor::collect_keys(self)
+    }
+
+    /// This cursor as an iterator of owned entries (what [`Fst::range`] returns).
+    pub fn into_entries(self) -> Range<'a> {
+        RangeCursor::into_entries(self)
     }
 }
 

@@ -2,6 +2,31 @@
 //! approximate-membership filter that answers point *and range* queries with one-sided errors,
 //! built on the [`crate::fst`] trie.
 //!
+//! ```
+//! use mlpdex::surf::{Surf, SurfKind};
+//!
+//! // Built once from sorted keys; keeps about 10 bits per key plus 8 real suffix bits.
+//! let surf = Surf::from_sorted(SurfKind::Real(8), ["apple", "banana", "cherry"])?;
+//! assert!(surf.may_contain(b"banana")); // never a false negative
+//! assert!(!surf.may_contain(b"durian")); // "no" is certain
+//! assert!(surf.may_contain_range("b".."c"));
+//! assert!(!surf.may_contain_range("d"..));
+//! // The stored entries (unique prefixes) of a range are an iterator too.
+//! let prefixes: Vec<Vec<u8>> = surf.range("b"..).collect();
+//! assert_eq!(prefixes, [b"b".to_vec(), b"c".to_vec()]);
+//! # Ok::<(), mlpdex::Error>(())
+//! ```
+//!
+//! # When to use it
+//!
+//! In front of storage that is expensive to probe (SSTables, remote shards) when queries
+//! include ranges or prefixes: a Bloom filter cannot answer those. For point-only filtering a
+//! cache-blocked Bloom filter is faster at the same bits per key (see the README's table).
+//! Static: any change is a rebuild.
+//!
+//! Measured false-positive rates and speeds, against a Bloom filter:
+//! [docs/results/surf.md](../../docs/results/surf.md).
+//!
 //! # What it is
 //!
 //! The FST trie cut at each key's unique prefix, keeping per key a few suffix bits instead of
@@ -19,39 +44,6 @@
 //! reaches its own leaf, its hash bits match, and its real bits order it consistently
 //! (proofs beside each method).
 //!
-//! # When to use it
-//!
-//! In front of storage that is expensive to probe (SSTables, remote shards) when queries
-//! include ranges or prefixes: a Bloom filter cannot answer those. For point-only filtering a
-//! cache-blocked Bloom filter is faster at the same bits per key (see the README's table).
-//! Static: any change is a rebuild.
-//!
-//! # Measured
-//!
-//! `mlpdex-bench filter` (§4.3: half of 10M keys stored, queries drawn from all 10M so about
-//! half are absent), one thread, median of 3 rounds, 2026-11-22, 2-core AMD EPYC VM (286 ns
-//! DRAM latency), `x86-64-v2` build. Mops/s one query per call / through the batch interface:
-//!
-//! | filter | bits/key | point FPR | point Mops/s | range FPR | range Mops/s |
-//! |---|---|---|---|---|---|
-//! | rand-8 SuRF-Base | 11.4 | 22.2% | 7.1 / 10.9 | 46.5% | 4.3 / 7.2 |
-//! | rand-8 SuRF-Hash-4 | 15.4 | 1.36% | 4.7 / 9.7 | 46.5% | 2.6 / 5.2 |
-//! | rand-8 SuRF-Real-4 | 15.4 | 1.40% | 4.1 / 7.2 | 0.85% | 2.2 / 4.1 |
-//! | rand-8 SuRF-Hash-8 | 19.4 | 0.086% | 4.1 | 46.5% | 2.2 |
-//! | rand-8 SuRF-Real-8 | 19.4 | 0.081% | 3.6 / 7.5 | 0.053% | 2.1 / 3.2 |
-//! | rand-8 Bloom (fastbloom) | 19.4 | 0.008% | 12.5 | — | — |
-//! | email SuRF-Base | 18.4 | 37.5% | 0.58 / 1.31 | 37.0% | 0.53 / 0.96 |
-//! | email SuRF-Real-8 | 26.4 | 11.3% | 0.57 / 1.25 | 10.6% | 0.52 / 0.83 |
-//! | email Bloom | 26.4 | 0.0004% | 4.1 | — | — |
-//!
-//! This VM's speed drifts by 20–30% between runs: an earlier run of the same code (before the
-//! batched range seek) measured SuRF-Base points at 8.4 / 11.2 and Real-4 at 4.7 / 9.9.
-//! Builds run at 20–43 M keys/s from sorted input. At 5M random integer keys most unique
-//! prefixes are three bytes, so Base answers yes for a fifth of absent keys; suffix bits buy
-//! the FPR down as in the thesis' Figure 4.4 (`mlpdex-bench report` draws it). A cache-blocked
-//! Bloom filter of the same size is about 3× faster on single point queries and far more
-//! accurate on random integers; SuRF is for when queries include ranges.
-//!
 //! # Contract
 //!
 //! - Built in one pass by [`SurfBuilder`] from keys in strictly increasing order; bad input is
@@ -60,7 +52,7 @@
 //!   false. `approx_count` counts the stored unique prefixes inside the range; it is exact for
 //!   keys strictly inside and may count one key too many at each end.
 //! - `Surf` is immutable and `Send + Sync`. [`Surf::to_bytes`] / [`Surf::from_bytes`] use the
-//!   FST format (`fst::raw::format`) with its own magic; corrupt buffers are errors, and
+//!   FST format (`succinct::raw::format`) with its own magic; corrupt buffers are errors, and
 //!   loading checks every invariant the queries rely on (a loaded filter admits every key its
 //!   cursor visits, and its cursor agrees in both directions), including zero real bits on
 //!   prefix keys. The hash bits of a prefix key are never read (a lookup that ends at one has
@@ -75,12 +67,12 @@ use core::ops::Bound;
 use crate::Error;
 use crate::api::RangeFilter;
 use crate::fst::TrieStats;
-use crate::fst::raw::build::LevelBuilder;
-use crate::fst::raw::format::{self, SURF_MAGIC};
-use crate::fst::raw::suffix::{FixedSuffixes, SuffixKind};
-use crate::fst::raw::trie::{Path, Trie, bound_key};
 use crate::key::{after_start, before_end, is_empty_range};
 use crate::substrate::frozen::{Shared, StableDeref};
+use crate::succinct::raw::build::LevelBuilder;
+use crate::succinct::raw::format::{self, SURF_MAGIC};
+use crate::succinct::raw::suffix::{FixedSuffixes, SuffixKind};
+use crate::succinct::raw::trie::{Path, Trie, bound_key};
 
 /// A range of keys as a start and an end bound, for [`Surf::may_contain_range_batch`].
 pub type ByteRange<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
@@ -387,6 +379,53 @@ impl Surf {
         }
     }
 
+    /// The stored entries that may lie within `range`, as an [`Iterator`] and
+    /// [`DoubleEndedIterator`] of their unique prefixes (a SuRF keeps no more of a key; the
+    /// empty key comes first when stored and in range).
+    ///
+    /// From the front the walk starts where [`SurfCursor::seek`] lands for the start bound,
+    /// from the back where [`SurfCursor::seek_back`] lands for the end bound, and the two ends
+    /// meet without passing each other. Like every SuRF answer it errs one way only: every
+    /// stored key within `range` has its prefix yielded, and a yielded prefix may belong to a
+    /// key just outside the range (the suffix bits could not tell).
+    ///
+    /// ```
+    /// use mlpdex::surf::{Surf, SurfKind};
+    ///
+    /// let surf = Surf::from_sorted(SurfKind::Base, ["apple", "banana", "cherry"])?;
+    /// let prefixes: Vec<Vec<u8>> = surf.range("b"..).collect();
+    /// assert_eq!(prefixes, [b"b".to_vec(), b"c".to_vec()]);
+    /// for prefix in surf.range(..).rev() {
+    ///     assert_eq!(prefix.len(), 1);
+    /// }
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    pub fn range<R>(&self, range: R) -> Range<'_>
+    where
+        R: KeyRange,
+    {
+        let (start, end) = range.key_bounds();
+        let mut r = Range {
+            front: self.cursor(),
+            back: self.cursor(),
+            back_ready: false,
+            end: end.map(<[u8]>::to_vec),
+            empty_pending: false,
+            done: true,
+        };
+        if is_empty_range(start, end) {
+            return r;
+        }
+        r.empty_pending = self.has_empty && after_start(b"", start) && before_end(b"", end);
+        r.done = !r.front.seek(start);
+        r
+    }
+
+    /// Every stored unique prefix in order (see [`range`](Self::range)).
+    pub fn iter(&self) -> Range<'_> {
+        self.range(..)
+    }
+
     /// Bytes of memory owned: trie, directories and suffix bits.
     pub fn memory_usage(&self) -> usize {
         self.trie.memory_usage() + self.fixed.as_ref().map_or(0, FixedSuffixes::memory_usage)
@@ -458,7 +497,7 @@ impl Surf {
     }
 
     /// Orders the key of the leaf at `pos` on `level` against `key` by real bits, when the trie
-    /// matched `key`'s first `level + 1` bytes (see `fst::raw::trie::LeafCmp`).
+    /// matched `key`'s first `level + 1` bytes (see `succinct::raw::trie::LeafCmp`).
     #[inline]
     fn leaf_cmp(&self, key: &[u8], level: usize, pos: usize) -> Option<Ordering> {
         let f = self.fixed.as_ref().filter(|f| f.has_real())?;
@@ -490,8 +529,108 @@ impl RangeFilter for Surf {
     }
 }
 
+/// The iterator of [`Surf::range`]: the unique prefixes of the stored entries that may lie
+/// within a range, from both ends.
+#[derive(Clone, Debug)]
+pub struct Range<'a> {
+    front: SurfCursor<'a>,
+    back: SurfCursor<'a>,
+    /// Whether the back end is positioned (done by the first `next_back`, from `end`).
+    back_ready: bool,
+    end: Bound<Vec<u8>>,
+    /// The empty key is stored, in range, and not yet yielded.
+    empty_pending: bool,
+    /// No trie entry remains.
+    done: bool,
+}
+
+impl Range<'_> {
+    /// Positions the back end at the last entry that may lie within the end bound, the first
+    /// time it is needed.
+    fn ready_back(&mut self) {
+        if !self.back_ready {
+            self.back_ready = true;
+            let end = self.end.as_ref().map(Vec::as_slice);
+            if !self.back.seek_back(end) {
+                self.done = true;
+            }
+        }
+    }
+
+    /// Whether the two ends stand on the same entry (prefixes are distinct and ordered).
+    fn ends_met(&self) -> bool {
+        self.back_ready && self.front.prefix() >= self.back.prefix()
+    }
+}
+
+impl Iterator for Range<'_> {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        if self.empty_pending {
+            self.empty_pending = false;
+            return Some(Vec::new());
+        }
+        if self.done {
+            return None;
+        }
+        if self.back_ready && self.front.prefix() > self.back.prefix() {
+            self.done = true;
+            return None;
+        }
+        if !self
+            .front
+            .smallest_before_end(self.end.as_ref().map(Vec::as_slice))
+        {
+            self.done = true;
+            return None;
+        }
+        let out = self.front.prefix().to_vec();
+        if self.ends_met() || !self.front.next() {
+            self.done = true;
+        }
+        Some(out)
+    }
+}
+
+impl DoubleEndedIterator for Range<'_> {
+    fn next_back(&mut self) -> Option<Vec<u8>> {
+        if !self.done {
+            self.ready_back();
+        }
+        if !self.done {
+            if self.front.prefix() > self.back.prefix() {
+                self.done = true;
+            } else {
+                let out = self.back.prefix().to_vec();
+                if self.ends_met() || !self.back.prev() {
+                    self.done = true;
+                }
+                return Some(out);
+            }
+        }
+        if self.empty_pending {
+            self.empty_pending = false;
+            return Some(Vec::new());
+        }
+        None
+    }
+}
+
+impl core::iter::FusedIterator for Range<'_> {}
+
 /// A position among a SuRF's stored keys (their unique prefixes, in order). The empty key, if
 /// stored, is not visited: [`Surf::may_contain`] answers it.
+///
+/// For walking a range, use [`Surf::range`], an [`Iterator`] like the FST's. This cursor is
+/// the storage-engine seek protocol of the thesis (§4.2: seek, then step and inspect), and it
+/// differs from [`fst::Cursor`](crate::fst::Cursor) on purpose: a seek's answer is approximate
+/// (the entry found may lie below the bound, [`maybe_false_positive`](Self::maybe_false_positive)),
+/// and what a caller does next depends on the entry it stands on (its prefix, its
+/// [`real_suffix`](Self::real_suffix), its [`smallest_key`](Self::smallest_key)). So the cursor
+/// is positional: [`seek`](Self::seek) / [`next`](Self::next) / [`prev`](Self::prev) move it and
+/// say whether it stands on an entry, and the accessors read that entry. `fst::Cursor` needs
+/// no position (its answers are exact), so it yields entries instead.
 #[derive(Clone, Debug)]
 pub struct SurfCursor<'a> {
     surf: &'a Surf,

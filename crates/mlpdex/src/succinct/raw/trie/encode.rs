@@ -1,0 +1,158 @@
+//! Encoding: finished levels into LOUDS-DS, and the directories over encoded parts.
+
+use super::super::build::{Level, TERMINATOR};
+use super::Trie;
+use crate::Error;
+use crate::substrate::labels;
+use crate::substrate::rank::{RankBits, SelectBits, next_one};
+use crate::substrate::{BitVec, Frozen, FrozenBits};
+
+fn capacity(what: &'static str) -> Error {
+    Error::Capacity { what }
+}
+
+impl Trie {
+    /// Encodes finished levels; levels `0..h` go to LOUDS-Dense, where `h` is the most levels
+    /// whose dense size times `ratio` stays within the sparse size of the rest.
+    pub(crate) fn from_levels(levels: &[Level], ratio: u32) -> Result<Trie, Error> {
+        let dense_height = choose_dense_height(levels, ratio);
+        let dense_nodes: usize = levels[..dense_height].iter().map(Level::nodes).sum();
+        let dense_bits = dense_nodes
+            .checked_mul(256)
+            .filter(|&b| b <= crate::substrate::rank::MAX_BITS)
+            .ok_or(capacity("LOUDS-Dense exceeds 2^32 bits"))?;
+        let mut d_labels = BitVec::zeros(dense_bits);
+        let mut d_has_child = BitVec::zeros(dense_bits);
+        let mut d_is_prefix = BitVec::zeros(dense_nodes);
+        let mut node = 0usize;
+        for lv in &levels[..dense_height] {
+            let mut i = 0;
+            while i < lv.labels.len() {
+                let end = next_one(lv.louds.words(), i + 1).unwrap_or(lv.labels.len());
+                let mut j = i;
+                if is_terminator(&lv.labels, &lv.has_child, i, end) {
+                    d_is_prefix.set(node, true);
+                    j += 1;
+                }
+                for p in j..end {
+                    let pos = node * 256 + lv.labels[p] as usize;
+                    d_labels.set(pos, true);
+                    let child = lv.has_child.get(p) == Some(true);
+                    d_has_child.set(pos, child);
+                }
+                node += 1;
+                i = end;
+            }
+        }
+        let mut s_labels = Vec::new();
+        let mut s_has_child = BitVec::new();
+        let mut s_louds = BitVec::new();
+        for lv in &levels[dense_height..] {
+            s_labels.extend_from_slice(&lv.labels);
+            append(&mut s_has_child, &lv.has_child);
+            append(&mut s_louds, &lv.louds);
+        }
+        let s_len = s_labels.len();
+        Self::assemble(
+            dense_height,
+            levels.len(),
+            d_labels.into(),
+            d_has_child.into(),
+            d_is_prefix.into(),
+            Frozen::from(labels::padded(s_labels)),
+            s_len,
+            s_has_child.into(),
+            s_louds.into(),
+        )
+    }
+
+    /// Builds the directories over encoded parts (owned or borrowed from an image) and derives
+    /// the counts. `s_labels` holds `s_len` labels and then at least [`LABEL_PAD`] more bytes.
+    ///
+    /// [`LABEL_PAD`]: labels::LABEL_PAD
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn assemble(
+        dense_height: usize,
+        height: usize,
+        d_labels: FrozenBits,
+        d_has_child: FrozenBits,
+        d_is_prefix: FrozenBits,
+        s_labels: Frozen<u8>,
+        s_len: usize,
+        s_has_child: FrozenBits,
+        s_louds: FrozenBits,
+    ) -> Result<Trie, Error> {
+        if s_len > crate::substrate::rank::MAX_BITS {
+            return Err(capacity("LOUDS-Sparse exceeds 2^32 labels"));
+        }
+        if s_labels.len() < s_len.saturating_add(labels::LABEL_PAD) {
+            return Err(Error::Format {
+                what: "LOUDS-Sparse labels without their padding",
+                offset: 0,
+            });
+        }
+        let d_labels = RankBits::over(d_labels).ok_or(capacity("LOUDS-Dense too large"))?;
+        let d_has_child = RankBits::over(d_has_child).ok_or(capacity("LOUDS-Dense too large"))?;
+        let d_is_prefix = RankBits::over(d_is_prefix).ok_or(capacity("LOUDS-Dense too large"))?;
+        let s_has_child = RankBits::over(s_has_child).ok_or(capacity("LOUDS-Sparse too large"))?;
+        let s_louds = SelectBits::over(s_louds).ok_or(capacity("LOUDS-Sparse too large"))?;
+        let dense_nodes = d_is_prefix.len();
+        let dense_children = d_has_child.count_ones();
+        // Saturating: a loaded image is only validated after assembly (a valid trie never
+        // saturates, since every branch with a child is a labelled branch).
+        let dense_leaves =
+            (d_labels.count_ones() + d_is_prefix.count_ones()).saturating_sub(dense_children);
+        let leaves = (dense_leaves + s_len).saturating_sub(s_has_child.count_ones());
+        Ok(Trie {
+            dense_height,
+            height,
+            d_labels,
+            d_has_child,
+            d_is_prefix,
+            dense_nodes,
+            dense_children,
+            dense_leaves,
+            s_labels,
+            s_len,
+            s_has_child,
+            s_louds,
+            leaves,
+        })
+    }
+}
+
+fn is_terminator(labels: &[u8], has_child: &BitVec, start: usize, end: usize) -> bool {
+    end - start > 1 && labels[start] == TERMINATOR && has_child.get(start) == Some(false)
+}
+
+fn append(dst: &mut BitVec, src: &BitVec) {
+    let mut left = src.len();
+    for &w in src.words() {
+        let n = left.min(64) as u32;
+        dst.push_bits(w, n);
+        left -= n as usize;
+    }
+}
+
+/// How many top levels to encode dense: the longest run of levels from the root each of
+/// which either keeps the dense part within `1/ratio` of the sparse rest (§3.4's cutoff R) or
+/// is no larger dense than sparse (§3.5: nodes with more than about 51 branches; with rank
+/// directories counted, about 76). The second rule only ever saves space, and a dense level
+/// costs one bitmap probe where a sparse one costs a select and a label search.
+fn choose_dense_height(levels: &[Level], ratio: u32) -> usize {
+    // Bits with directories: dense two 256-bit maps with 50% rank tables and a prefix bit per
+    // node; sparse a label byte, a child bit with a 6.25% rank table, and a LOUDS bit.
+    let dense = |l: &Level| l.nodes() as u128 * 770;
+    let sparse = |l: &Level| l.labels.len() as u128 * 101 / 10;
+    let mut dense_sum = 0u128;
+    let mut sparse_rest: u128 = levels.iter().map(sparse).sum();
+    for (h, lv) in levels.iter().enumerate() {
+        dense_sum += dense(lv);
+        sparse_rest -= sparse(lv);
+        let within_ratio = dense_sum * ratio as u128 <= sparse_rest;
+        if !within_ratio && dense(lv) > sparse(lv) {
+            return h;
+        }
+    }
+    levels.len()
+}

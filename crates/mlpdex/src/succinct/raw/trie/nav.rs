@@ -1,0 +1,205 @@
+//! The navigation primitives every query is made of: a node's extent and terminator, a branch's
+//! label, child and leaf number, and the items of a node in order.
+
+use super::super::build::TERMINATOR;
+use super::Trie;
+use crate::substrate::labels;
+use crate::substrate::prefetch::prefetch_read;
+use crate::substrate::rank::{next_one, prev_one};
+
+impl Trie {
+    #[inline]
+    pub(super) fn sparse_end(&self, start: usize) -> usize {
+        self.s_louds.next_one(start + 1).unwrap_or(self.s_len)
+    }
+
+    /// Whether the sparse node `[start, end)` begins with a terminator.
+    #[inline]
+    pub(super) fn sparse_terminator(&self, start: usize, end: usize) -> bool {
+        end - start > 1 && self.s_labels[start] == TERMINATOR && !self.s_has_child.get(start)
+    }
+
+    /// Whether the node starting at `start` on `level` holds a prefix key.
+    #[inline]
+    pub(crate) fn has_prefix_key(&self, level: usize, start: usize) -> bool {
+        if level < self.dense_height {
+            self.d_is_prefix.get(start / 256)
+        } else {
+            self.sparse_terminator(start, self.sparse_end(start))
+        }
+    }
+
+    #[inline]
+    pub(crate) fn has_child(&self, level: usize, pos: usize) -> bool {
+        if level < self.dense_height {
+            self.d_has_child.get(pos)
+        } else {
+            self.s_has_child.get(pos)
+        }
+    }
+
+    #[inline]
+    pub(crate) fn label(&self, level: usize, pos: usize) -> u8 {
+        if level < self.dense_height {
+            pos as u8
+        } else {
+            self.s_labels[pos]
+        }
+    }
+
+    /// Start of the node the branch at `pos` on `level` leads to.
+    #[inline]
+    pub(crate) fn child(&self, level: usize, pos: usize) -> usize {
+        let node = if level < self.dense_height {
+            self.d_has_child.rank1(pos + 1)
+        } else {
+            self.dense_children + self.s_has_child.rank1(pos + 1)
+        };
+        if level + 1 < self.dense_height {
+            node * 256
+        } else {
+            // A valid trie has the node; a corrupt one cannot pass `validate`.
+            let start = self
+                .s_louds
+                .select1(node.wrapping_sub(self.dense_nodes))
+                .unwrap_or(self.s_len);
+            // The next step reads the node's labels and child bits (§3.6: prefetch across
+            // sequences once the position is known).
+            prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
+            prefetch_read(
+                self.s_has_child
+                    .bits()
+                    .words()
+                    .as_ptr()
+                    .wrapping_add(start / 64),
+            );
+            start
+        }
+    }
+
+    /// Leaf number of the branch at `pos` (which has no child) on `level`.
+    #[inline]
+    pub(crate) fn leaf(&self, level: usize, pos: usize) -> usize {
+        if level < self.dense_height {
+            self.d_labels.rank1(pos) - self.d_has_child.rank1(pos)
+                + self.d_is_prefix.rank1(pos / 256 + 1)
+        } else {
+            self.dense_leaves + pos - self.s_has_child.rank1(pos)
+        }
+    }
+
+    /// Leaf number of the prefix key of the node starting at `start` on `level`.
+    #[inline]
+    pub(crate) fn prefix_leaf(&self, level: usize, start: usize) -> usize {
+        if level < self.dense_height {
+            self.d_labels.rank1(start) - self.d_has_child.rank1(start)
+                + self.d_is_prefix.rank1(start / 256)
+        } else {
+            self.leaf(level, start)
+        }
+    }
+
+    /// First label of a node at or after byte offset `from` (dense), as a position.
+    #[inline]
+    pub(super) fn dense_next(&self, start: usize, from: usize) -> Option<usize> {
+        if from >= 256 {
+            return None;
+        }
+        next_one(self.d_labels.bits().words(), start + from).filter(|&p| p < start + 256)
+    }
+
+    /// Last label of a node at or before byte offset `upto` (dense), as a position.
+    #[inline]
+    pub(super) fn dense_prev(&self, start: usize, upto: usize) -> Option<usize> {
+        prev_one(self.d_labels.bits().words(), start + upto).filter(|&p| p >= start)
+    }
+
+    /// The node's first item: `(pos, true)` for its prefix key, else its first label.
+    #[inline]
+    pub(super) fn first_item(&self, level: usize, start: usize) -> (usize, bool) {
+        if level < self.dense_height {
+            if self.d_is_prefix.get(start / 256) {
+                (start, true)
+            } else {
+                (self.dense_next(start, 0).unwrap_or(start), false)
+            }
+        } else {
+            (start, self.sparse_terminator(start, self.sparse_end(start)))
+        }
+    }
+
+    /// The node's last label.
+    #[inline]
+    pub(super) fn last_item(&self, level: usize, start: usize) -> usize {
+        if level < self.dense_height {
+            self.dense_prev(start, 255).unwrap_or(start)
+        } else {
+            self.sparse_end(start) - 1
+        }
+    }
+
+    /// The label after item `(pos, term)` in its node.
+    #[inline]
+    pub(super) fn next_item(&self, level: usize, pos: usize, term: bool) -> Option<usize> {
+        if level < self.dense_height {
+            let start = pos & !255;
+            let from = if term { 0 } else { pos % 256 + 1 };
+            self.dense_next(start, from)
+        } else {
+            let n = pos + 1;
+            (n < self.s_len && !self.s_louds.get(n)).then_some(n)
+        }
+    }
+
+    /// The item before label `pos` in its node.
+    #[inline]
+    pub(super) fn prev_item(&self, level: usize, pos: usize) -> Option<(usize, bool)> {
+        if level < self.dense_height {
+            let start = pos & !255;
+            if !pos.is_multiple_of(256)
+                && let Some(p) = self.dense_prev(start, pos % 256 - 1)
+            {
+                return Some((p, false));
+            }
+            self.d_is_prefix.get(start / 256).then_some((start, true))
+        } else {
+            if self.s_louds.get(pos) {
+                return None;
+            }
+            let p = pos - 1;
+            let term =
+                self.s_louds.get(p) && self.s_labels[p] == TERMINATOR && !self.s_has_child.get(p);
+            Some((p, term))
+        }
+    }
+
+    /// First label `≥ b` of the node at `start` (its terminator excluded).
+    #[inline]
+    pub(super) fn find_ge(&self, level: usize, start: usize, b: u8) -> Option<usize> {
+        if level < self.dense_height {
+            self.dense_next(start, b as usize)
+        } else {
+            let end = self.sparse_end(start);
+            let s = start + self.sparse_terminator(start, end) as usize;
+            labels::find_ge(&self.s_labels, s, end, b).map(|i| s + i)
+        }
+    }
+
+    /// Last label `≤ b` of the node at `start` (its terminator excluded).
+    #[inline]
+    pub(super) fn find_le(&self, level: usize, start: usize, b: u8) -> Option<usize> {
+        if level < self.dense_height {
+            self.dense_prev(start, b as usize)
+        } else {
+            let end = self.sparse_end(start);
+            let s = start + self.sparse_terminator(start, end) as usize;
+            let first_above = if b == u8::MAX {
+                None
+            } else {
+                labels::find_ge(&self.s_labels, s, end, b + 1).map(|i| s + i)
+            };
+            let p = first_above.unwrap_or(end);
+            (p > s).then(|| p - 1)
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Exact search: where a key would end in the trie, one key at a time or many interleaved.
+
+use super::Trie;
+use crate::substrate::labels;
+use crate::substrate::prefetch::prefetch_read;
+
+impl Trie {
+    /// Exact search: the leaf where `key` (non-empty) would end, the length of the prefix of
+    /// `key` the trie consumed to reach it, and the leaf's level; `None` when no key can match.
+    #[inline]
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<(usize, usize, usize)> {
+        debug_assert!(!key.is_empty());
+        if self.height == 0 {
+            return None;
+        }
+        let mut level = 0;
+        let mut pos = 0;
+        while level < self.dense_height {
+            if level == key.len() {
+                let node = pos / 256;
+                return self
+                    .d_is_prefix
+                    .get(node)
+                    .then(|| (self.prefix_leaf(level, pos), level, level));
+            }
+            let p = pos + key[level] as usize;
+            if !self.d_labels.get(p) {
+                return None;
+            }
+            if !self.d_has_child.get(p) {
+                return Some((self.leaf(level, p), level + 1, level));
+            }
+            pos = self.child(level, p);
+            level += 1;
+        }
+        loop {
+            let end = self.sparse_end(pos);
+            let term = self.sparse_terminator(pos, end);
+            if level == key.len() {
+                return term.then(|| (self.leaf(level, pos), level, level));
+            }
+            let s = pos + term as usize;
+            let p = s + labels::find_eq(&self.s_labels, s, end, key[level])?;
+            if !self.s_has_child.get(p) {
+                return Some((self.leaf(level, p), level + 1, level));
+            }
+            pos = self.child(level, p);
+            level += 1;
+        }
+    }
+}
+
+/// Queries a batched lookup keeps in flight.
+pub(crate) const LANES: usize = 16;
+
+/// Where one query of a batched lookup stands.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// At the dense node starting at `pos`.
+    Dense(usize),
+    /// About to find where sparse node number `node` starts.
+    Select(usize),
+    /// At the sparse node starting at `pos`.
+    Sparse(usize),
+    /// Answered, or no query.
+    Idle,
+}
+
+impl Trie {
+    /// [`lookup`](Self::lookup) for many keys at once: up to [`LANES`] queries advance in turn,
+    /// one level (or one select) per turn, each turn prefetching what the query reads next, so
+    /// the cache misses of different queries overlap instead of queueing (the MLP of
+    /// mlp-data-structures.txt applied to the succinct trie). `out[i]` gets the answer for
+    /// `keys[i]` (empty keys get `None`; callers answer them beside the trie).
+    pub(crate) fn lookup_batch(&self, keys: &[&[u8]], out: &mut [Option<(usize, usize, usize)>]) {
+        debug_assert_eq!(keys.len(), out.len());
+        let mut lanes = [(0usize, 0usize, Step::Idle); LANES];
+        let mut next = 0;
+        let mut active = 0;
+        let root = if self.dense_height > 0 {
+            Step::Dense(0)
+        } else {
+            Step::Sparse(0)
+        };
+        loop {
+            for lane in lanes.iter_mut() {
+                if let Step::Idle = lane.2 {
+                    // Refill with the next non-trivial query.
+                    while next < keys.len() {
+                        let q = next;
+                        next += 1;
+                        out[q] = None;
+                        if !keys[q].is_empty() && self.height > 0 {
+                            *lane = (q, 0, root);
+                            active += 1;
+                            break;
+                        }
+                    }
+                    if let Step::Idle = lane.2 {
+                        continue;
+                    }
+                }
+                let (q, level, step) = *lane;
+                let key = keys[q];
+                let done = |lane: &mut (usize, usize, Step), active: &mut usize| {
+                    lane.2 = Step::Idle;
+                    *active -= 1;
+                };
+                match step {
+                    Step::Dense(pos) => {
+                        if level == key.len() {
+                            out[q] = self
+                                .d_is_prefix
+                                .get(pos / 256)
+                                .then(|| (self.prefix_leaf(level, pos), level, level));
+                            done(lane, &mut active);
+                            continue;
+                        }
+                        let p = pos + key[level] as usize;
+                        if !self.d_labels.get(p) {
+                            done(lane, &mut active);
+                            continue;
+                        }
+                        if !self.d_has_child.get(p) {
+                            out[q] = Some((self.leaf(level, p), level + 1, level));
+                            done(lane, &mut active);
+                            continue;
+                        }
+                        let node = self.d_has_child.rank1(p + 1);
+                        lane.1 = level + 1;
+                        if level + 1 < self.dense_height {
+                            let np = node * 256;
+                            let b = key.get(level + 1).map_or(0, |&b| b as usize);
+                            self.d_labels.prefetch(np + b);
+                            self.d_has_child.prefetch(np + b);
+                            lane.2 = Step::Dense(np);
+                        } else {
+                            self.s_louds
+                                .prefetch_select(node.wrapping_sub(self.dense_nodes));
+                            lane.2 = Step::Select(node);
+                        }
+                    }
+                    Step::Select(node) => {
+                        let start = self
+                            .s_louds
+                            .select1(node.wrapping_sub(self.dense_nodes))
+                            .unwrap_or(self.s_len);
+                        prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
+                        self.s_has_child.prefetch(start);
+                        lane.2 = Step::Sparse(start);
+                    }
+                    Step::Sparse(pos) => {
+                        let end = self.sparse_end(pos);
+                        let term = self.sparse_terminator(pos, end);
+                        if level == key.len() {
+                            out[q] = term.then(|| (self.leaf(level, pos), level, level));
+                            done(lane, &mut active);
+                            continue;
+                        }
+                        let s = pos + term as usize;
+                        let Some(i) = labels::find_eq(&self.s_labels, s, end, key[level]) else {
+                            done(lane, &mut active);
+                            continue;
+                        };
+                        let p = s + i;
+                        if !self.s_has_child.get(p) {
+                            out[q] = Some((self.leaf(level, p), level + 1, level));
+                            done(lane, &mut active);
+                            continue;
+                        }
+                        let node = self.dense_children + self.s_has_child.rank1(p + 1);
+                        self.s_louds
+                            .prefetch_select(node.wrapping_sub(self.dense_nodes));
+                        lane.1 = level + 1;
+                        lane.2 = Step::Select(node);
+                    }
+                    Step::Idle => {}
+                }
+            }
+            if active == 0 && next >= keys.len() {
+                return;
+            }
+        }
+    }
+}

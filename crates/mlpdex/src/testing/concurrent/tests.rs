@@ -1,0 +1,318 @@
+//! The harnesses on a mutex-guarded [`ModelMap`]: a correct map passes every one.
+
+use super::{churn::*, drops::*, edge_cases::*, same_key::*, stamp::*, stress::*, subject::*};
+use core::ops::{Bound, ControlFlow};
+use std::collections::BTreeMap;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::{ConcurrentOrderedMap, Error};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::OrderedMap;
+use crate::testing::ModelMap;
+
+/// A `ModelMap` behind a mutex, returning clones of replaced and removed values as the
+/// concurrent contract asks.
+struct Locked<V>(Mutex<ModelMap<V>>);
+
+impl<V> Locked<V> {
+    fn new() -> Self {
+        Locked(Mutex::new(ModelMap::new()))
+    }
+    fn lock(&self) -> MutexGuard<'_, ModelMap<V>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<V: Clone + Send + Sync> ConcurrentOrderedMap<V> for Locked<V> {
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
+        self.lock().get(key).map(f)
+    }
+    fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        let old = self.lock().insert(key, value)?;
+        // Take the value out, hand back a clone, drop the original.
+        Ok(old.clone())
+    }
+    fn remove(&self, key: &[u8]) -> Option<V> {
+        let old = self.lock().remove(key);
+        old.clone()
+    }
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+    fn memory_usage(&self) -> usize {
+        size_of::<Self>() + self.lock().memory_usage()
+    }
+    fn lower_bound_with<R>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R> {
+        self.lock().lower_bound(bound).map(|(k, v)| f(k, v))
+    }
+    fn upper_bound_with<R>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R> {
+        self.lock().upper_bound(bound).map(|(k, v)| f(k, v))
+    }
+    fn visit_range<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        Rg: crate::KeyRange,
+    {
+        for (k, v) in self.lock().range(range) {
+            if f(k, v).is_break() {
+                break;
+            }
+        }
+    }
+    fn visit_range_rev<Rg>(&self, range: Rg, mut f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        Rg: crate::KeyRange,
+    {
+        for (k, v) in self.lock().range(range).rev() {
+            if f(k, v).is_break() {
+                break;
+            }
+        }
+    }
+}
+
+fn subject<V: Clone + Send + Sync + 'static>() -> Subject<Locked<V>> {
+    Subject::new("locked model", Locked::new).with_audit(|m: &Locked<V>| {
+        let map = m.lock();
+        let keys: Vec<&[u8]> = map.iter().map(|(k, _)| k).collect();
+        if keys.is_sorted_by(|a, b| a < b) {
+            Ok(())
+        } else {
+            Err("keys out of order".to_string())
+        }
+    })
+}
+
+#[test]
+fn locked_model_passes_the_quick_stress_runs() {
+    for (sharing, seed) in [(Sharing::Partitioned, 1), (Sharing::Shared, 2)] {
+        stress(&subject(), Plan::quick(sharing, seed));
+    }
+    stress(
+        &subject(),
+        Plan {
+            writers: 3,
+            readers: 1,
+            ..Plan::quick(Sharing::Shared, 3)
+        },
+    );
+}
+
+#[test]
+fn locked_model_passes_range_visits_under_churn() {
+    range_visits_under_churn(&subject(), ChurnPlan::quick(4));
+}
+
+#[test]
+fn locked_model_drops_values_once() {
+    values_dropped_once(&subject(), 5);
+    values_dropped_once_concurrently(&subject(), 6);
+}
+
+#[test]
+fn locked_model_passes_the_edge_cases() {
+    empty_key_alone_and_with_others(&subject());
+    prefix_keys_in_every_insertion_order(&subject());
+}
+
+#[test]
+fn locked_model_passes_same_key_stress() {
+    for (keys, seed) in [(1, 7), (2, 8), (16, 9), (400, 10)] {
+        same_key_stress(&subject(), SameKeyPlan::quick(keys, seed));
+    }
+}
+
+#[test]
+fn locked_model_drops_replaced_values_while_the_key_stays() {
+    replaced_values_dropped_while_key_stays(&subject());
+}
+
+/// What a [`Faulty`] map gets wrong.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// `insert` over a present key returns `None`: the replaced value is lost.
+    LosesReplaced,
+    /// `remove` sometimes returns the removed value and stores it back: it comes out twice.
+    ReturnsTwice,
+    /// Every 50th `len()` is one less, wrapping below zero as a racy counter would.
+    LenWraps,
+    /// A key keeps its first value alive until it is removed.
+    KeepsFirstValue,
+}
+
+/// A [`Locked`] model with a [`Fault`].
+struct Faulty<V> {
+    inner: Locked<V>,
+    fault: Fault,
+    calls: AtomicUsize,
+    /// For `KeepsFirstValue`: each updated key's first value, kept until it is removed.
+    kept: Mutex<BTreeMap<Vec<u8>, V>>,
+}
+
+impl<V: Clone + Send + Sync> ConcurrentOrderedMap<V> for Faulty<V> {
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
+        self.inner.get_with(key, f)
+    }
+    fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        let mut map = self.inner.lock();
+        let old = map.insert(key, value)?;
+        let out = old.clone();
+        match (self.fault, old) {
+            (Fault::LosesReplaced, _) => return Ok(None),
+            (Fault::KeepsFirstValue, Some(old)) => {
+                self.kept.lock().unwrap().entry(key.to_vec()).or_insert(old);
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+    fn remove(&self, key: &[u8]) -> Option<V> {
+        let mut map = self.inner.lock();
+        let old = map.remove(key);
+        self.kept.lock().unwrap().remove(key);
+        let n = self.calls.fetch_add(1, Relaxed);
+        if let (Fault::ReturnsTwice, Some(v), 0) = (self.fault, &old, n % 100) {
+            map.insert(key, v.clone()).expect("the model takes any key");
+        }
+        old.clone()
+    }
+    fn len(&self) -> usize {
+        let len = self.inner.len();
+        let n = self.calls.fetch_add(1, Relaxed);
+        match self.fault {
+            Fault::LenWraps if n.is_multiple_of(50) => len.wrapping_sub(1),
+            _ => len,
+        }
+    }
+    fn memory_usage(&self) -> usize {
+        self.inner.memory_usage()
+    }
+    fn lower_bound_with<R>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R> {
+        self.inner.lower_bound_with(bound, f)
+    }
+    fn upper_bound_with<R>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R> {
+        self.inner.upper_bound_with(bound, f)
+    }
+    fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        Rg: crate::KeyRange,
+    {
+        self.inner.visit_range(range, f);
+    }
+    fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        Rg: crate::KeyRange,
+    {
+        self.inner.visit_range_rev(range, f);
+    }
+}
+
+fn faulty<V: Clone + Send + Sync + 'static>(fault: Fault) -> Subject<Faulty<V>> {
+    Subject::new(format!("{fault:?}"), move || Faulty {
+        inner: Locked::new(),
+        fault,
+        calls: AtomicUsize::new(0),
+        kept: Mutex::new(BTreeMap::new()),
+    })
+}
+
+/// The panic message of `f`, which must panic.
+fn panic_message(f: impl FnOnce()) -> String {
+    let err = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("the check passed");
+    match (err.downcast_ref::<String>(), err.downcast_ref::<&str>()) {
+        (Some(s), _) => s.clone(),
+        (None, Some(s)) => s.to_string(),
+        (None, None) => String::new(),
+    }
+}
+
+#[test]
+fn same_key_stress_catches_lost_repeated_values_and_a_wrapped_len() {
+    let msg =
+        panic_message(|| same_key_stress(&faulty(Fault::LosesReplaced), SameKeyPlan::quick(2, 11)));
+    assert!(
+        msg.contains("were lost") && !msg.contains(" 0 were lost"),
+        "{msg}"
+    );
+    let msg =
+        panic_message(|| same_key_stress(&faulty(Fault::ReturnsTwice), SameKeyPlan::quick(16, 12)));
+    // Caught by the accounting, or first by the thread that gets its own value back.
+    assert!(
+        msg.contains("came out more than once") || msg.contains("written by this thread"),
+        "{msg}"
+    );
+    let msg =
+        panic_message(|| same_key_stress(&faulty(Fault::LenWraps), SameKeyPlan::quick(1, 13)));
+    assert!(msg.contains(&format!("len() = {}", usize::MAX)), "{msg}");
+}
+
+#[test]
+fn replaced_values_check_catches_a_kept_first_value() {
+    let msg =
+        panic_message(|| replaced_values_dropped_while_key_stays(&faulty(Fault::KeepsFirstValue)));
+    assert!(
+        msg.contains("values replaced by 11 updates") && msg.contains("first ids [0]"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn stamps_round_trip() {
+    let s = Stamp {
+        counter: (1 << 40) - 1,
+        idx: 65_535,
+        writer: 255,
+    };
+    assert_eq!(Stamp::decode(s.encode()), s);
+    assert_eq!(
+        Stamp::decode(0),
+        Stamp {
+            counter: 0,
+            idx: 0,
+            writer: 0
+        }
+    );
+}
+
+#[test]
+fn subject_audit_reports_its_context() {
+    let s: Subject<Locked<u64>> =
+        Subject::new("broken", Locked::new).with_audit(|_| Err("bad".to_string()));
+    let map = s.make();
+    let err = panic::catch_unwind(AssertUnwindSafe(|| s.audit(&map, "here")))
+        .expect_err("the audit passed");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert_eq!(msg, "[broken] here: the invariant check failed: bad");
+    assert!(format!("{s:?}").contains("broken"));
+    fn panicky(_: &Locked<u64>) {
+        panic!("bad {}", 1);
+    }
+    let s: Subject<Locked<u64>> = Subject::new("panicky", Locked::new).with_audit(panicky);
+    let err = panic::catch_unwind(AssertUnwindSafe(|| s.audit(&map, "there")))
+        .expect_err("the audit passed");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert_eq!(
+        msg,
+        "[panicky] there: the invariant check failed: panicked: bad 1"
+    );
+    let s: Subject<Locked<u64>> = Subject::new("fine", Locked::new).with_audit(|_| ());
+    s.audit(&map, "anywhere");
+}
