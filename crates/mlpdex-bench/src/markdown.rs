@@ -78,6 +78,7 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
         let filters = rs
             .iter()
             .any(|r| r.fpr.is_some() || r.bits_per_key.is_some());
+        let hope = rs.iter().any(|r| r.compression_rate.is_some());
         let reference = rs
             .iter()
             .find(|r| r.index == "btreemap")

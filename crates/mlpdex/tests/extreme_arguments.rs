@@ -159,7 +159,7 @@ fn mlp_index_refuses_non_finite_load_factors() {
             assert!(
                 matches!(
                     MlpIndex::with_config(MlpConfig {
-                        max_load_factor: f,
+                        max_load_factor: Some(f),
                         ..MlpConfig::with_layout(layout)
                     }),
                     Err(Error::InvalidConfig { .. })

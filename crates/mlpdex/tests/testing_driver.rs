@@ -39,6 +39,7 @@ impl DoubleEndedIterator for StdRange<'_> {
 }
 
 impl OrderedMap<u64> for StdMap {
+    type Key<'a> = &'a [u8];
     type Range<'a> = StdRange<'a>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {

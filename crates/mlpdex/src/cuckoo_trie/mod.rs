@@ -572,6 +572,11 @@ impl<V> DoubleEndedIterator for Range<'_, V> {
 
 /// Forwards to the inherent methods of [`CuckooTrie`].
 impl<V> OrderedMap<V> for CuckooTrie<V> {
+    type Key<'a>
+        = &'a [u8]
+    where
+        V: 'a;
+
     type Range<'a>
         = Range<'a, V>
     where
