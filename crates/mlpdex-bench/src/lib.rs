@@ -50,6 +50,7 @@ pub mod dataset;
 pub mod exec;
 pub mod filter;
 pub mod keys;
+pub mod markdown;
 pub mod ours;
 pub mod probe;
 pub mod record;

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use mlpdex_bench::exec::{Mode, Plan, PlanSpec};
 use mlpdex_bench::record::Record;
 use mlpdex_bench::workload::{Distribution, Workload};
-use mlpdex_bench::{alloc, dataset, exec, filter, probe, registry, report, table};
+use mlpdex_bench::{alloc, dataset, exec, filter, markdown, probe, registry, report, table};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -43,6 +43,22 @@ enum Command {
         #[arg(long)]
         json: PathBuf,
         /// Directory for the SVG files.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Write Markdown tables from a JSON results file (for docs: numbers are generated, not
+    /// typed), optionally side by side with an older results file.
+    Markdown {
+        /// JSON-lines results file written by `run --json` or `filter --json`.
+        #[arg(long)]
+        json: PathBuf,
+        /// An older results file of the same measurements, to compare with.
+        #[arg(long)]
+        before: Option<PathBuf>,
+        /// The document's title.
+        #[arg(long, default_value = "Measured results")]
+        title: String,
+        /// Markdown file to write.
         #[arg(long)]
         out: PathBuf,
     },
@@ -233,6 +249,17 @@ fn main() -> Result<()> {
         Command::MlpProbe(args) => mlp_probe(args),
         Command::Filter(args) => filter_bench(args),
         Command::Hope(args) => hope_bench(args),
+        Command::Markdown {
+            json,
+            before,
+            title,
+            out,
+        } => {
+            let md = markdown::render(&json, before.as_deref(), &title)?;
+            std::fs::write(&out, md).with_context(|| format!("writing {}", out.display()))?;
+            println!("{}", out.display());
+            Ok(())
+        }
         Command::Report { json, out } => {
             let files = report::write_report(&json, &out)?;
             for f in files {

@@ -337,7 +337,7 @@ fn record_key(r: &Record) -> RecordKey {
 
 /// Keeps the last record of each identity, at the position where the identity first appeared
 /// (so workloads keep the order in which the harness ran them).
-fn dedup_last(records: Vec<Record>) -> Vec<Record> {
+pub(crate) fn dedup_last(records: Vec<Record>) -> Vec<Record> {
     let mut at: HashMap<RecordKey, usize> = HashMap::new();
     let mut out: Vec<Record> = Vec::with_capacity(records.len());
     for r in records {

@@ -10,8 +10,9 @@
 //! | [`RangeFilter`] | built once | none | approximate membership (SuRF) |
 //!
 //! Keys are byte strings compared lexicographically (see [`crate::key`]). Ranges are given as any
-//! [`RangeBounds`] over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, or a pair of
-//! `Bound<&[u8]>`); an empty or inverted range yields nothing, where `BTreeMap::range` would panic.
+//! [`KeyRange`]: `..`, a std range over a byte-like type (`&[u8]`, `Vec<u8>`, `&str`, …) or a
+//! pair of `Bound`s; an empty or inverted range yields nothing, where `BTreeMap::range` would
+//! panic.
 //!
 //! Insertion returns `Result` because a structure may refuse a key it cannot hold (for example
 //! [`Error::KeyWidth`] for an integer-only map) or fail to get memory; no method panics on input.
@@ -21,6 +22,7 @@
 //! allocation or a reference count per entry. Structures add richer iterators inherently.
 
 use crate::KeyRange;
+use core::fmt;
 use core::ops::{Bound, ControlFlow};
 
 use crate::Error;
@@ -30,9 +32,36 @@ use crate::Error;
 /// Mirrors `BTreeMap<Vec<u8>, V>`: `get`, `insert` returning the previous value, `remove`, `len`,
 /// `first`/`last`, seeks ([`lower_bound`](Self::lower_bound), [`upper_bound`](Self::upper_bound)),
 /// and forward and reverse iteration over any range.
+///
+/// Keys go in as `&[u8]` and come out as [`Key`](Self::Key): a map that stores its keys'
+/// bytes lends them (`&'a [u8]` for [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)); a map that
+/// rebuilds keys from its layout hands out owned bytes (`[u8; 8]` for
+/// [`MlpIndex`](crate::mlp_index::MlpIndex), whose `u64` keys are big-endian byte strings).
+/// Generic code reads either through `AsRef<[u8]>`:
+///
+/// ```
+/// use mlpdex::OrderedMap;
+/// use mlpdex::cuckoo_trie::CuckooTrie;
+/// use mlpdex::mlp_index::MlpIndex;
+///
+/// fn keys<M: OrderedMap<u64>>(m: &M) -> Vec<Vec<u8>> {
+///     m.iter().map(|(k, _)| k.as_ref().to_vec()).collect()
+/// }
+/// let mut t = CuckooTrie::new();
+/// OrderedMap::insert(&mut t, b"b", 2).unwrap();
+/// let mut m = MlpIndex::new();
+/// OrderedMap::insert(&mut m, &7u64.to_be_bytes(), 1).unwrap();
+/// assert_eq!(keys(&t), [b"b".to_vec()]);
+/// assert_eq!(keys(&m), [7u64.to_be_bytes().to_vec()]);
+/// ```
 pub trait OrderedMap<V> {
+    /// A key as the map hands it out: its bytes, in the order the map sorts them.
+    type Key<'a>: AsRef<[u8]> + Copy + fmt::Debug
+    where
+        Self: 'a;
+
     /// Iterator over `(key, value)` pairs of a range in key order, from both ends.
-    type Range<'a>: DoubleEndedIterator<Item = (&'a [u8], &'a V)>
+    type Range<'a>: DoubleEndedIterator<Item = (Self::Key<'a>, &'a V)>
     where
         Self: 'a,
         V: 'a;
@@ -76,24 +105,24 @@ pub trait OrderedMap<V> {
     }
 
     /// The smallest key and its value.
-    fn first(&self) -> Option<(&[u8], &V)> {
+    fn first(&self) -> Option<(Self::Key<'_>, &V)> {
         self.iter().next()
     }
 
     /// The largest key and its value.
-    fn last(&self) -> Option<(&[u8], &V)> {
+    fn last(&self) -> Option<(Self::Key<'_>, &V)> {
         self.iter().next_back()
     }
 
     /// Seek: the first entry whose key is within `bound` from below — `≥ k` for `Included(k)`,
     /// `> k` for `Excluded(k)`, the first entry for `Unbounded`.
-    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Self::Key<'_>, &V)> {
         self.range((bound, Bound::Unbounded)).next()
     }
 
     /// Predecessor seek: the last entry whose key is `≤ k` for `Included(k)`, `< k` for
     /// `Excluded(k)`, the last entry for `Unbounded`.
-    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Self::Key<'_>, &V)> {
         self.range((Bound::Unbounded, bound)).next_back()
     }
 }

@@ -1,35 +1,30 @@
-//! # mlpdex: in-memory ordered indexes that use memory-level parallelism and approach the space limit
+#![doc = include_str!("../../../README.md")]
 //!
-//! A lookup in a pointer-chasing index is a chain of dependent DRAM reads, each costing hundreds
-//! of nanoseconds, while a modern core could keep 10–30 independent reads in flight. mlpdex
-//! collects indexes designed around that fact (hashed tries searched with parallel probes,
-//! prefetching iterators) and around the other cost of indexes, memory (succinct tries and
-//! order-preserving key compression), under one API and one benchmark harness
-//! (`mlpdex-bench`).
+//! # Modules
 //!
-//! ## Layout
-//!
-//! - [`api`]: the traits every structure implements: [`OrderedMap`], [`ConcurrentOrderedMap`],
-//!   [`StaticMap`] with [`StaticMapBuilder`], and [`RangeFilter`].
+//! - [`api`]: the traits the structures share, each forwarding to the structures' inherent
+//!   methods: [`OrderedMap`], [`ConcurrentOrderedMap`], [`StaticMap`] with
+//!   [`StaticMapBuilder`] and [`RangeCursor`], and [`RangeFilter`].
 //! - [`cuckoo_trie`]: the Cuckoo Trie, an ordered map for byte-string keys whose lookups
-//!   prefetch all trie levels in parallel; single-threaded and concurrent front ends.
-//! - [`mlp_index`]: MlpIndex, the ordered map of `u64` keys that probes every trie level of a
-//!   key at once.
-//! - [`skiplist`]: a lock-free skip list of byte-string keys whose iterator prefetches ahead
-//!   along the towers, so long scans overlap their DRAM misses.
-//! - [`fst`]: the Fast Succinct Trie, a static ordered map in about ten bits per trie node
-//!   (LOUDS-Dense over LOUDS-Sparse), serializable.
-//! - [`surf`]: SuRF, the succinct range filter on the FST trie (point and range queries,
-//!   approximate counts, no false negatives).
-//! - [`key`]: key order, `u64` ↔ big-endian key helpers, range-bound helpers.
+//!   prefetch all trie levels in parallel: [`cuckoo_trie::CuckooTrie`] (one thread, the full
+//!   `BTreeMap` API) and [`cuckoo_trie::ConcurrentCuckooTrie`] (lock-free readers).
+//! - [`mlp_index`]: [`mlp_index::MlpIndex`], the ordered map of `u64` keys that probes every
+//!   trie level of a key at once.
+//! - [`skiplist`]: [`skiplist::SkipList`], a lock-free skip list of byte-string keys whose
+//!   iterator prefetches ahead along the towers, so long scans overlap their DRAM misses.
+//! - [`fst`]: [`fst::Fst`], the Fast Succinct Trie, a static ordered map in about ten bits per
+//!   trie node (LOUDS-Dense over LOUDS-Sparse), serializable.
+//! - [`surf`]: [`surf::Surf`], the succinct range filter on the FST's trie (point and range
+//!   queries, approximate counts, no false negatives).
+//! - [`hope`]: order-preserving key compression ([`hope::Encoder`]) and [`hope::Hope`], which
+//!   puts an encoder in front of any of the maps above.
+//! - [`key`]: key order, the [`KeyRange`] argument of every range method, and `u64` ↔
+//!   big-endian key conversions.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
-//! - [`substrate`]: huge-page regions, prefetch, hashing, bit vectors.
-//! - `testing` (feature `testing`): the differential-test driver every structure's tests use.
 //!
-//! Structures land one module each, with a `raw` core under a safe front end; see the README's
-//! status table.
+//! Each structure is a `raw` core (layout, `unsafe`, SIMD, protocol) under a safe front end.
 //!
-//! ## Keys
+//! # Keys
 //!
 //! Keys are byte strings ordered lexicographically, a proper prefix first. The empty key, every
 //! byte value including 0x00 and 0xFF, prefix keys stored together and keys of several KiB are
@@ -47,7 +42,11 @@ pub mod mlp_index;
 pub mod skiplist;
 pub mod substrate;
 mod succinct;
+mod sync;
+// Test support for the crate's own tests (turned on for them by the self dev-dependency in
+// Cargo.toml) and for downstream crates wrapping an index; not part of the documented API.
 #[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
 pub mod testing;
 
 pub use api::{

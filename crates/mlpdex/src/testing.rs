@@ -103,7 +103,10 @@
 //! passes a correct map and catches wrong ones.
 //!
 //! The module exists under `cfg(test)` and with the `testing` feature, which also brings in
-//! proptest (re-exported as [`proptest`](mod@proptest)).
+//! proptest (re-exported as [`proptest`](mod@proptest)). The crate's own integration tests get
+//! the feature from a dev-dependency of the crate on itself, so a plain `cargo test` runs them;
+//! a downstream crate turns it on in its `[dev-dependencies]`. The module is hidden from the
+//! crate's documentation: it is test support, not part of the indexes' API.
 //!
 //! Multi-threaded checks of [`ConcurrentOrderedMap`] implementations (stress with
 //! linearizability checks, range visits under churn, values dropped exactly once) are in

@@ -1,4 +1,4 @@
-#![cfg(all(feature = "testing", target_os = "linux"))]
+#![cfg(target_os = "linux")]
 //! Long churn at a stable key count: nothing leaks, and memory stays flat.
 //!
 //! Every map of the crate that stores values is driven through millions of operations that
@@ -31,7 +31,7 @@
 //! - `small_churn_*` (not ignored, for CI): 10,000 keys, 100,000 operations, 4 checkpoints.
 //! - `churn_*_10m` (ignored): 100,000 keys, 10⁷ operations after a warm-up of 10⁶, 10
 //!   checkpoints; a few minutes each at most:
-//!   `cargo test --release -p mlpdex --all-features --test churn -- --ignored --nocapture`.
+//!   `cargo test --release -p mlpdex --test churn -- --ignored --nocapture`.
 
 use std::sync::atomic::AtomicIsize;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};

@@ -1,7 +1,6 @@
-#![cfg(feature = "testing")]
 //! Integration tests of [`mlpdex::cuckoo_trie::ConcurrentCuckooTrie`] through the
-//! [`ConcurrentOrderedMap`] API (needs the `testing` feature:
-//! `cargo test -p mlpdex --release --features testing --test concurrent_cuckoo_trie`).
+//! [`ConcurrentOrderedMap`] API
+//! (`cargo test -p mlpdex --release --test concurrent_cuckoo_trie`).
 //!
 //! The multi-threaded and edge-case checks are the generic harnesses of
 //! [`mlpdex::testing::concurrent`], which every concurrent map of the crate runs; this file

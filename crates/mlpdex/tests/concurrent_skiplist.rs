@@ -1,6 +1,5 @@
-#![cfg(feature = "testing")]
-//! Multi-threaded tests of [`mlpdex::skiplist::SkipList`] (needs the `testing` feature:
-//! `cargo test -p mlpdex --release --features testing --test concurrent_skiplist`).
+//! Multi-threaded tests of [`mlpdex::skiplist::SkipList`]
+//! (`cargo test -p mlpdex --release --test concurrent_skiplist`).
 //!
 //! The generic harnesses of [`mlpdex::testing::concurrent`], which every concurrent map of the
 //! crate runs, get the skip list as a [`Subject`] (a list made with a given prefetch depth `K`,

@@ -1,13 +1,12 @@
-#![cfg(feature = "testing")]
-//! Integration tests of [`mlpdex::cuckoo_trie::CuckooTrie`] through its public API (needs the
-//! `testing` feature: `cargo test -p mlpdex --features testing --test cuckoo_trie`).
+//! Integration tests of [`mlpdex::cuckoo_trie::CuckooTrie`] through its public API
+//! (`cargo test -p mlpdex --test cuckoo_trie`).
 //!
 //! What is covered:
 //!
 //! 1. **Differential runs** against the `BTreeMap` oracle of the testing driver for every
 //!    [`KeyShape`] (the byte-string shapes and `U64`), several seeds each, with the default
-//!    [`Config`], with a config that grows the table often (`initial_buckets: 1`, which the map
-//!    rounds up to one 4 KiB page, and `max_load_factor: 0.5`) and with each `symbol_bits` in
+//!    [`Config`], with a config that grows the table often (`initial_buckets: 1`, a one-bucket
+//!    table from the allocator, and `max_load_factor: 0.5`) and with each `symbol_bits` in
 //!    `1..=5`. Each run is followed by an *audited churn*: a hand-written insert/remove sequence
 //!    compared step by step with a `BTreeMap`, calling `check_invariants()` every
 //!    [`AUDIT_EVERY`] steps, then comparing full forward and reverse iteration, seeks and ranges
@@ -46,13 +45,13 @@ use std::fmt::{self, Debug};
 use std::ops::Bound;
 use std::rc::Rc;
 
+use mlpdex::Error;
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
 use mlpdex::key::{Escaped, is_empty_range, show_bound};
 use mlpdex::testing::{
     KeyShape, TestRng, arb_key, arb_ops, arb_ops_with, arb_u64_key, permutations, run_ops,
     try_differential_ordered,
 };
-use mlpdex::{Error, OrderedMap};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -2253,4 +2252,370 @@ fn check_invariants_memory_is_linear_in_shared_prefix() {
          its peak; the map owns {owned} bytes (limit {limit})",
         n - 1
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// BTreeMap parity: the std-shaped API against `BTreeMap<Vec<u8>, u64>`
+// ---------------------------------------------------------------------------------------------
+
+/// The whole map equals the model: entries both ways, keys, values, lengths, `Debug`, `==`.
+fn check_parity(map: &CuckooTrie<u64>, model: &BTreeMap<Vec<u8>, u64>, ctx: &str) {
+    let got: Vec<(Vec<u8>, u64)> = map.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+    let want: Vec<(Vec<u8>, u64)> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    assert_eq!(got, want, "{ctx}: iter");
+    let keys: Vec<&[u8]> = map.keys().rev().collect();
+    let want_keys: Vec<&[u8]> = model.keys().rev().map(Vec::as_slice).collect();
+    assert_eq!(keys, want_keys, "{ctx}: keys().rev()");
+    let values: Vec<u64> = map.values().copied().collect();
+    assert_eq!(
+        values,
+        model.values().copied().collect::<Vec<_>>(),
+        "{ctx}: values"
+    );
+    assert_eq!(map.len(), model.len(), "{ctx}: len");
+    let by_ref: Vec<(&[u8], &u64)> = map.into_iter().collect();
+    assert_eq!(by_ref.len(), model.len(), "{ctx}: &map into_iter");
+    let want_debug = format!(
+        "{{{}}}",
+        model
+            .iter()
+            .map(|(k, v)| format!("{:?}: {v:?}", Escaped(k)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    assert_eq!(format!("{map:?}"), want_debug, "{ctx}: Debug");
+}
+
+/// One random step of the std-shaped API, mirrored on the model.
+fn parity_step(
+    map: &mut CuckooTrie<u64>,
+    model: &mut BTreeMap<Vec<u8>, u64>,
+    rng: &mut TestRng,
+    shape: KeyShape,
+    ctx: &str,
+) {
+    // Half the time a stored key, so occupied entries and removals are common.
+    let key = if !model.is_empty() && rng.chance(0.5) {
+        let i = rng.below(model.len() as u64) as usize;
+        model.keys().nth(i).expect("in range").clone()
+    } else {
+        shape.gen_key(rng)
+    };
+    let v = rng.next_u64() >> 1;
+    match rng.below(16) {
+        0 => assert_eq!(
+            *map.entry(&key).or_insert(v),
+            *model.entry(key.clone()).or_insert(v),
+            "{ctx}: or_insert"
+        ),
+        1 => assert_eq!(
+            *map.entry(&key).and_modify(|x| *x += 1).or_default(),
+            *model
+                .entry(key.clone())
+                .and_modify(|x| *x += 1)
+                .or_default(),
+            "{ctx}: and_modify.or_default"
+        ),
+        2 => {
+            let f = |k: &[u8]| k.len() as u64 * 3;
+            let got = *map.entry(&key).or_insert_with_key(|k| f(k));
+            let want = *model.entry(key.clone()).or_insert_with_key(|k| f(k));
+            assert_eq!(got, want, "{ctx}: or_insert_with_key");
+        }
+        3 => match (map.entry(&key), model.entry(key.clone())) {
+            (
+                mlpdex::cuckoo_trie::Entry::Occupied(mut o),
+                std::collections::btree_map::Entry::Occupied(mut m),
+            ) => {
+                assert_eq!(
+                    (o.key(), o.get()),
+                    (m.key().as_slice(), m.get()),
+                    "{ctx}: occupied"
+                );
+                match rng.below(4) {
+                    0 => assert_eq!(o.insert(v), m.insert(v), "{ctx}: occupied insert"),
+                    1 => assert_eq!(o.remove(), m.remove(), "{ctx}: occupied remove"),
+                    2 => assert_eq!(o.remove_entry(), m.remove_entry(), "{ctx}: remove_entry"),
+                    _ => {
+                        *o.get_mut() ^= 5;
+                        *m.get_mut() ^= 5;
+                        assert_eq!(*o.into_mut(), *m.into_mut(), "{ctx}: into_mut");
+                    }
+                }
+            }
+            (
+                mlpdex::cuckoo_trie::Entry::Vacant(e),
+                std::collections::btree_map::Entry::Vacant(m),
+            ) => {
+                assert_eq!(e.key(), m.key().as_slice(), "{ctx}: vacant key");
+                assert_eq!(*e.insert(v), *m.insert(v), "{ctx}: vacant insert");
+            }
+            _ => panic!("{ctx}: entry kinds differ for {}", Escaped(&key)),
+        },
+        4 => assert_eq!(map.pop_first(), model.pop_first(), "{ctx}: pop_first"),
+        5 => assert_eq!(map.pop_last(), model.pop_last(), "{ctx}: pop_last"),
+        6 => {
+            let salt = rng.next_u64();
+            let keep = |k: &[u8], v: &mut u64| {
+                *v = v.wrapping_add(1);
+                !(mix64(*v ^ salt) ^ k.len() as u64).is_multiple_of(4)
+            };
+            map.retain(|k, v| keep(k, v));
+            model.retain(|k, v| keep(k, v));
+        }
+        7 => {
+            // Mutable ranges from both ends, meeting in the middle.
+            let other = shape.gen_key(rng);
+            let (lo, hi) = if key <= other {
+                (key, other)
+            } else {
+                (other, key)
+            };
+            let mut it = map.range_mut(lo.as_slice()..=hi.as_slice());
+            let mut mit = model.range_mut(lo.clone()..=hi.clone());
+            loop {
+                let back = rng.chance(0.5);
+                let (g, w) = if back {
+                    (it.next_back(), mit.next_back())
+                } else {
+                    (it.next(), mit.next())
+                };
+                match (g, w) {
+                    (Some((gk, gv)), Some((wk, wv))) => {
+                        assert_eq!(gk, wk.as_slice(), "{ctx}: range_mut key");
+                        *gv = gv.wrapping_mul(3);
+                        *wv = wv.wrapping_mul(3);
+                    }
+                    (None, None) => break,
+                    (g, w) => panic!(
+                        "{ctx}: range_mut {:?} vs {:?}",
+                        g.map(|x| x.1),
+                        w.map(|x| x.1)
+                    ),
+                }
+            }
+        }
+        8 => {
+            for (x, y) in map.values_mut().zip(model.values_mut()) {
+                *x ^= 1;
+                *y ^= 1;
+            }
+            for ((_, x), (_, y)) in (&mut *map).into_iter().rev().zip(model.iter_mut().rev()) {
+                *x = x.wrapping_add(7);
+                *y = y.wrapping_add(7);
+            }
+        }
+        9 => {
+            let pairs: Vec<(Vec<u8>, u64)> = (0..rng.below(4))
+                .map(|i| (shape.gen_key(rng), v + i))
+                .collect();
+            if rng.chance(0.5) {
+                map.extend(pairs.iter().map(|(k, v)| (k.as_slice(), *v)));
+            } else {
+                assert_eq!(map.try_extend(pairs.clone()), Ok(()), "{ctx}: try_extend");
+            }
+            model.extend(pairs);
+        }
+        10 => {
+            assert_eq!(
+                map.get_key_value(&key),
+                model.get_key_value(&key).map(|(k, v)| (k.as_slice(), v)),
+                "{ctx}: get_key_value"
+            );
+            if let Some(want) = model.get(&key) {
+                assert_eq!(map[key.as_slice()], *want, "{ctx}: Index");
+            }
+            let first = model.first_key_value().map(|(k, v)| (k.as_slice(), v));
+            assert_eq!(map.first_key_value(), first, "{ctx}: first_key_value");
+            let last = model.last_key_value().map(|(k, v)| (k.as_slice(), v));
+            assert_eq!(map.last_key_value(), last, "{ctx}: last_key_value");
+        }
+        11 => assert_eq!(
+            map.remove_entry(&key),
+            model.remove_entry(&key),
+            "{ctx}: remove_entry"
+        ),
+        12 => {
+            let mut c = map.clone();
+            audit(&c, ctx);
+            assert!(c == *map, "{ctx}: clone == original");
+            c.insert(&key, v ^ 0xFFFF).unwrap();
+            let differs = model.get(&key) != Some(&(v ^ 0xFFFF));
+            assert_eq!(c != *map, differs, "{ctx}: clone after a change");
+        }
+        13 => map.reserve(rng.below(2000) as usize),
+        _ => assert_eq!(
+            map.insert(&key, v).unwrap(),
+            model.insert(key, v),
+            "{ctx}: insert"
+        ),
+    }
+}
+
+fn parity_run(cfg: fn() -> Config, shape: KeyShape, seed: u64, steps: usize) {
+    let ctx = format!("parity {shape:?} seed {seed}");
+    let mut map: CuckooTrie<u64> = trie(cfg());
+    let mut model = BTreeMap::new();
+    let mut rng = TestRng::new(seed);
+    for step in 0..steps {
+        let ctx = format!("{ctx} step {step}");
+        parity_step(&mut map, &mut model, &mut rng, shape, &ctx);
+        if step % 25 == 0 {
+            check_parity(&map, &model, &ctx);
+            audit(&map, &ctx);
+        }
+    }
+    check_parity(&map, &model, &ctx);
+    audit(&map, &ctx);
+    // FromIterator from the model's pairs (`&[u8]` keys), and `==` with the map.
+    let collected: CuckooTrie<u64> = model.iter().map(|(k, v)| (k.as_slice(), *v)).collect();
+    assert!(collected == map, "{ctx}: collect == map");
+    // Owned iteration, alternating ends, against the model's.
+    let mut it = map.clone().into_iter();
+    let mut mit = model.clone().into_iter();
+    assert_eq!(it.len(), mit.len(), "{ctx}: into_iter len");
+    loop {
+        let (g, w) = if rng.chance(0.5) {
+            (it.next_back(), mit.next_back())
+        } else {
+            (it.next(), mit.next())
+        };
+        assert_eq!(g, w, "{ctx}: into_iter");
+        if g.is_none() {
+            break;
+        }
+    }
+    let keys: Vec<Vec<u8>> = map.clone().into_keys().collect();
+    assert_eq!(
+        keys,
+        model.keys().cloned().collect::<Vec<_>>(),
+        "{ctx}: into_keys"
+    );
+    let values: Vec<u64> = map.into_values().rev().collect();
+    assert_eq!(
+        values,
+        model.values().rev().copied().collect::<Vec<_>>(),
+        "{ctx}: into_values"
+    );
+}
+
+#[test]
+fn btreemap_parity_differential() {
+    for shape in all_shapes() {
+        let steps = if shape == KeyShape::Long { 150 } else { 600 };
+        for seed in [1, 2] {
+            parity_run(default_config, shape, seed, steps);
+        }
+        parity_run(smallest_table_config, shape, 3, steps);
+    }
+}
+
+#[test]
+fn into_iter_and_drain_paths_drop_every_value_once() {
+    let live = Rc::new(());
+    let mut map: CuckooTrie<Rc<()>> = CuckooTrie::new();
+    for i in 0..300u32 {
+        map.insert(&i.to_be_bytes(), Rc::clone(&live)).unwrap();
+    }
+    let mut it = map.clone().into_iter();
+    assert_eq!(Rc::strong_count(&live), 601);
+    let (k, v) = it.next().unwrap();
+    assert_eq!(k, 0u32.to_be_bytes());
+    drop(v);
+    assert_eq!(
+        it.next_back().map(|(k, _)| k),
+        Some(299u32.to_be_bytes().to_vec())
+    );
+    assert_eq!(Rc::strong_count(&live), 599);
+    drop(it);
+    assert_eq!(
+        Rc::strong_count(&live),
+        301,
+        "a half-used IntoIter drops the rest"
+    );
+    map.retain(|k, _| k[3] % 2 == 0);
+    assert_eq!(Rc::strong_count(&live), 151);
+    assert_eq!(map.into_values().count(), 150);
+    assert_eq!(Rc::strong_count(&live), 1);
+}
+
+#[test]
+#[should_panic(expected = "no entry for the key")]
+fn index_panics_on_a_missing_key() {
+    let map: CuckooTrie<u64> = [("a", 1)].into_iter().collect();
+    assert_eq!(map["a"], 1);
+    let _ = map[b"b"];
+}
+
+#[test]
+fn over_long_keys_in_the_std_shaped_api() {
+    let long = vec![7u8; CuckooTrie::<u64>::MAX_KEY_LEN + 1];
+    let mut map: CuckooTrie<u64> = CuckooTrie::new();
+    assert!(matches!(
+        map.try_entry(&long),
+        Err(Error::KeyTooLong { .. })
+    ));
+    let r = map.try_extend([(b"ok".as_slice(), 1), (long.as_slice(), 2), (b"never", 3)]);
+    assert!(matches!(r, Err(Error::KeyTooLong { .. })));
+    assert_eq!(
+        map.keys().collect::<Vec<_>>(),
+        [b"ok"],
+        "pairs before the error stay"
+    );
+    let entry = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        map.entry(&long).or_insert(0);
+    }));
+    assert!(entry.is_err(), "entry() panics on an over-long key");
+    let extend = std::panic::catch_unwind(|| {
+        let mut m: CuckooTrie<u64> = CuckooTrie::new();
+        m.extend([(long.clone(), 1)]);
+    });
+    assert!(extend.is_err(), "extend() panics on an over-long key");
+}
+
+#[test]
+fn empty_map_fits_in_4_kib() {
+    let map = CuckooTrie::<u64>::new();
+    assert!(
+        map.memory_usage() <= PAGE,
+        "an empty map owns {} bytes",
+        map.memory_usage()
+    );
+    assert_eq!(map.mapped_bytes(), 0, "an empty map maps no page");
+    let mut map = map;
+    for i in 0..10_000u64 {
+        map.insert(&mix64(i).to_be_bytes(), i).unwrap();
+    }
+    map.clear();
+    assert!(
+        map.memory_usage() <= PAGE,
+        "a cleared map owns {} bytes",
+        map.memory_usage()
+    );
+}
+
+#[test]
+fn with_capacity_does_not_grow_while_filling() {
+    let n = 20_000u64;
+    let mut map: CuckooTrie<u64> = CuckooTrie::with_capacity(n as usize);
+    let reserved = map.mapped_bytes();
+    assert!(
+        reserved >= 64 * (n as usize) / 4,
+        "table of {reserved} bytes for {n} keys"
+    );
+    for i in 0..n {
+        map.insert(&mix64(i).to_be_bytes(), i).unwrap();
+    }
+    assert_eq!(
+        map.mapped_bytes(),
+        reserved,
+        "the table grew despite the reservation"
+    );
+    audit(&map, "with_capacity");
+    // reserve on a filled map keeps every entry.
+    map.reserve(5 * n as usize);
+    assert!(map.mapped_bytes() > reserved);
+    audit(&map, "reserve");
+    assert_eq!(map.len(), n as usize);
+    assert!((0..n).all(|i| map.get(&mix64(i).to_be_bytes()) == Some(&i)));
 }

@@ -160,7 +160,7 @@ fn mlp_index_refuses_non_finite_load_factors() {
                 matches!(
                     MlpIndex::with_config(MlpConfig {
                         layout,
-                        max_load_factor: f
+                        max_load_factor: Some(f)
                     }),
                     Err(Error::InvalidConfig { .. })
                 ),

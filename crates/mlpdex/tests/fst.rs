@@ -1,6 +1,5 @@
-#![cfg(feature = "testing")]
-//! Integration tests of [`mlpdex::fst::Fst`] through its public API (needs the `testing`
-//! feature: `cargo test -p mlpdex --features testing --test fst`).
+//! Integration tests of [`mlpdex::fst::Fst`] through its public API
+//! (`cargo test -p mlpdex --test fst`).
 //!
 //! 1. **Differential runs**: maps built from key sets of every [`KeyShape`] (several seeds and
 //!    sizes), under several dense ratios (all dense, default, all sparse) and both key storages,

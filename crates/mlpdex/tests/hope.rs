@@ -1,7 +1,6 @@
-#![cfg(feature = "testing")]
 //! Integration tests of [`mlpdex::hope`], the order-preserving key encoder, and of the [`Hope`]
-//! wrapper, through the public API (needs the `testing` feature:
-//! `cargo test -p mlpdex --release --features testing --test hope`).
+//! wrapper, through the public API
+//! (`cargo test -p mlpdex --release --test hope`).
 //!
 //! Encoders are built for every [`Scheme`] × dictionary limit (257, 1000, 65,536; the
 //! fixed-interval schemes ignore the limit) from ten samples: empty, e-mail-like keys (random

@@ -1,5 +1,5 @@
-//! Tests of [`mlpdex::skiplist::SkipList`] (needs the `testing` feature:
-//! `cargo test -p mlpdex --release --features testing --test skiplist`).
+//! Tests of [`mlpdex::skiplist::SkipList`]
+//! (`cargo test -p mlpdex --release --test skiplist`).
 //!
 //! 1. **Differential runs** against the `BTreeMap` oracle of the testing driver, single-threaded
 //!    through the `&self` API, for every [`KeyShape`] and every prefetch depth `K` in 0..=6,

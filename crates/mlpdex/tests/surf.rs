@@ -1,5 +1,4 @@
-#![cfg(feature = "testing")]
-//! Integration tests of [`mlpdex::surf::Surf`] (needs the `testing` feature).
+//! Integration tests of [`mlpdex::surf::Surf`] (`cargo test -p mlpdex --test surf`).
 //!
 //! 1. **No false negatives**, for every kind (Base, Hash, Real, Mixed at several widths) over
 //!    every [`KeyShape`], several seeds and sizes, and dense ratios: every stored key passes

@@ -1,12 +1,9 @@
 //! The differential-test driver used from outside the crate, as a structure's integration tests
-//! or a downstream crate would use it (needs the `testing` feature:
-//! `cargo test -p mlpdex --features testing`).
+//! or a downstream crate would use it (`cargo test -p mlpdex --test testing_driver`).
 //!
 //! The map under test here wraps `std::collections::BTreeMap`, an implementation independent of
 //! the driver's own `ModelMap`, so these tests also cross-check the driver's oracle handling
 //! (empty and inverted ranges in particular) against a second implementation.
-
-#![cfg(feature = "testing")]
 
 use mlpdex::KeyRange;
 use std::collections::{BTreeMap, btree_map};
@@ -42,6 +39,7 @@ impl DoubleEndedIterator for StdRange<'_> {
 }
 
 impl OrderedMap<u64> for StdMap {
+    type Key<'a> = &'a [u8];
     type Range<'a> = StdRange<'a>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {

@@ -3,8 +3,8 @@
 
 use std::ops::Bound;
 
+use mlpdex::ConcurrentOrderedMap;
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
-use mlpdex::{ConcurrentOrderedMap, OrderedMap};
 
 use crate::adapter::{BenchIndex, Caps, fold};
 use crate::keys::Keys;

@@ -1,6 +1,27 @@
 //! The Cuckoo Trie: an ordered map whose lookups read all trie levels in parallel
 //! (Zeitak and Morrison, SOSP 2021; `cuckoo-trie.txt`).
 //!
+//! ```
+//! use mlpdex::cuckoo_trie::CuckooTrie;
+//!
+//! let mut t = CuckooTrie::new();
+//! t.insert(b"apple", 3)?;
+//! t.insert(b"banana", 5)?;
+//! t.insert(b"cherry", 7)?;
+//! assert_eq!(t.get(b"banana"), Some(&5));
+//!
+//! // Keys in ["a", "c"), in order; no trait import, no turbofish.
+//! let a_to_c: Vec<(&[u8], &i32)> = t.range("a".."c").collect();
+//! assert_eq!(a_to_c, [(&b"apple"[..], &3), (&b"banana"[..], &5)]);
+//!
+//! // The entry API, as in `BTreeMap`.
+//! *t.entry(b"cherry").or_insert(0) += 1;
+//! *t.entry(b"damson").or_insert(0) += 1;
+//! assert_eq!(t[b"cherry"], 8);
+//! assert_eq!(t.len(), 4);
+//! # Ok::<(), mlpdex::Error>(())
+//! ```
+//!
 //! # What it is
 //!
 //! A path-compressed trie of unique key prefixes (§4) whose nodes live in a bucketized cuckoo
@@ -25,68 +46,26 @@
 //!
 //! When not: keys with long shared prefixes (the `az` shape) read one bucket pair per symbol of
 //! the shared part (§4.7); small maps that fit in cache, where a B-tree is as fast and simpler;
-//! workloads dominated by long scans, where a B-tree's sorted leaves win (below); write-heavy
+//! workloads dominated by long scans, where a B-tree's sorted leaves win; write-heavy
 //! loads, where inserts cost 1.3–1.5× a `BTreeMap`'s; many threads writing at once, since the
 //! concurrent map serializes its writers.
 //!
-//! # Measured
-//!
-//! `mlpdex-bench` on this project's 2-core AMD EPYC VM (2 MiB pages, one dependent DRAM access
-//! 286 ns), single thread, ratios to baselines in the same run:
-//!
-//! | dataset, keys | workload | mode | vs `btreemap` | vs `congee` | DRAM round trips | bytes/key |
-//! |---|---|---|---|---|---|---|
-//! | rand-8, 10M | c | independent | 1.41× | 1.22× | 1.63 | 42.8 |
-//! | rand-8, 10M | c | dependent | 1.46× | 1.59× | 1.58 | 42.8 |
-//! | rand-8, 10M | load | — | 0.68× | 1.04× | — | 42.8 |
-//! | rand-8, 10M | e | independent | 0.42× (skipmap: 2.2×) | 3.1× | — | 42.8 |
-//! | rand-8, 50M | c | independent | 1.81× | 1.50× | 2.15 | 58.9 |
-//! | rand-8, 50M | c | dependent | 1.59× | 1.59× | 2.19 | 58.9 |
-//! | rand-8, 50M | load | — | 0.69× | 0.64× | — | 58.9 |
-//! | email, 10M | c | independent | 1.91× (skipmap: 4.6×) | — | 3.40 | 91.0 |
-//! | email, 10M | c | dependent | 1.84× (skipmap: 4.8×) | — | 3.36 | 91.0 |
-//! | email, 10M | e | independent | 0.27× (skipmap: 1.1×) | — | — | 91.0 |
-//! | email, 10M | load | — | 0.86× | — | — | 91.0 |
-//!
-//! (rand-8 10M and email: median of 3 rounds; rand-8 50M one round. Supporting the
-//! concurrent protocol costs the single-threaded map about 7% more instructions: a shared-table
-//! check per probe and atomic entry stores. `btreemap`'s own speed on email moves by up to 35%
-//! between runs (up to 11% at 50M).) Memory is the table plus a 16-byte record per key
-//! (value and key); the table's share depends on where the last doubling left its load factor:
-//! 75% at 10M keys, 47% at 50M.
-//!
-//! [`ConcurrentCuckooTrie`], rand-8, 10M keys, Mops/s (median of 3 rounds for `c`, one round
-//! for the others; YCSB-A is 50% updates, YCSB-B 5%, YCSB-E short scans and 5% inserts):
-//!
-//! | workload, mode | 1 thread | 2 threads | scaling | single-threaded map, 1 thread |
-//! |---|---|---|---|---|
-//! | c, independent | 2.00 | 3.73 | 1.87× | 2.44 |
-//! | c, dependent | 2.00 | 3.70 | 1.85× | 2.20 |
-//! | b, independent | 1.95 | 3.48 | 1.79× | — |
-//! | a, independent | 1.77 | 2.46 | 1.39× | — |
-//! | e, independent | 0.119 | 0.194 | 1.63× | 0.148 |
-//!
-//! (The `a`, `b` and `e` rows predate the power-of-two hashing that made the `c` rows' single-
-//! threaded map 10–20% faster than the concurrent one's read sessions.)
-//!
-//! Readers scale with threads; writers are serialized, so update-heavy loads scale only as far as
-//! a waiting writer's path read overlaps the running writer's changes (`congee` reaches 3.0
-//! Mops/s on `a` with two threads, its one thread 1.2).
-//!
-//! Prefetch depth `D` (YCSB-C, 10M keys, one round each, Mops/s independent / dependent):
-//!
-//! | D | 1 | 2 | 3 | 4 | 5 | 6 | 8 | 10 |
-//! |---|---|---|---|---|---|---|---|---|
-//! | rand-8 | 1.47 / 1.35 | 1.68 / 1.66 | 1.60 / 1.73 | 1.77 / 1.75 | 1.68 / 1.67 | 1.88 / 1.83 | 1.78 / 1.77 | 1.86 / 1.61 |
-//! | email | | | | | 0.91 / 0.91 | | 1.03 / 0.94 | 1.00 / 0.97 |
-//!
-//! Depths from 4 to 10 are within this machine's noise on rand-8; email's jump nodes (up to 9
-//! symbols) outrun shorter pipelines, hence the default of 8.
+//! Measured against `BTreeMap`, `congee` and `crossbeam-skiplist` (lookups, loads, scans,
+//! the concurrent map's scaling, the prefetch depth sweep): see
+//! [`docs/results/cuckoo_trie.md`](../../../../docs/results/cuckoo_trie.md).
 //!
 //! # Contract
 //!
-//! - [`CuckooTrie`] implements [`OrderedMap`]: `&mut self` for writes, so any number of readers
-//!   or one writer, checked by the borrow checker. It is `Send`/`Sync` when `V` is.
+//! - [`CuckooTrie`] has the API of `BTreeMap<Vec<u8>, V>` with `&[u8]` keys, as inherent
+//!   methods (entry API, ranges and iterators in both directions, `FromIterator`, `Extend`,
+//!   `Index`, `Clone`, `PartialEq`, a `Debug` listing the entries), and implements
+//!   [`OrderedMap`] by forwarding to them. `&mut self` for writes, so any number of readers or
+//!   one writer, checked by the borrow checker. It is `Send`/`Sync` when `V` is.
+//! - Insertion returns `Result`; where std's shape has no room for one, the method panics
+//!   instead and a `try_` twin returns the error: [`entry`](CuckooTrie::entry) /
+//!   [`try_entry`](CuckooTrie::try_entry), `Extend` and `FromIterator` /
+//!   [`try_extend`](CuckooTrie::try_extend), [`reserve`](CuckooTrie::reserve) /
+//!   [`try_reserve`](CuckooTrie::try_reserve).
 //! - [`ConcurrentCuckooTrie`] implements [`ConcurrentOrderedMap`](crate::ConcurrentOrderedMap):
 //!   every operation through `&self` from any number of threads, linearizable point
 //!   operations and seeks, optimistic readers over per-bucket seqlocks, epoch-based
@@ -98,8 +77,10 @@
 //!   are rejected with [`Error::KeyTooLong`]. Order is lexicographic, a proper prefix first.
 //! - Growth never fails an insert short of the operating system refusing memory
 //!   ([`Error::OutOfMemory`]) or the table passing 2³² hash values (about 700 million keys).
-//! - `memory_usage` counts the table (exact mapped bytes), the records (requested bytes) and
-//!   the writer's scratch buffers. Scratch grows with the longest key written (megabytes for
+//! - `memory_usage` counts the struct, the table (its exact mapped bytes, or the allocated
+//!   block of a table under 4 KiB), the records (requested bytes) and the writer's scratch
+//!   buffers. An empty `CuckooTrie<u64>` owns 3584 bytes (a 2 KiB first table) and maps
+//!   nothing. Scratch grows with the longest key written (megabytes for
 //!   a `MAX_KEY_LEN` key) and is given back after about a dozen writes that need far less;
 //!   up to 64 KiB of it is always kept.
 //!
@@ -110,36 +91,43 @@
 //!
 //! # Layout
 //!
-//! - `raw::table`: 64-byte buckets of four 15-byte entries and a version word; the peelable
-//!   hash; cuckoo insertion by breadth-first search; read sessions and bucket locks for shared
-//!   tables.
+//! - `raw::table`: 64-byte buckets of four 15-byte entries and a version word, with one file
+//!   per concern under `raw/table/`: `entry` (the entry format), `hash` (the peelable hash),
+//!   `session` (read sessions of shared tables), `search`, `insert` (cuckoo insertion by
+//!   breadth-first search) and `update`.
 //! - `raw::seqlock`: the bucket seqlock protocol (with its loom model).
-//! - `raw::trie`: search with prefetching, predecessor search, insertion (three cases),
-//!   deletion, rebuild on growth, audit.
+//! - `raw::trie`: the trie's shared types, with one file per operation under `raw/trie/`:
+//!   `search` (search with prefetching, predecessor search, seeks), `insert` (three cases),
+//!   `remove`, `resize` (rebuild on growth and shrinking) and `audit`.
 //! - `raw::cursor`: in-order walk for forward ranges, prefetching a window of children per
 //!   node (the leaf list of §4.4 costs one dependent bucket read per key; the walk does not).
+//! - `raw::typed`: the single-threaded map's typed layer: owns the records, hands out
+//!   `&V`/`&mut V` under the borrow rules, and holds every `unsafe` of that map; also the
+//!   range walker (cursor plus a lookahead of prefetched records) and the owned drain.
 //! - `record`: records (value and key in one allocation).
 //! - `concurrent`: the concurrent map.
-//! - this file: the single-threaded map, iteration.
+//! - `entry`: the entry API; `iter`: the iterators beyond [`Range`] and the
+//!   `IntoIterator`/`FromIterator`/`Extend` impls.
+//! - this file: the single-threaded map and its std traits.
 
 mod concurrent;
+mod entry;
+mod iter;
 mod raw;
 mod record;
 
 pub use concurrent::ConcurrentCuckooTrie;
+pub use entry::{Entry, OccupiedEntry, VacantEntry};
+pub use iter::{IntoIter, IntoKeys, IntoValues, IterMut, Keys, Values, ValuesMut};
 
 use crate::KeyRange;
 use core::fmt;
-use core::marker::PhantomData;
-use core::ops::Bound;
-use core::ptr::NonNull;
+use core::ops::{Bound, Index};
 
-use raw::cursor::Cursor;
-use raw::table::{Ent, Loc};
-use raw::trie::{Inserted, NeedsGrowth, Params, RawTrie, Scratch, Seek, stable};
+use raw::trie::Params;
+use raw::typed::{Leaf, TypedTrie, Walk};
 
-use crate::key::is_empty_range;
-use crate::substrate::prefetch::prefetch_read;
+use crate::key::Escaped;
 use crate::{Error, OrderedMap};
 
 /// Construction settings; [`Config::default`] holds the measured defaults.
@@ -154,7 +142,9 @@ pub struct Config {
     pub prefetch_depth: usize,
     /// Largest fraction of table slots in use before the table grows, 0.5..=0.95.
     pub max_load_factor: f64,
-    /// Buckets of the first table (rounded up to whole 4 KiB pages of 64-byte buckets), ≥ 1.
+    /// Buckets of the first table, ≥ 1 (default 32: 2 KiB, so an empty map owns under
+    /// 4 KiB). A table under 4 KiB comes from the allocator at its exact size; larger ones
+    /// are mapped in whole 4 KiB pages of 64-byte buckets. The table never shrinks below it.
     pub initial_buckets: usize,
 }
 
@@ -164,7 +154,7 @@ impl Default for Config {
             symbol_bits: 5,
             prefetch_depth: 8,
             max_load_factor: 0.85,
-            initial_buckets: 64,
+            initial_buckets: 32,
         }
     }
 }
@@ -198,46 +188,76 @@ impl Config {
 }
 
 /// The Cuckoo Trie ordered map; see the [module docs](self).
+///
+/// Every operation is an inherent method, so no trait import is needed;
+/// [`OrderedMap`] forwards to them for generic code.
+///
+/// ```
+/// use mlpdex::cuckoo_trie::CuckooTrie;
+///
+/// let mut t = CuckooTrie::new();
+/// assert_eq!(t.insert(b"apple", 1).unwrap(), None);
+/// t.insert(b"banana", 2).unwrap();
+/// assert_eq!(t.insert(b"apple", 3).unwrap(), Some(1));
+/// assert_eq!(t.get(b"apple"), Some(&3));
+/// assert_eq!(t.len(), 2);
+/// assert_eq!(t.first(), Some((&b"apple"[..], &3)));
+/// assert_eq!(t.range(..).count(), 2);
+/// assert_eq!(t.remove(b"banana"), Some(2));
+/// assert!(!t.contains_key(b"banana"));
+/// ```
+///
+/// It has the rest of `BTreeMap<Vec<u8>, V>`'s API too:
+///
+/// ```
+/// use mlpdex::cuckoo_trie::CuckooTrie;
+///
+/// let pairs = [(b"b".to_vec(), 2), (b"a".to_vec(), 1), (b"c\xff".to_vec(), 3)];
+/// let mut t: CuckooTrie<u32> = pairs.into_iter().collect();
+/// assert_eq!(format!("{t:?}"), r#"{"a": 1, "b": 2, "c\xff": 3}"#);
+/// assert_eq!(t["b"], 2);
+/// for (_, v) in t.iter_mut() {
+///     *v *= 10;
+/// }
+/// t.retain(|k, _| k != b"b");
+/// let copy = t.clone();
+/// assert_eq!(t.pop_first(), Some((b"a".to_vec(), 10)));
+/// assert_ne!(t, copy);
+/// t.extend([(b"d".as_slice(), 40)]);
+/// let owned: Vec<(Vec<u8>, u32)> = t.into_iter().collect();
+/// assert_eq!(owned, [(b"c\xff".to_vec(), 30), (b"d".to_vec(), 40)]);
+/// ```
 pub struct CuckooTrie<V> {
-    raw: RawTrie,
-    scratch: Scratch,
+    raw: TypedTrie<V>,
     config: Config,
-    /// Bytes of live records (their layouts' sizes).
-    record_bytes: usize,
-    _values: PhantomData<V>,
 }
-
-// SAFETY: the map owns its records (keys and `V`s) exclusively, like a `Vec<(Box<[u8]>, V)>`;
-// sending it sends the `V`s.
-unsafe impl<V: Send> Send for CuckooTrie<V> {}
-// SAFETY: `&CuckooTrie` only reads the table and hands out `&V`; writes need `&mut`.
-unsafe impl<V: Sync> Sync for CuckooTrie<V> {}
 
 impl<V> CuckooTrie<V> {
     /// Longest key accepted, in bytes.
     pub const MAX_KEY_LEN: usize = raw::table::MAX_KEY_LEN;
 
-    /// An empty map with the default [`Config`].
+    /// An empty map with the default [`Config`]; it owns under 4 KiB until keys arrive.
+    ///
+    /// ```
+    /// use mlpdex::cuckoo_trie::CuckooTrie;
+    ///
+    /// let t: CuckooTrie<u64> = CuckooTrie::new();
+    /// assert!(t.memory_usage() <= 4096);
+    /// ```
     ///
     /// # Panics
     ///
-    /// If the operating system refuses the first 4 KiB table; use
+    /// If the allocator refuses the first table (2 KiB); use
     /// [`with_config`](Self::with_config) to handle that as an error.
     pub fn new() -> Self {
-        Self::with_config(Config::default()).expect("mapping the first table page")
+        Self::with_config(Config::default()).expect("allocating the first table")
     }
 
     /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
     pub fn with_config(config: Config) -> Result<Self, Error> {
         config.validate()?;
-        let raw = RawTrie::new(config.params::<V>())?;
-        Ok(CuckooTrie {
-            raw,
-            scratch: Scratch::default(),
-            config,
-            record_bytes: 0,
-            _values: PhantomData,
-        })
+        let raw = TypedTrie::new(config.params::<V>())?;
+        Ok(CuckooTrie { raw, config })
     }
 
     /// The settings this map was built with.
@@ -245,11 +265,11 @@ impl<V> CuckooTrie<V> {
         &self.config
     }
 
-    /// Bytes mapped directly from the operating system (the hash table), a part of
-    /// [`memory_usage`](OrderedMap::memory_usage); the rest (records) comes from the global
-    /// allocator.
+    /// Bytes mapped directly from the operating system (the hash table once it reaches a
+    /// 4 KiB page), a part of [`memory_usage`](Self::memory_usage); the rest (records, a
+    /// table under a page) comes from the global allocator.
     pub fn mapped_bytes(&self) -> usize {
-        self.raw.table_bytes()
+        self.raw.mapped_bytes()
     }
 
     /// Audits every structural invariant (slow: reads the whole table). For tests.
@@ -258,66 +278,238 @@ impl<V> CuckooTrie<V> {
         self.raw.audit()
     }
 
-    /// Frees a record, returning its value.
-    ///
-    /// # Safety
-    /// `p` came from `record::alloc` with a key of `key_len` bytes and is no longer in the
-    /// trie.
-    unsafe fn take_record(&mut self, p: *mut u8, key_len: usize) -> V {
-        // SAFETY: per the contract; `&mut self` means no reader holds it.
-        let (v, bytes) = unsafe { record::free::<V>(p, key_len) };
-        self.record_bytes -= bytes;
-        v
-    }
-
-    /// The value in record `p`.
-    ///
-    /// # Safety
-    /// `p` is a live record of this map, and the reference is not used past the next `&mut`
-    /// access to the map.
-    #[inline(always)]
-    unsafe fn value<'a>(p: *mut u8) -> &'a V {
-        // SAFETY: per the contract.
-        unsafe { record::value::<V>(p) }
-    }
-
-    /// The key and value of leaf `e`.
-    #[inline(always)]
-    fn item(&self, e: Ent) -> (&[u8], &V) {
-        // SAFETY: `e` is a leaf of this map read under `&self`; records live while `&self`.
-        unsafe { (self.raw.key_of(e), Self::value(e.rec())) }
-    }
-
-    /// Drops every record.
-    fn free_all(&mut self) {
-        let mut recs: Vec<(NonNull<u8>, usize)> = Vec::with_capacity(self.raw.len());
-        self.raw.for_each_leaf(|e| {
-            recs.push((
-                NonNull::new(e.rec()).expect("records are non-null"),
-                e.key_len(),
-            ));
-        });
-        for (p, len) in recs {
-            // SAFETY: each leaf's record once; the trie is reset right after.
-            drop(unsafe { self.take_record(p.as_ptr(), len) });
-        }
-    }
-
-    /// The last leaf within the end bound `bound` (`<= k`, `< k`, or the last leaf).
-    fn seek_end(&self, bound: Bound<&[u8]>) -> Option<(Loc, Ent)> {
-        match bound {
-            Bound::Included(k) => stable(self.raw.seek(k, Seek::Le)),
-            Bound::Excluded(k) => stable(self.raw.seek(k, Seek::Lt)),
-            Bound::Unbounded => stable(self.raw.last()),
-        }
-    }
-
-    /// The record of `key`, mutably.
+    /// The value stored under `key`, mutably.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        let p = stable(self.raw.get(key))?;
-        // SAFETY: a live record; `&mut self` makes the reference unique.
-        Some(unsafe { &mut *p.cast::<V>() })
+        self.raw.get_mut(key)
     }
+
+    /// The value stored under `key`.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        self.raw.get(key)
+    }
+
+    /// Stores `value` under `key`, returning the value it replaces; [`Error::KeyTooLong`] for a
+    /// key over [`MAX_KEY_LEN`](Self::MAX_KEY_LEN) bytes (the map is then unchanged),
+    /// [`Error::OutOfMemory`] if the table cannot grow.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        check_len(key)?;
+        Ok(self.raw.insert(key, value)?.1)
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        self.raw.remove(key)
+    }
+
+    /// Number of keys stored.
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// A double-ended iterator over the entries with keys in `range`, in key order: `..`,
+    /// `"a".."c"`, `b"a".as_slice()..=b"c"` or a pair of [`Bound`]s (see [`KeyRange`]).
+    /// An empty or inverted range yields nothing (where `BTreeMap::range` would panic).
+    ///
+    /// ```
+    /// use mlpdex::cuckoo_trie::CuckooTrie;
+    /// use std::ops::Bound;
+    ///
+    /// let t: CuckooTrie<u32> = [("a", 1), ("b", 2), ("cc", 3)].into_iter().collect();
+    /// assert_eq!(t.range(..).count(), 3);
+    /// assert_eq!(t.range("a".."c").count(), 2);
+    /// assert_eq!(t.range(b"a".as_slice()..b"cc").count(), 2);
+    /// let k: &[u8] = b"a";
+    /// let after_a: Vec<_> = t.range((Bound::Excluded(k), Bound::Unbounded)).rev().collect();
+    /// assert_eq!(after_a, [(&b"cc"[..], &3), (&b"b"[..], &2)]);
+    /// ```
+    pub fn range<R>(&self, range: R) -> Range<'_, V>
+    where
+        R: KeyRange,
+    {
+        let (start, end) = range.key_bounds();
+        Range {
+            walk: self.raw.walk(start, end),
+        }
+    }
+
+    /// Bytes the map owns: the table, the records (keys and values) and the writer's scratch
+    /// buffers.
+    pub fn memory_usage(&self) -> usize {
+        core::mem::size_of::<Self>() + self.raw.heap_bytes()
+    }
+
+    /// Removes every key, dropping the values, and shrinks the table back to its first size.
+    pub fn clear(&mut self) {
+        self.raw.clear();
+    }
+
+    /// The entry with the smallest key.
+    pub fn first(&self) -> Option<(&[u8], &V)> {
+        self.raw.first().map(Leaf::item)
+    }
+
+    /// The entry with the largest key.
+    pub fn last(&self) -> Option<(&[u8], &V)> {
+        self.raw.last().map(Leaf::item)
+    }
+
+    /// The first entry whose key is `>= k` for `Included(k)`, `> k` for `Excluded(k)`; the
+    /// first entry for `Unbounded`.
+    pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        self.raw.lower_bound(bound).map(Leaf::item)
+    }
+
+    /// The last entry whose key is `<= k` for `Included(k)`, `< k` for `Excluded(k)`; the
+    /// last entry for `Unbounded`.
+    pub fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        self.raw.upper_bound(bound).map(Leaf::item)
+    }
+
+    /// True when the map holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when `key` is stored.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// A double-ended iterator over every entry, in key order.
+    pub fn iter(&self) -> Range<'_, V> {
+        self.range(..)
+    }
+
+    /// An empty map (default [`Config`]) whose table holds `keys` keys without growing.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the table; use [`with_config`](Self::with_config)
+    /// and [`try_reserve`](Self::try_reserve) to handle that as an error.
+    pub fn with_capacity(keys: usize) -> Self {
+        let mut t = Self::new();
+        t.reserve(keys);
+        t
+    }
+
+    /// Grows the table now, if needed, so that `additional` more keys fit without growing
+    /// during inserts. The size is an estimate (1.5 table entries per key, enough for random
+    /// keys; keys with long shared prefixes take more nodes, and the map still grows then).
+    /// Removals may later shrink the table back, as they do without a reservation.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the table; [`try_reserve`](Self::try_reserve) returns
+    /// [`Error::OutOfMemory`] instead.
+    pub fn reserve(&mut self, additional: usize) {
+        if let Err(e) = self.try_reserve(additional) {
+            panic!("CuckooTrie::reserve: {e}");
+        }
+    }
+
+    /// [`reserve`](Self::reserve), or [`Error::OutOfMemory`] with the map unchanged.
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), Error> {
+        self.raw.reserve(self.len().saturating_add(additional))
+    }
+
+    /// The stored key equal to `key` and its value.
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&[u8], &V)> {
+        self.raw.get_key_value(key)
+    }
+
+    /// The entry with the smallest key (as [`first`](Self::first), named as in `BTreeMap`).
+    pub fn first_key_value(&self) -> Option<(&[u8], &V)> {
+        self.first()
+    }
+
+    /// The entry with the largest key (as [`last`](Self::last), named as in `BTreeMap`).
+    pub fn last_key_value(&self) -> Option<(&[u8], &V)> {
+        self.last()
+    }
+
+    /// Removes `key`, returning the stored key and its value.
+    pub fn remove_entry(&mut self, key: &[u8]) -> Option<(Vec<u8>, V)> {
+        let v = self.remove(key)?;
+        Some((key.to_vec(), v))
+    }
+
+    /// Removes and returns the entry with the smallest key.
+    pub fn pop_first(&mut self) -> Option<(Vec<u8>, V)> {
+        let key = self.first()?.0.to_vec();
+        let v = self.remove(&key)?;
+        Some((key, v))
+    }
+
+    /// Removes and returns the entry with the largest key.
+    pub fn pop_last(&mut self) -> Option<(Vec<u8>, V)> {
+        let key = self.last()?.0.to_vec();
+        let v = self.remove(&key)?;
+        Some((key, v))
+    }
+
+    /// Keeps only the entries for which `keep` returns true, visiting them in key order.
+    pub fn retain<F>(&mut self, mut keep: F)
+    where
+        F: FnMut(&[u8], &mut V) -> bool,
+    {
+        let doomed: Vec<Vec<u8>> = self
+            .iter_mut()
+            .filter_map(|(k, v)| (!keep(k, v)).then(|| k.to_vec()))
+            .collect();
+        for k in doomed {
+            self.remove(&k);
+        }
+    }
+}
+
+/// The value of a key; `t[b"k"]`, `t["k"]`, `t[&vec]`.
+///
+/// # Panics
+///
+/// If the key is absent, as `BTreeMap`'s `Index` does; [`CuckooTrie::get`] returns an
+/// `Option`.
+impl<V, K: AsRef<[u8]> + ?Sized> Index<&K> for CuckooTrie<V> {
+    type Output = V;
+
+    fn index(&self, key: &K) -> &V {
+        self.get(key.as_ref())
+            .expect("CuckooTrie: no entry for the key")
+    }
+}
+
+/// A map with the same config and entries (the table is sized for them up front).
+impl<V: Clone> Clone for CuckooTrie<V> {
+    fn clone(&self) -> Self {
+        let mut t = CuckooTrie::with_config(self.config.clone())
+            .and_then(|mut t| t.try_reserve(self.len()).map(|()| t))
+            .expect("CuckooTrie::clone: the operating system refused the table");
+        for (k, v) in self {
+            t.insert(k, v.clone())
+                .expect("CuckooTrie::clone: a stored key fits, and the table was reserved");
+        }
+        t
+    }
+}
+
+/// Equal when both hold the same keys with equal values (configs are not compared).
+impl<V: PartialEq> PartialEq for CuckooTrie<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl<V: Eq> Eq for CuckooTrie<V> {}
+
+/// [`Error::KeyTooLong`] unless `key` fits.
+fn check_len(key: &[u8]) -> Result<(), Error> {
+    if key.len() > raw::table::MAX_KEY_LEN {
+        return Err(Error::KeyTooLong {
+            len: key.len(),
+            max: raw::table::MAX_KEY_LEN,
+        });
+    }
+    Ok(())
 }
 
 impl<V> Default for CuckooTrie<V> {
@@ -326,18 +518,13 @@ impl<V> Default for CuckooTrie<V> {
     }
 }
 
-impl<V> Drop for CuckooTrie<V> {
-    fn drop(&mut self) {
-        self.free_all();
-    }
-}
-
-impl<V> fmt::Debug for CuckooTrie<V> {
+/// The entries in key order, as std's maps print them: `{"a": 1, "b\x00": 2}`. Keys print
+/// as quoted strings with `"`, `\\` and bytes outside printable ASCII escaped (`\xff`); a key
+/// over 64 bytes prints its first 48 and last 8 bytes and its length.
+impl<V: fmt::Debug> fmt::Debug for CuckooTrie<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CuckooTrie")
-            .field("len", &self.raw.len())
-            .field("config", &self.config)
-            .field("memory_usage", &self.memory_usage())
+        f.debug_map()
+            .entries(self.iter().map(|(k, v)| (Escaped(k), v)))
             .finish()
     }
 }
@@ -345,83 +532,20 @@ impl<V> fmt::Debug for CuckooTrie<V> {
 /// A double-ended iterator over a key range of a [`CuckooTrie`], in key order.
 ///
 /// Going forward walks the trie in order, prefetching the buckets of the next several children
-/// of each node together (see `raw/cursor.rs`) and each record one step ahead; going backward
-/// runs the same walk in reverse (started by one predecessor search), prefetching each record
-/// one step ahead.
+/// of each node together (see `raw/cursor.rs`) and each record a few steps ahead; going
+/// backward runs the same walk in reverse (started by one predecessor search), prefetching
+/// each record one step ahead.
 pub struct Range<'a, V> {
-    map: &'a CuckooTrie<V>,
-    /// The next leaf from the front; `None` once the range is exhausted.
-    front: Option<(Loc, Ent)>,
-    /// Leaves after `front` that the cursor has already found (their records prefetched).
-    ahead: Ahead,
-    cursor: Cursor,
-    back: Back,
-    /// The reverse walk, once the range has been walked from the back.
-    back_cursor: Option<Cursor>,
-}
-
-/// Most leaves a forward walk keeps found ahead of the front, records prefetched.
-const LOOKAHEAD: usize = 8;
-
-/// A ring of leaves found ahead of the front.
-#[derive(Debug, Default)]
-struct Ahead {
-    ring: [Option<(Loc, Ent)>; LOOKAHEAD],
-    head: usize,
-    len: usize,
-    /// Items yielded so far: the lookahead ramps up with it, so a short range does not walk far
-    /// past its end.
-    yielded: usize,
-    /// The cursor has no more leaves.
-    exhausted: bool,
-}
-
-/// The back end of a [`Range`].
-#[derive(Clone, Copy, Debug)]
-enum Back {
-    /// Unbounded: the last leaf, looked up only if the range is walked backwards.
-    Last,
-    /// The next leaf from the back.
-    At((Loc, Ent)),
+    walk: Walk<'a, V>,
 }
 
 impl<V> fmt::Debug for Range<'_, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let back = match self.back {
-            Back::Last => None,
-            Back::At((_, e)) => Some(self.map.item(e).0),
-        };
+        let (front, back) = self.walk.ends();
         f.debug_struct("Range")
-            .field("front", &self.front.map(|(_, e)| self.map.item(e).0))
-            .field("back", &back)
+            .field("front", &front.map(Escaped))
+            .field("back", &back.map(Escaped))
             .finish()
-    }
-}
-
-impl<V> Range<'_, V> {
-    /// The leaf after `front`, topping the lookahead up first.
-    #[inline]
-    fn advance(&mut self) -> Option<(Loc, Ent)> {
-        let a = &mut self.ahead;
-        a.yielded += 1;
-        let want = (a.yielded + 1).min(LOOKAHEAD);
-        while a.len < want && !a.exhausted {
-            match stable(self.map.raw.cursor_next(&mut self.cursor)) {
-                Some(leaf) => {
-                    prefetch_read(leaf.1.rec());
-                    a.ring[(a.head + a.len) % LOOKAHEAD] = Some(leaf);
-                    a.len += 1;
-                }
-                None => a.exhausted = true,
-            }
-        }
-        if a.len == 0 {
-            return None;
-        }
-        let leaf = a.ring[a.head].take();
-        a.head = (a.head + 1) % LOOKAHEAD;
-        a.len -= 1;
-        leaf
     }
 }
 
@@ -430,50 +554,24 @@ impl<'a, V> Iterator for Range<'a, V> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let (fl, fe) = self.front?;
-        self.front = match self.back {
-            Back::At((bl, _)) if bl == fl => None,
-            _ => self.advance(),
-        };
-        Some(self.map.item(fe))
+        self.walk.next().map(Leaf::item)
     }
 }
 
 impl<V> DoubleEndedIterator for Range<'_, V> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        let (fl, _) = self.front?;
-        let raw = &self.map.raw;
-        let (bl, be) = match self.back {
-            Back::At(b) => b,
-            Back::Last => {
-                let (cur, last) = stable(raw.cursor_first(true));
-                self.back_cursor = Some(cur);
-                last.expect("a non-empty range has a last leaf")
-            }
-        };
-        let item = self.map.item(be);
-        if fl == bl {
-            self.front = None;
-        } else {
-            // The walk backwards runs the cursor in reverse (prefetching a window of smaller
-            // siblings per node), started where the back end first moves.
-            let prev = match &mut self.back_cursor {
-                Some(cur) => stable(raw.cursor_next(cur)),
-                None => {
-                    let (cur, prev) = stable(raw.cursor_seek(item.0, true, true));
-                    self.back_cursor = Some(cur);
-                    prev
-                }
-            };
-            let prev = prev.expect("the front leaf precedes the back leaf");
-            prefetch_read(prev.1.rec());
-            self.back = Back::At(prev);
-        }
-        Some(item)
+        self.walk.next_back().map(Leaf::item)
     }
 }
 
+/// Forwards to the inherent methods of [`CuckooTrie`].
 impl<V> OrderedMap<V> for CuckooTrie<V> {
+    type Key<'a>
+        = &'a [u8]
+    where
+        V: 'a;
+
     type Range<'a>
         = Range<'a, V>
     where
@@ -481,156 +579,49 @@ impl<V> OrderedMap<V> for CuckooTrie<V> {
 
     #[inline]
     fn get(&self, key: &[u8]) -> Option<&V> {
-        let p = stable(self.raw.get(key))?;
-        // SAFETY: a live record, borrowed for `&self`.
-        Some(unsafe { Self::value(p) })
+        CuckooTrie::get(self, key)
     }
-
     fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
-        if key.len() > Self::MAX_KEY_LEN {
-            return Err(Error::KeyTooLong {
-                len: key.len(),
-                max: Self::MAX_KEY_LEN,
-            });
-        }
-        let mut slot = Some(value);
-        let mut made: Option<*mut u8> = None;
-        loop {
-            let CuckooTrie {
-                raw,
-                scratch,
-                record_bytes,
-                ..
-            } = self;
-            let mut make = || {
-                *made.get_or_insert_with(|| {
-                    let (p, bytes) = record::alloc(key, slot.take().expect("made once"));
-                    *record_bytes += bytes;
-                    p
-                })
-            };
-            match raw.insert(scratch, key, &mut make) {
-                Ok(Inserted::New) => return Ok(None),
-                Ok(Inserted::Existing { rec, .. }) => {
-                    let v = slot.take().expect("not consumed for an existing key");
-                    // SAFETY: a live record of this map; `&mut self` gives exclusive access.
-                    return Ok(Some(core::mem::replace(
-                        unsafe { &mut *rec.cast::<V>() },
-                        v,
-                    )));
-                }
-                Err(NeedsGrowth) => match self.raw.grown() {
-                    Ok(bigger) => self.raw = bigger,
-                    Err(e) => {
-                        if let Some(p) = made {
-                            // SAFETY: made by `record::alloc` for this key and never linked
-                            // (the insert rolled back before linking it).
-                            drop(unsafe { self.take_record(p, key.len()) });
-                        }
-                        return Err(e);
-                    }
-                },
-            }
-        }
+        CuckooTrie::insert(self, key, value)
     }
-
     fn remove(&mut self, key: &[u8]) -> Option<V> {
-        let p = self.raw.remove(&mut self.scratch, key)?;
-        if self.raw.wants_shrink() {
-            // Shrinking only returns memory; if it fails the trie stays as it is.
-            if let Ok(smaller) = self.raw.shrunk() {
-                self.raw = smaller;
-            }
-        }
-        // SAFETY: the record of `key`, just unlinked from the trie.
-        Some(unsafe { self.take_record(p, key.len()) })
+        CuckooTrie::remove(self, key)
     }
-
     fn len(&self) -> usize {
-        self.raw.len()
+        CuckooTrie::len(self)
     }
-
     fn range<R>(&self, range: R) -> Range<'_, V>
     where
         R: KeyRange,
     {
-        let (start, end) = range.key_bounds();
-        let empty = || Range {
-            map: self,
-            front: None,
-            ahead: Ahead::default(),
-            cursor: Cursor::default(),
-            back: Back::Last,
-            back_cursor: None,
-        };
-        if is_empty_range(start, end) {
-            return empty();
-        }
-        let back = match end {
-            Bound::Unbounded => Some(Back::Last),
-            bounded => self.seek_end(bounded).map(Back::At),
-        };
-        let Some(back) = back else {
-            return empty();
-        };
-        let (cursor, front) = match start {
-            Bound::Included(k) => stable(self.raw.cursor_seek(k, false, false)),
-            Bound::Excluded(k) => stable(self.raw.cursor_seek(k, true, false)),
-            Bound::Unbounded => stable(self.raw.cursor_first(false)),
-        };
-        let Some(front) = front else {
-            return empty();
-        };
-        if let Back::At(b) = back
-            && self.item(front.1).0 > self.item(b.1).0
-        {
-            return empty();
-        }
-        prefetch_read(front.1.rec());
-        Range {
-            map: self,
-            front: Some(front),
-            ahead: Ahead::default(),
-            cursor,
-            back,
-            back_cursor: None,
-        }
+        CuckooTrie::range(self, range)
     }
-
     fn memory_usage(&self) -> usize {
-        core::mem::size_of::<Self>()
-            + self.raw.table_bytes()
-            + self.scratch.memory_usage()
-            + self.record_bytes
+        CuckooTrie::memory_usage(self)
     }
-
     fn clear(&mut self) {
-        self.free_all();
-        self.record_bytes = 0;
-        self.raw.reset();
-        self.scratch = Scratch::default();
+        CuckooTrie::clear(self)
     }
-
+    fn is_empty(&self) -> bool {
+        CuckooTrie::is_empty(self)
+    }
+    fn contains_key(&self, key: &[u8]) -> bool {
+        CuckooTrie::contains_key(self, key)
+    }
+    fn iter(&self) -> Range<'_, V> {
+        CuckooTrie::iter(self)
+    }
     fn first(&self) -> Option<(&[u8], &V)> {
-        stable(self.raw.first()).map(|(_, e)| self.item(e))
+        CuckooTrie::first(self)
     }
-
     fn last(&self) -> Option<(&[u8], &V)> {
-        stable(self.raw.last()).map(|(_, e)| self.item(e))
+        CuckooTrie::last(self)
     }
-
     fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
-        let r = match bound {
-            Bound::Included(k) => self.raw.seek(k, Seek::Ge),
-            Bound::Excluded(k) => self.raw.seek(k, Seek::Gt),
-            Bound::Unbounded => self.raw.first(),
-        };
-        let r = stable(r);
-        r.map(|(_, e)| self.item(e))
+        CuckooTrie::lower_bound(self, bound)
     }
-
     fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
-        self.seek_end(bound).map(|(_, e)| self.item(e))
+        CuckooTrie::upper_bound(self, bound)
     }
 }
 
@@ -715,6 +706,51 @@ mod tests {
             let steps = if cfg!(miri) { steps(false) } else { 2000 };
             differential_ordered(CuckooTrie::<u64>::new, shape, 1, steps);
         }
+    }
+
+    /// The typed layer's unsafe paths (shared and unique value references, owned drains,
+    /// entries) with heap-owning values: small enough for miri, which checks the aliasing.
+    #[test]
+    fn std_api_with_owning_values() {
+        let keys: [&[u8]; 6] = [b"", b"a", b"ab", b"b\x00", b"b\xff", b"c"];
+        let mut t: CuckooTrie<String> = keys.iter().map(|k| (k, format!("{k:?}"))).collect();
+        let mut model: BTreeMap<Vec<u8>, String> = keys
+            .iter()
+            .map(|k| (k.to_vec(), format!("{k:?}")))
+            .collect();
+        let (mut a, mut b) = (t.iter_mut(), model.iter_mut());
+        while let (Some((ka, va)), Some((kb, vb))) = (a.next_back(), b.next_back()) {
+            assert_eq!(ka, kb.as_slice());
+            va.push('!');
+            vb.push('!');
+            if let (Some((_, va)), Some((_, vb))) = (a.next(), b.next()) {
+                va.push('?');
+                vb.push('?');
+            }
+        }
+        t.entry(b"ab").or_default().push('+');
+        model.entry(b"ab".to_vec()).or_default().push('+');
+        t.entry(b"new").or_insert_with(|| "x".into()).push('n');
+        model.entry(b"new".to_vec()).or_insert("x".into()).push('n');
+        if let Entry::Occupied(o) = t.entry(b"a") {
+            assert_eq!(o.remove(), model.remove(b"a".as_slice()).unwrap());
+        }
+        t.retain(|k, v| {
+            v.push('r');
+            k.len() != 1
+        });
+        model.retain(|k, v| {
+            v.push('r');
+            k.len() != 1
+        });
+        assert_eq!(t.pop_last(), model.pop_last());
+        let mut owned = t.clone().into_iter();
+        let mut want = model.clone().into_iter();
+        assert_eq!(owned.next_back(), want.next_back());
+        assert_eq!(owned.next(), want.next());
+        drop(owned);
+        let got: Vec<(Vec<u8>, String)> = t.into_iter().collect();
+        assert_eq!(got, model.into_iter().collect::<Vec<_>>());
     }
 
     #[test]

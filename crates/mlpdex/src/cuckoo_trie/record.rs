@@ -58,3 +58,14 @@ pub(crate) unsafe fn value<'a, V>(p: *mut u8) -> &'a V {
     // SAFETY: per the contract, a live record holding a V at offset 0.
     unsafe { &*p.cast::<V>() }
 }
+
+/// The key in record `p`, of `key_len` bytes.
+///
+/// # Safety
+/// `p` is a live record made by [`alloc`] for a `key_len`-byte key, and the slice does not
+/// outlive it.
+#[inline(always)]
+pub(crate) unsafe fn key<'a, V>(p: *mut u8, key_len: usize) -> &'a [u8] {
+    // SAFETY: per the contract, `alloc` wrote `key_len` key bytes right after the V.
+    unsafe { core::slice::from_raw_parts(p.add(core::mem::size_of::<V>()), key_len) }
+}

@@ -561,19 +561,19 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
         let enc = &*self.encoder;
         self.inner
             .range((as_ref(&lo), as_ref(&hi)))
-            .filter_map(move |(k, v)| Some((decoded(enc, k)?, v)))
+            .filter_map(move |(k, v)| Some((decoded(enc, k.as_ref())?, v)))
     }
 
     fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)> {
         let b = encode_bound(&self.encoder, bound);
         let (k, v) = self.inner.lower_bound(as_ref(&b))?;
-        Some((decoded(&self.encoder, k)?, v))
+        Some((decoded(&self.encoder, k.as_ref())?, v))
     }
 
     fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)> {
         let b = encode_bound(&self.encoder, bound);
         let (k, v) = self.inner.upper_bound(as_ref(&b))?;
-        Some((decoded(&self.encoder, k)?, v))
+        Some((decoded(&self.encoder, k.as_ref())?, v))
     }
 
     fn memory_usage(&self) -> usize {

@@ -2,17 +2,82 @@
 //! (Xu, "Building Data Structures to Exploit Memory-Level Parallelism", §4;
 //! `mlp-data-structures.txt`).
 //!
-//! # What it is
+//! ```
+//! use mlpdex::mlp_index::MlpIndex;
 //!
-//! A path-compressed 256-ary trie over the eight bytes of a key, whose nodes live in a cuckoo
-//! hash table indexed by their *index* (the key prefix that leads to them, §4.2). A search
-//! knows every prefix of its key up front, so it hashes all of them and issues all their
-//! bucket reads at once: one round of parallel DRAM reads finds the longest prefix of the key
-//! that is in the trie (the x-fast trie's `QueryLCP`, done as one `D = 8`-ary step). Node
-//! payloads sit in the hash slots — the subtree's minimum key, the index and path-compressed
-//! lengths, and the children as a short list or a 256-bit bitmap — so a search never follows
-//! a pointer (§4.3). The top two trie levels are a flat 2 MiB bitmap instead of hash nodes
-//! (§4.3, "Flat Bitmap For Top Layers").
+//! let mut m = MlpIndex::new(); // maps no memory until the first insert
+//! m.insert(30, 300).unwrap(); // `Err` only if the system refuses memory
+//! m.insert(10, 100).unwrap();
+//! m.insert(20, 200).unwrap();
+//! assert_eq!(m.get(20), Some(200));
+//!
+//! // Ordered: ranges in any std form, from either end.
+//! assert_eq!(m.range(15..).collect::<Vec<_>>(), [(20, 200), (30, 300)]);
+//! assert_eq!(m.range(..=20).next_back(), Some((20, 200)));
+//!
+//! // The BTreeMap vocabulary: entries, in-place values, std traits.
+//! *m.entry(40).or_insert(0) += 1;
+//! m.entry(10).and_modify(|v| *v += 1);
+//! for (_, v) in m.iter_mut() {
+//!     *v *= 2;
+//! }
+//! assert_eq!(format!("{m:?}"), "{10: 202, 20: 400, 30: 600, 40: 2}");
+//! assert_eq!(m.pop_first(), Some((10, 202)));
+//! ```
+//!
+//! # When to use it
+//!
+//! Large maps of integer keys (ids, timestamps, integer-encoded composite keys) that need
+//! point lookups at hash-table speed together with ordered operations: a lookup that finds
+//! its key is one round of parallel DRAM reads, where a B-tree makes one dependent read per
+//! level.
+//!
+//! Not for:
+//! - byte-string keys: use [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie) (or encode them
+//!   into `u64`s yourself if they fit);
+//! - small maps that fit in cache: a `BTreeMap` is as fast there, and the first insert maps
+//!   a 2 MiB top bitmap;
+//! - insert-heavy loads: an insert costs more than a `BTreeMap`'s, growth included;
+//! - many writer threads: it is single-threaded (see below).
+//!
+//! Measured speeds and sizes, against the baselines and the Cuckoo Trie, are in
+//! [`docs/results/mlp_index.md`](../../../../docs/results/mlp_index.md).
+//!
+//! # API
+//!
+//! [`MlpIndex`] has the methods of a `BTreeMap<u64, u64>` as inherent methods (no trait to
+//! import): `get`/`get_mut`/`insert`/`remove`, [`entry`](MlpIndex::entry),
+//! `range`/`iter`/`iter_mut`/`keys`/`values`/`values_mut` (double-ended), `retain`,
+//! `pop_first`/`pop_last`, `lower_bound`/`upper_bound`, `with_capacity`/`reserve`, and
+//! `FromIterator`, `Extend`, `IntoIterator` (owned, `&`, `&mut`), `Index`, `Clone`, `Eq`,
+//! `Ord`, `Hash` and a `Debug` that prints the entries. Where it differs from std, and why:
+//!
+//! - Keys and values come out by value (`(u64, u64)`, `iter_mut` yields `(u64, &mut u64)`):
+//!   a key is not stored whole anywhere (its leaf holds the bits its bucket does not imply),
+//!   so there is nothing to borrow. Values live inline in the table, and `get_mut`,
+//!   `iter_mut` and the entry API hand out `&mut` to them.
+//! - `insert` returns `Result`: it fails only with [`Error::OutOfMemory`]. The std-shaped
+//!   operations with no `Result` (entry insertion, `Extend`, `FromIterator`, `Clone`,
+//!   `reserve`) panic in that case, as std's collections fail on allocation failure;
+//!   [`VacantEntry::try_insert`], [`MlpIndex::try_reserve`] and [`MlpIndex::try_clone`]
+//!   return the error.
+//! - An empty or inverted range yields nothing, where `BTreeMap::range` panics.
+//!
+//! It also implements [`OrderedMap<u64>`](crate::OrderedMap) with 8-byte big-endian keys, so
+//! code written against the shared trait runs on it (`insert` of another width fails with
+//! [`Error::KeyWidth`]).
+//!
+//! # Contract
+//!
+//! What it is: a path-compressed 256-ary trie over the eight bytes of a key, whose nodes live
+//! in a cuckoo hash table indexed by their *index* (the key prefix that leads to them, §4.2).
+//! A search knows every prefix of its key up front, so it hashes all of them and issues all
+//! their bucket reads at once: one round of parallel DRAM reads finds the longest prefix of
+//! the key that is in the trie (the x-fast trie's `QueryLCP`, done as one `D = 8`-ary step).
+//! Node payloads sit in the hash slots — the subtree's minimum key, the index and
+//! path-compressed lengths, and the children as a short list or a 256-bit bitmap — so a
+//! search never follows a pointer (§4.3). The top two trie levels are a flat 2 MiB bitmap
+//! instead of hash nodes (§4.3, "Flat Bitmap For Top Layers").
 //!
 //! Beyond the paper: a map (values live in the leaves, so a lookup is one round of parallel
 //! reads), deletion that keeps path compression complete and the minima right, predecessor
@@ -20,53 +85,21 @@
 //! their minimum), automatic growth and shrinking, and the bucketized layout the paper
 //! describes but did not build.
 //!
-//! # When to use it
-//!
-//! Large maps of integer keys (ids, timestamps, integer-encoded composite keys) that need
-//! point lookups at hash-table speed together with ordered operations. Not for byte-string
-//! keys (use [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)), nor for small maps that fit in
-//! cache (a `BTreeMap` is as fast there, and the top bitmap alone takes 2 MiB), nor for
-//! insert-heavy loads (an insert costs 1.5–2× a `BTreeMap`'s, growth included), nor for many
-//! writer threads (single-threaded; see below).
-//!
-//! # Measured
-//!
-//! `mlpdex-bench` on this project's 2-core AMD EPYC VM (2 MiB pages, one dependent DRAM access
-//! 286 ns), single thread, default layout, ratios to baselines in the same run; `c` is YCSB-C
-//! (lookups of present keys), `lower-bound` 85% absent keys, `e` YCSB-E (short scans, 5%
-//! inserts):
-//!
-//! | dataset, keys | workload | mode | ns/op | DRAM round trips | vs `btreemap` | vs `congee` | bytes/key |
-//! |---|---|---|---|---|---|---|---|
-//! | rand-8, 10M | c | independent | 267 | 0.93 | 2.41× | 2.13× | 29.4 |
-//! | rand-8, 10M | c | dependent | 267 | 0.93 | 2.42× | 2.51× | 29.4 |
-//! | rand-8, 10M | lower-bound | independent | 431 | 1.51 | 1.63× | 2.91× | 29.4 |
-//! | rand-8, 10M | lower-bound | dependent | 420 | 1.47 | 1.65× | 2.91× | 29.4 |
-//! | rand-8, 10M | load | — | 979 | 3.42 | 0.59× | 0.71× | 29.4 |
-//! | rand-8, 10M | e | independent | 5082 | 17.7 | 0.38× | 2.55× | 29.4 |
-//! | dec-a, 10M | c | independent / dependent | 269 / 282 | 0.94 / 0.98 | 2.80× / 2.74× | 3.45× / 3.10× | 35.7 |
-//! | dec-a, 10M | lower-bound | independent / dependent | 519 / 527 | 1.81 / 1.84 | 1.50× / 1.52× | 2.36× / 2.52× | 35.7 |
-//! | dec-a, 10M | load | — | 1416 | 4.94 | 0.51× | 0.66× | 35.7 |
-//! | dec-b, 10M | c | independent / dependent | 270 / 276 | 0.94 / 0.96 | 2.23× / 2.18× | 3.48× / 4.13× | 29.4 |
-//! | dec-b, 10M | lower-bound | independent / dependent | 571 / 582 | 1.99 / 2.03 | 1.31× / 1.26× | 3.33× / 3.23× | 29.4 |
-//! | dec-b, 10M | load | — | 1375 | 4.80 | 0.44× | 0.83× | 29.4 |
-//! | rand-8, 50M | c | dependent | 341 | 1.19 | 3.15× | 3.03× | 29.8 |
-//! | rand-8, 50M | lower-bound | dependent | 588 | 2.05 | 2.14× | 2.80× | 29.8 |
-//!
-//! (rand-8 10M: median of 3 rounds; the others one round each. A later one-round run on
-//! rand-8, after rebuilds stopped hashing items twice, loaded in 923 ns per key (0.69×). An
-//! earlier build's dec-a run measured `lower-bound` at 1.31× / 1.42× `btreemap`, whose own
-//! time moved from 666–703 to 777–798 ns between the runs. At 50M keys the VM's speed
-//! moved between runs: in a second run MlpIndex took 410 ns for `c` and 755 for `lower-bound`,
-//! against `hashmap` (hashbrown) at 459 and `sorted-vec` at 2502 / 2480; a run of an earlier
-//! build, with `btreemap` at 889 / 934 ns, gave 2.57× and 1.58×. At 10M keys `hashmap` answers
-//! dependent lookups in 361 ns.) A lookup that finds its key costs one
-//! round of parallel reads (the leaf holds the value); `lower_bound` of an absent key needs a
-//! second round for the successor's subtree, and a third when that subtree is a node (its
-//! minimum's value is in its leaf). Inserts cost three to four round trips plus growth: a
-//! split moves the old leaf to a bucket no search fetched, and rebuilding a 1.5× larger table
-//! re-places every item (about 35% of load time; doubling would make loads about a fifth
-//! faster and leave tables as little as 45% full: 43 bytes per key at 50M keys instead of 30).
+//! - [`MlpIndex`] maps `u64` to `u64`. Writes take `&mut self`; reads `&self`. It is `Send`
+//!   and `Sync`, and not concurrent (see below).
+//! - Memory: [`new`](MlpIndex::new) and [`clear`](MlpIndex::clear) leave a map that owns no
+//!   table (its [`memory_usage`](MlpIndex::memory_usage) is the struct's size, a few hundred
+//!   bytes); the first insert maps the top bitmap (2 MiB) and the smallest table. Removing
+//!   the last key keeps them, as a `Vec` keeps its capacity.
+//! - Growth never fails an insert short of the operating system refusing memory
+//!   ([`Error::OutOfMemory`], after which the map is empty). `remove` may move one node into a
+//!   grown table; if that allocation is refused it aborts, as `std`'s collections do.
+//! - `memory_usage` counts the table, the top bitmap and scratch space: every byte the map
+//!   owns.
+//! - Invariants (checked by the hidden `check_invariants`, which the tests call): every key
+//!   has exactly one leaf; path compression is complete (no node has one child); each node
+//!   holds the minimum key below it; a top-bitmap bit is set exactly when an item has that
+//!   3-byte prefix as its index.
 //!
 //! # Layouts
 //!
@@ -80,44 +113,14 @@
 //! [`Layout::Paper`]: the layout the paper measured, 24-byte slots (key, value, metadata) in
 //! a two-choice cuckoo table at up to 50% load. A node of more than 8 children borrows a free
 //! slot of its 128-byte line for its bitmap, or an external 32-byte block. Simpler, but about
-//! 3× larger (89.8 bytes per key on rand-8, 83.7 on dec-a, 94.0 on dec-b, 10M keys: within the
-//! paper's 96, which assumes a half-full table) and 8–22% slower on dependent lookups (327 ns
-//! against 267 on rand-8): a slot may straddle two cache lines, so a search fetches up to four
-//! lines per index length. Its random-walk insertion tries up to 5000 evictions before
-//! growing; with 500 it grew early near 50% load (110.9 bytes per key on rand-8).
+//! 3× larger and slower on dependent lookups: a slot may straddle two cache lines, so a
+//! search fetches up to four lines per index length.
 //!
 //! Both grow by about 1.5× when full (the bucketized table's bucket count is any integer;
 //! division by it is a Barrett multiplication), so the load stays within 2/3 of the maximum
 //! and the maximum; doubling would leave it between 1/2 and the maximum. Both shrink below a
-//! quarter of the maximum load.
-//!
-//! # Compared with the Cuckoo Trie
-//!
-//! Same runs (rand-8, 10M keys, median of 3): MlpIndex answers `c` in 267 ns against the
-//! Cuckoo Trie's 421–474 (1.6–1.8× faster), `lower-bound` in 420–431 ns against 701–739, and
-//! takes 29.4 bytes per key against 42.8. The Cuckoo Trie paper found MlpIndex 30–80% faster
-//! but 3× larger. The speed matches; the size does not, for two reasons:
-//!
-//! - The Cuckoo Trie paper measured the MlpIndex paper's layout: 24-byte slots at up to 50%
-//!   load. That layout is [`Layout::Paper`] here, at 89.8 bytes per key, about 2× the Cuckoo
-//!   Trie.
-//! - This MlpIndex stores each value in its leaf, and the key in the bits of the leaf and its
-//!   bucket index. A Cuckoo Trie leaf points to a separate record (key and value, 16 bytes
-//!   here), which costs memory and a dependent DRAM read per lookup.
-//!
-//! What the Cuckoo Trie pays for is generality: byte-string keys of any length, which its
-//! 5-bit symbols hash incrementally, and a concurrent version. MlpIndex's 8-byte keys let it
-//! hash every prefix independently, probe all of them in one round, and keep whole keys in
-//! its entries.
-//!
-//! # Contract
-//!
-//! - [`MlpIndex`] maps `u64` to `u64`. Writes take `&mut self`; reads `&self`.
-//! - Growth never fails an insert short of the operating system refusing memory
-//!   ([`Error::OutOfMemory`], after which the map is empty). `remove` may move one node into a
-//!   grown table; if that allocation is refused it aborts, as `std`'s collections do.
-//! - `memory_usage` counts the table, the top bitmap and scratch space: every byte the map
-//!   owns.
+//! quarter of the maximum load. [`Config`] picks the layout; its load factor defaults to the
+//! layout's own.
 //!
 //! # Why single-threaded
 //!
@@ -128,7 +131,7 @@
 //! relocation path, minima updates along the path made atomic with the leaf insertion, and
 //! growth copying into a new table published with epoch reclamation.
 //!
-//! # Layout
+//! # Files
 //!
 //! - `raw::hash`: the invertible prefix hash, bucket and quotient (key elimination for
 //!   leaves).
@@ -137,18 +140,26 @@
 //! - `raw::paper`: the paper's layout; borrowed slots and external blocks.
 //! - `raw::top`: the flat bitmap of 3-byte prefixes with two summary levels.
 //! - `raw::trie`: search, insertion, deletion, bounds, the cursor, the audit.
-//! - this file: the map and its range iterator.
+//! - this file: the map; `iter`: its iterators; `entry`: the entry API; `traits`: the std
+//!   traits and [`OrderedMap`](crate::OrderedMap).
 
+mod entry;
+mod iter;
 mod raw;
+mod traits;
 
-use core::fmt;
-use core::ops::{Bound, RangeBounds};
+use core::ops::{Bound, RangeBounds, RangeInclusive};
 
 use raw::paper::PaperTable;
-use raw::table::Table;
+use raw::table::{Loc, Table};
 use raw::trie::{Cursor, RawIndex};
 
 use crate::Error;
+
+pub use entry::{Entry, OccupiedEntry, VacantEntry};
+pub use iter::{
+    IntoIter, IntoKeys, IntoValues, IterMut, Keys, Range, RangeBytes, Values, ValuesMut,
+};
 
 /// Table layouts (§4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -163,8 +174,8 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// The load-factor range the layout's cuckoo table supports, and its default.
-    fn load_factors(self) -> (core::ops::RangeInclusive<f64>, f64) {
+    /// The load factors the layout's cuckoo table supports, and its default.
+    fn load_factors(self) -> (RangeInclusive<f64>, f64) {
         match self {
             Layout::Bucketized => (0.5..=0.95, 0.9),
             Layout::Paper => (0.2..=0.5, 0.5),
@@ -173,85 +184,164 @@ impl Layout {
 }
 
 /// Construction settings.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Every field has a default that suits the chosen layout, so struct-update syntax works
+/// whatever the layout:
+///
+/// ```
+/// use mlpdex::mlp_index::{Config, Layout, MlpIndex};
+///
+/// let config = Config { layout: Layout::Paper, ..Default::default() };
+/// assert_eq!(config.effective_max_load_factor(), 0.5);
+/// let mut m = MlpIndex::with_config(config).unwrap();
+/// m.insert(7, 70).unwrap();
+/// assert_eq!(m.get(7), Some(70));
+///
+/// // A load factor the layout cannot reach is refused, naming the setting.
+/// let bad = Config { layout: Layout::Paper, max_load_factor: Some(0.9) };
+/// assert!(MlpIndex::with_config(bad).is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Config {
     /// The table layout.
     pub layout: Layout,
     /// Largest fraction of table slots in use before the table grows (by about 1.5×):
-    /// 0.5..=0.95 for [`Layout::Bucketized`] (default 0.9), 0.2..=0.5 for [`Layout::Paper`]
-    /// (default 0.5).
-    pub max_load_factor: f64,
+    /// 0.5..=0.95 for [`Layout::Bucketized`], 0.2..=0.5 for [`Layout::Paper`]. `None` (the
+    /// default) takes the layout's own: 0.9 bucketized, 0.5 paper.
+    pub max_load_factor: Option<f64>,
 }
 
 impl Config {
     /// The defaults for `layout`.
-    pub fn with_layout(layout: Layout) -> Config {
+    pub const fn with_layout(layout: Layout) -> Config {
         Config {
             layout,
-            max_load_factor: layout.load_factors().1,
+            max_load_factor: None,
+        }
+    }
+
+    /// The maximum load factor in force: the one set, or the layout's default.
+    pub fn effective_max_load_factor(&self) -> f64 {
+        self.max_load_factor.unwrap_or(self.layout.load_factors().1)
+    }
+
+    /// The maximum load factor in force, or [`Error::InvalidConfig`] naming the bad setting.
+    fn validate(&self) -> Result<f64, Error> {
+        let lf = self.effective_max_load_factor();
+        if self.layout.load_factors().0.contains(&lf) {
+            Ok(lf)
+        } else {
+            Err(Error::InvalidConfig {
+                what: match self.layout {
+                    Layout::Bucketized => "max_load_factor must be 0.5..=0.95 (bucketized)",
+                    Layout::Paper => "max_load_factor must be 0.2..=0.5 (paper layout)",
+                },
+            })
         }
     }
 }
 
-impl Default for Config {
-    fn default() -> Config {
-        Config::with_layout(Layout::Bucketized)
-    }
-}
-
-/// The map core of either layout.
+/// The map core of either layout, or nothing yet: an empty map maps no memory until its
+/// first insert.
 enum Inner {
+    Empty,
     Bucketized(RawIndex<Table>),
     Paper(RawIndex<PaperTable>),
 }
 
-/// Runs `$e` with `$r` bound to the layout's core.
+/// Runs `$e` with `$r` bound to the layout's core, or `$empty` when there is none.
 macro_rules! with_raw {
-    ($inner:expr, $r:ident => $e:expr) => {
+    ($inner:expr, $r:ident => $e:expr, empty => $empty:expr) => {
         match $inner {
             Inner::Bucketized($r) => $e,
             Inner::Paper($r) => $e,
+            Inner::Empty => $empty,
         }
     };
 }
+use with_raw;
 
-/// The MlpIndex ordered map; see the [module docs](self).
+/// Panics with `err`: for the std-shaped operations that have no `Result` (entry insertion,
+/// `Extend`, `FromIterator`, `Clone`, `reserve`) when the operating system refuses memory.
+#[cold]
+#[track_caller]
+fn out_of_memory(err: Error) -> ! {
+    panic!("MlpIndex: {err}")
+}
+
+/// The MlpIndex ordered map of `u64` keys to `u64` values; see the [module docs](self).
+///
+/// Shaped like `BTreeMap<u64, u64>`, std traits included:
+///
+/// ```
+/// use mlpdex::mlp_index::MlpIndex;
+///
+/// let mut m: MlpIndex = (1..=5).map(|k| (k, k * 10)).collect();
+/// m.extend([(6, 60), (7, 70)]);
+/// m.retain(|&k, _| k % 2 == 1);
+/// assert_eq!(m[3], 30);
+/// assert_eq!(m.keys().collect::<Vec<_>>(), [1, 3, 5, 7]);
+/// assert_eq!(m.values().rev().next(), Some(70));
+///
+/// let copy = m.clone();
+/// assert_eq!(copy, m);
+/// for v in m.values_mut() {
+///     *v += 1;
+/// }
+/// assert_ne!(copy, m);
+/// let mut total = 0;
+/// for (_, v) in &m {
+///     total += v;
+/// }
+/// assert_eq!(total, 31 + 11 + 51 + 71);
+/// assert_eq!(m.into_iter().next_back(), Some((7, 71)));
+/// ```
 pub struct MlpIndex {
     raw: Inner,
     config: Config,
 }
 
 impl MlpIndex {
-    /// An empty map with the default [`Config`].
+    /// An empty map with the default [`Config`]. Allocates nothing until the first insert:
     ///
-    /// # Panics
+    /// ```
+    /// use mlpdex::mlp_index::MlpIndex;
     ///
-    /// If the operating system refuses the first table and the top bitmap (about 2 MiB); use
-    /// [`with_config`](Self::with_config) to handle that as an error.
-    pub fn new() -> MlpIndex {
-        Self::with_config(Config::default()).expect("mapping the first table")
+    /// let mut m = MlpIndex::new();
+    /// assert!(m.memory_usage() <= 4096);
+    /// m.insert(1, 1).unwrap(); // maps the top bitmap and the smallest table
+    /// assert!(m.memory_usage() > 2 << 20);
+    /// m.clear(); // gives them back
+    /// assert!(m.memory_usage() <= 4096);
+    /// ```
+    pub const fn new() -> MlpIndex {
+        MlpIndex {
+            raw: Inner::Empty,
+            config: Config::with_layout(Layout::Bucketized),
+        }
     }
 
     /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
+    /// Allocates nothing until the first insert.
     pub fn with_config(config: Config) -> Result<MlpIndex, Error> {
-        if !config
-            .layout
-            .load_factors()
-            .0
-            .contains(&config.max_load_factor)
-        {
-            return Err(Error::InvalidConfig {
-                what: match config.layout {
-                    Layout::Bucketized => "max_load_factor must be 0.5..=0.95 (bucketized)",
-                    Layout::Paper => "max_load_factor must be 0.2..=0.5 (paper layout)",
-                },
-            });
-        }
-        let raw = match config.layout {
-            Layout::Bucketized => Inner::Bucketized(RawIndex::new(config.max_load_factor)?),
-            Layout::Paper => Inner::Paper(RawIndex::new(config.max_load_factor)?),
-        };
-        Ok(MlpIndex { raw, config })
+        config.validate()?;
+        Ok(MlpIndex {
+            raw: Inner::Empty,
+            config,
+        })
+    }
+
+    /// An empty map with room for `capacity` keys (an estimate: how many slots a key takes
+    /// depends on the prefixes keys share).
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the memory; [`try_reserve`](Self::try_reserve) returns
+    /// the error instead.
+    pub fn with_capacity(capacity: usize) -> MlpIndex {
+        let mut m = MlpIndex::new();
+        m.reserve(capacity);
+        m
     }
 
     /// The settings this map was built with.
@@ -259,110 +349,223 @@ impl MlpIndex {
         &self.config
     }
 
+    /// The core, made if the map has none yet.
+    #[inline]
+    fn allocated(&mut self) -> Result<&mut Inner, Error> {
+        if let Inner::Empty = self.raw {
+            self.allocate()?;
+        }
+        Ok(&mut self.raw)
+    }
+
+    /// Makes the core of an empty map: the top bitmap and the smallest table.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&mut self) -> Result<(), Error> {
+        let lf = self.config.validate()?;
+        self.raw = match self.config.layout {
+            Layout::Bucketized => Inner::Bucketized(RawIndex::new(lf)?),
+            Layout::Paper => Inner::Paper(RawIndex::new(lf)?),
+        };
+        Ok(())
+    }
+
+    /// Makes room for `additional` more keys, so that inserting them does not grow the
+    /// table (an estimate; removals may shrink it again).
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the memory; see [`try_reserve`](Self::try_reserve).
+    pub fn reserve(&mut self, additional: usize) {
+        if let Err(e) = self.try_reserve(additional) {
+            out_of_memory(e)
+        }
+    }
+
+    /// As [`reserve`](Self::reserve), returning [`Error::OutOfMemory`] instead of panicking
+    /// (the map is unchanged then).
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), Error> {
+        if additional == 0 {
+            return Ok(());
+        }
+        with_raw!(self.allocated()?, r => r.reserve(additional), empty => Ok(()))
+    }
+
     /// The value of `key`.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
-        with_raw!(&self.raw, r => r.get(key))
+        with_raw!(&self.raw, r => r.get(key), empty => None)
+    }
+
+    /// The value of `key`, in place.
+    #[inline]
+    fn get_ref(&self, key: u64) -> Option<&u64> {
+        with_raw!(&self.raw, r => Some(r.value(r.leaf(key)?)), empty => None)
+    }
+
+    /// Where the leaf of `key` is.
+    fn leaf(&self, key: u64) -> Option<Loc> {
+        with_raw!(&self.raw, r => r.leaf(key), empty => None)
+    }
+
+    /// The value of the leaf at `l`, in place (`l` from this map, no change since).
+    fn value_at(&self, l: Loc) -> &u64 {
+        with_raw!(&self.raw, r => r.value(l), empty => unreachable!("a leaf in an empty map"))
+    }
+
+    /// As [`value_at`](Self::value_at), for writing.
+    fn value_at_mut(&mut self, l: Loc) -> &mut u64 {
+        with_raw!(&mut self.raw, r => r.value_mut(l), empty => unreachable!("a leaf in an empty map"))
+    }
+
+    /// The key and value of `key`, as `BTreeMap::get_key_value` (the key is the one given:
+    /// keys are integers, there is no other copy to return).
+    #[inline]
+    pub fn get_key_value(&self, key: u64) -> Option<(u64, u64)> {
+        self.get(key).map(|v| (key, v))
+    }
+
+    /// The value of `key`, for changing in place.
+    pub fn get_mut(&mut self, key: u64) -> Option<&mut u64> {
+        let l = self.leaf(key)?;
+        Some(self.value_at_mut(l))
     }
 
     /// Whether `key` is present.
     #[inline]
     pub fn contains_key(&self, key: u64) -> bool {
-        with_raw!(&self.raw, r => r.get(key)).is_some()
+        self.get(key).is_some()
     }
 
     /// Stores `value` under `key`; returns the previous value.
+    ///
+    /// Fails only with [`Error::OutOfMemory`] when the operating system refuses a grown
+    /// table, after which the map is empty (the items being moved had nowhere to go).
     pub fn insert(&mut self, key: u64, value: u64) -> Result<Option<u64>, Error> {
-        with_raw!(&mut self.raw, r => r.insert(key, value))
+        with_raw!(self.allocated()?, r => r.insert(key, value), empty => unreachable!("allocated"))
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: u64) -> Option<u64> {
-        with_raw!(&mut self.raw, r => r.remove(key))
+        with_raw!(&mut self.raw, r => r.remove(key), empty => None)
+    }
+
+    /// Removes `key`; returns it with its value.
+    pub fn remove_entry(&mut self, key: u64) -> Option<(u64, u64)> {
+        self.remove(key).map(|v| (key, v))
+    }
+
+    /// The entry of `key`, for in-place manipulation; see [`Entry`].
+    pub fn entry(&mut self, key: u64) -> Entry<'_> {
+        match self.leaf(key) {
+            Some(loc) => Entry::Occupied(OccupiedEntry::new(self, key, loc)),
+            None => Entry::Vacant(VacantEntry::new(self, key)),
+        }
     }
 
     /// Number of keys.
     #[inline]
     pub fn len(&self) -> usize {
-        with_raw!(&self.raw, r => r.len())
+        with_raw!(&self.raw, r => r.len(), empty => 0)
     }
 
     /// Whether the map is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        with_raw!(&self.raw, r => r.len()) == 0
+        self.len() == 0
     }
 
-    /// Removes every key, returning the table to its smallest size.
+    /// Removes every key and releases the table: the map then costs what
+    /// [`new`](Self::new)'s does. (Removing the last key one at a time keeps the smallest
+    /// table, as a `Vec` keeps its capacity.)
     pub fn clear(&mut self) {
-        with_raw!(&mut self.raw, r => r.reset());
+        self.raw = Inner::Empty;
     }
 
-    /// Bytes the map owns: table, top bitmap, scratch.
+    /// Bytes the map owns: the struct itself, and the table, top bitmap and scratch space
+    /// once the first insert has made them.
     pub fn memory_usage(&self) -> usize {
-        with_raw!(&self.raw, r => r.bytes()) + size_of::<Self>()
+        with_raw!(&self.raw, r => r.bytes(), empty => 0) + size_of::<Self>()
     }
 
     /// Bytes mapped directly from the operating system (the table and the top bitmap), a
     /// part of [`memory_usage`](Self::memory_usage).
     pub fn mapped_bytes(&self) -> usize {
-        with_raw!(&self.raw, r => r.mapped_bytes())
+        with_raw!(&self.raw, r => r.mapped_bytes(), empty => 0)
+    }
+
+    /// The first entry at or after `bound`, its value in place.
+    fn seek_ge(&self, bound: Bound<u64>) -> Option<(u64, &u64)> {
+        let k = match bound {
+            Bound::Included(k) => k,
+            Bound::Excluded(k) => k.checked_add(1)?,
+            Bound::Unbounded => 0,
+        };
+        with_raw!(&self.raw, r => r.lower_bound(k).map(|(k, l)| (k, r.value(l))), empty => None)
+    }
+
+    /// The last entry at or before `bound`, its value in place.
+    fn seek_le(&self, bound: Bound<u64>) -> Option<(u64, &u64)> {
+        let k = match bound {
+            Bound::Included(k) => k,
+            Bound::Excluded(k) => k.checked_sub(1)?,
+            Bound::Unbounded => u64::MAX,
+        };
+        with_raw!(&self.raw, r => r.upper_bound(k).map(|(k, l)| (k, r.value(l))), empty => None)
     }
 
     /// The first entry at or after `bound` (`Included(k)`: key `≥ k`; `Excluded(k)`: `> k`;
     /// `Unbounded`: the first entry).
     pub fn lower_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
-        match bound {
-            Bound::Included(k) => with_raw!(&self.raw, r => r.lower_bound(k)),
-            Bound::Excluded(k) => with_raw!(&self.raw, r => r.lower_bound(k.checked_add(1)?)),
-            Bound::Unbounded => with_raw!(&self.raw, r => r.lower_bound(0)),
-        }
+        self.seek_ge(bound).map(|(k, v)| (k, *v))
     }
 
     /// The last entry at or before `bound` (`Included(k)`: key `≤ k`; `Excluded(k)`: `< k`;
     /// `Unbounded`: the last entry).
     pub fn upper_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
-        match bound {
-            Bound::Included(k) => with_raw!(&self.raw, r => r.upper_bound(k)),
-            Bound::Excluded(k) => with_raw!(&self.raw, r => r.upper_bound(k.checked_sub(1)?)),
-            Bound::Unbounded => with_raw!(&self.raw, r => r.upper_bound(u64::MAX)),
-        }
+        self.seek_le(bound).map(|(k, v)| (k, *v))
     }
 
     /// The smallest entry.
     pub fn first(&self) -> Option<(u64, u64)> {
-        with_raw!(&self.raw, r => r.lower_bound(0))
+        self.lower_bound(Bound::Unbounded)
     }
 
     /// The largest entry.
     pub fn last(&self) -> Option<(u64, u64)> {
-        with_raw!(&self.raw, r => r.upper_bound(u64::MAX))
+        self.upper_bound(Bound::Unbounded)
     }
 
-    /// The entries with keys in `range`, in order; double-ended.
+    /// The smallest entry (`BTreeMap`'s name for [`first`](Self::first)).
+    pub fn first_key_value(&self) -> Option<(u64, u64)> {
+        self.first()
+    }
+
+    /// The largest entry (`BTreeMap`'s name for [`last`](Self::last)).
+    pub fn last_key_value(&self) -> Option<(u64, u64)> {
+        self.last()
+    }
+
+    /// Removes and returns the smallest entry.
+    pub fn pop_first(&mut self) -> Option<(u64, u64)> {
+        let (k, _) = self.first()?;
+        self.remove_entry(k)
+    }
+
+    /// Removes and returns the largest entry.
+    pub fn pop_last(&mut self) -> Option<(u64, u64)> {
+        let (k, _) = self.last()?;
+        self.remove_entry(k)
+    }
+
+    /// The entries with keys in `range`, in order; double-ended. An empty or inverted range
+    /// yields nothing (where `BTreeMap::range` would panic).
     pub fn range<R: RangeBounds<u64>>(&self, range: R) -> Range<'_> {
-        let lo = match range.start_bound() {
-            Bound::Included(&k) => Some(k),
-            Bound::Excluded(&k) => k.checked_add(1),
-            Bound::Unbounded => Some(0),
-        };
-        let hi = match range.end_bound() {
-            Bound::Included(&k) => Some(k),
-            Bound::Excluded(&k) => k.checked_sub(1),
-            Bound::Unbounded => Some(u64::MAX),
-        };
-        let (lo, hi, done) = match (lo, hi) {
-            (Some(lo), Some(hi)) if lo <= hi => (lo, hi, false),
-            _ => (0, 0, true),
-        };
-        Range {
-            map: self,
-            front: None,
-            back: None,
-            lo,
-            hi,
-            done,
-        }
+        Range::new(
+            self,
+            range.start_bound().cloned(),
+            range.end_bound().cloned(),
+        )
     }
 
     /// Every entry, in order.
@@ -370,98 +573,83 @@ impl MlpIndex {
         self.range(..)
     }
 
+    /// Every key, in order.
+    pub fn keys(&self) -> Keys<'_> {
+        Keys(self.iter())
+    }
+
+    /// Every value, in key order.
+    pub fn values(&self) -> Values<'_> {
+        Values(self.iter())
+    }
+
+    /// Every entry in order, each value borrowed for changing in place.
+    ///
+    /// The walk runs when this is called: it records where each value is (16 bytes of
+    /// scratch per key, freed with the iterator) before handing out the first `&mut`, because
+    /// the trie's walk reads the buckets the values live in.
+    pub fn iter_mut(&mut self) -> IterMut<'_> {
+        let mut items = Vec::with_capacity(self.len());
+        with_raw!(&mut self.raw, r => {
+            let mut c = Cursor::ends(false);
+            while let Some((k, l)) = c.step(r) {
+                items.push((k, r.value_ptr(l)));
+            }
+        }, empty => {});
+        IterMut::new(items)
+    }
+
+    /// Every value in key order, borrowed for changing in place (see
+    /// [`iter_mut`](Self::iter_mut)).
+    pub fn values_mut(&mut self) -> ValuesMut<'_> {
+        ValuesMut(self.iter_mut())
+    }
+
+    /// The keys, in order, consuming the map.
+    pub fn into_keys(self) -> IntoKeys {
+        IntoKeys(self.into_iter())
+    }
+
+    /// The values, in key order, consuming the map.
+    pub fn into_values(self) -> IntoValues {
+        IntoValues(self.into_iter())
+    }
+
+    /// Keeps only the entries for which `f` returns `true`, visiting them in key order; `f`
+    /// may change the values it keeps.
+    pub fn retain<F: FnMut(&u64, &mut u64) -> bool>(&mut self, mut f: F) {
+        with_raw!(&mut self.raw, r => {
+            let mut c = Cursor::ends(false);
+            while let Some((k, l)) = c.step(r) {
+                if f(&k, r.value_mut(l)) {
+                    continue;
+                }
+                r.remove(k);
+                // The removal may have moved items: start again past `k`.
+                match k.checked_add(1) {
+                    Some(next) => c = Cursor::seek(r, next, false),
+                    None => break,
+                }
+            }
+        }, empty => {});
+    }
+
+    /// A copy of the map, or [`Error::OutOfMemory`] (the `Clone` impl panics instead).
+    pub fn try_clone(&self) -> Result<MlpIndex, Error> {
+        let raw = match &self.raw {
+            Inner::Empty => Inner::Empty,
+            Inner::Bucketized(r) => Inner::Bucketized(r.try_clone()?),
+            Inner::Paper(r) => Inner::Paper(r.try_clone()?),
+        };
+        Ok(MlpIndex {
+            raw,
+            config: self.config.clone(),
+        })
+    }
+
     /// Audits every structural invariant (slow: reads the whole table). For tests.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
-        with_raw!(&self.raw, r => r.audit())
-    }
-}
-
-impl Default for MlpIndex {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Debug for MlpIndex {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MlpIndex")
-            .field("len", &self.len())
-            .field("config", &self.config)
-            .field("memory_usage", &self.memory_usage())
-            .finish()
-    }
-}
-
-/// Iterator over a key range of an [`MlpIndex`], from both ends.
-pub struct Range<'a> {
-    map: &'a MlpIndex,
-    front: Option<Cursor>,
-    back: Option<Cursor>,
-    /// Keys not yet yielded from either end lie in `lo..=hi` (when `!done`).
-    lo: u64,
-    hi: u64,
-    done: bool,
-}
-
-impl Iterator for Range<'_> {
-    type Item = (u64, u64);
-
-    fn next(&mut self) -> Option<(u64, u64)> {
-        if self.done {
-            return None;
-        }
-        let map = self.map;
-        let lo = self.lo;
-        let c = self
-            .front
-            .get_or_insert_with(|| with_raw!(&map.raw, r => Cursor::seek(r, lo, false)));
-        let next = with_raw!(&map.raw, r => c.step(r));
-        let Some((k, v)) = next.filter(|&(k, _)| k <= self.hi) else {
-            self.done = true;
-            return None;
-        };
-        if k == self.hi {
-            self.done = true;
-        } else {
-            self.lo = k + 1;
-        }
-        Some((k, v))
-    }
-}
-
-impl DoubleEndedIterator for Range<'_> {
-    fn next_back(&mut self) -> Option<(u64, u64)> {
-        if self.done {
-            return None;
-        }
-        let map = self.map;
-        let hi = self.hi;
-        let c = self
-            .back
-            .get_or_insert_with(|| with_raw!(&map.raw, r => Cursor::seek(r, hi, true)));
-        let next = with_raw!(&map.raw, r => c.step(r));
-        let Some((k, v)) = next.filter(|&(k, _)| k >= self.lo) else {
-            self.done = true;
-            return None;
-        };
-        if k == self.lo {
-            self.done = true;
-        } else {
-            self.hi = k - 1;
-        }
-        Some((k, v))
-    }
-}
-
-impl core::iter::FusedIterator for Range<'_> {}
-
-impl fmt::Debug for Range<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Range")
-            .field("lo", &self.lo)
-            .field("hi", &self.hi)
-            .field("done", &self.done)
-            .finish()
+        with_raw!(&self.raw, r => r.audit(), empty => Ok(()))
     }
 }

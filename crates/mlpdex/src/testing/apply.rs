@@ -161,7 +161,8 @@ pub(super) fn apply_ordered<M: OrderedMap<u64>>(
             let (s, e) = (as_slice_bound(s), as_slice_bound(e));
             let mut it = call_with_range_form!(map, range, s, e);
             walk_compare(oracle_range(oracle, s, e), *walk, |back, want| {
-                let got = next_end(&mut it, back).map(|(k, v)| (k, *v));
+                let got = next_end(&mut it, back);
+                let got = got.as_ref().map(|(k, v)| (k.as_ref(), **v));
                 if got == want {
                     Ok(())
                 } else {
@@ -181,7 +182,8 @@ pub(super) fn apply_ordered<M: OrderedMap<u64>>(
             for walk in [Walk::Forward(usize::MAX), Walk::Backward(usize::MAX)] {
                 let mut it = map.iter();
                 walk_compare(oracle.iter(), walk, |back, want| {
-                    let got = next_end(&mut it, back).map(|(k, v)| (k, *v));
+                    let got = next_end(&mut it, back);
+                    let got = got.as_ref().map(|(k, v)| (k.as_ref(), **v));
                     if got == want {
                         Ok(())
                     } else {

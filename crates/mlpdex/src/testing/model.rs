@@ -90,6 +90,11 @@ impl<V> ExactSizeIterator for ModelRange<'_, V> {}
 impl<V> core::iter::FusedIterator for ModelRange<'_, V> {}
 
 impl<V> OrderedMap<V> for ModelMap<V> {
+    type Key<'a>
+        = &'a [u8]
+    where
+        V: 'a;
+
     type Range<'a>
         = ModelRange<'a, V>
     where

@@ -97,11 +97,14 @@ pub(super) fn expect_eq<T: PartialEq + fmt::Debug>(
     }
 }
 
-pub(super) fn expect_entry(
+/// Compares an entry with the oracle's; `got`'s key is whatever the map hands out
+/// ([`OrderedMap::Key`](crate::OrderedMap::Key)).
+pub(super) fn expect_entry<K: AsRef<[u8]>>(
     what: &str,
     want: Option<(&[u8], u64)>,
-    got: Option<(&[u8], u64)>,
+    got: Option<(K, u64)>,
 ) -> Result<(), Mismatch> {
+    let got = got.as_ref().map(|(k, v)| (k.as_ref(), *v));
     if want == got {
         Ok(())
     } else {

@@ -216,6 +216,7 @@ fn width_bound(b: Bound<&[u8]>) -> Bound<&[u8]> {
 }
 
 impl OrderedMap<u64> for IntOnly {
+    type Key<'a> = &'a [u8];
     type Range<'a> = ModelRange<'a, u64>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {
@@ -322,6 +323,7 @@ impl DoubleEndedIterator for FaultyRange<'_> {
 }
 
 impl OrderedMap<u64> for Faulty {
+    type Key<'a> = &'a [u8];
     type Range<'a> = FaultyRange<'a>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {

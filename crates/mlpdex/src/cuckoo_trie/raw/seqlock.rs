@@ -154,12 +154,14 @@ impl<W: Word> Bucket<W> {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, mlpdex_loom))]
 mod loom_model {
-    //! Run with `RUSTFLAGS="--cfg loom" cargo test -p mlpdex --lib --release loom_model`.
+    //! Run with `RUSTFLAGS="--cfg mlpdex_loom" cargo test -p mlpdex --lib --release loom_model`.
     use super::*;
-    use loom::sync::Arc;
-    use loom::sync::atomic::AtomicU64;
+    use crate::sync::loom::{
+        self,
+        sync::{Arc, atomic::AtomicU64},
+    };
 
     impl Word for AtomicU64 {
         fn load(&self, o: Ordering) -> u64 {

@@ -279,6 +279,7 @@ impl Drop for PaperTable {
 
 impl Store for PaperTable {
     const SLOTS: usize = 1;
+    const SLOTS_PER_KEY: f64 = 1.05;
     type Home = (usize, usize);
 
     fn new(units: usize) -> Result<Self, Error> {
@@ -350,6 +351,27 @@ impl Store for PaperTable {
     }
     fn set_word(&mut self, l: Loc, w: u64) {
         self.slot_mut(l.b).w0 = w;
+    }
+    #[inline]
+    fn value(&self, l: Loc) -> &u64 {
+        debug_assert_eq!(kind(self.slot(l.b).w2), LEAF);
+        debug_assert!((l.b as u64) < self.n);
+        // SAFETY: `l.b < n`: the slot lies inside the region, zero-initialised and 8-byte
+        // aligned; `&self` keeps the table (and so the slot) unchanged for the borrow.
+        unsafe { &(*self.slot_ptr(l.b)).w0 }
+    }
+    #[inline]
+    fn value_mut(&mut self, l: Loc) -> &mut u64 {
+        debug_assert_eq!(kind(self.slot(l.b).w2), LEAF);
+        &mut self.slot_mut(l.b).w0
+    }
+    #[inline]
+    fn value_ptr(&mut self, l: Loc) -> *mut u64 {
+        debug_assert!((l.b as u64) < self.n);
+        self.slot_ptr(l.b)
+            .cast::<u8>()
+            .wrapping_add(core::mem::offset_of!(Slot, w0))
+            .cast::<u64>()
     }
     #[inline]
     fn leaf_key(&self, l: Loc) -> u64 {

@@ -533,6 +533,7 @@ impl Table {
 
 impl Store for Table {
     const SLOTS: usize = SLOTS;
+    const SLOTS_PER_KEY: f64 = 1.05;
     type Home = Home;
 
     fn new(units: usize) -> Result<Self, Error> {
@@ -596,6 +597,30 @@ impl Store for Table {
     #[inline]
     fn set_word(&mut self, l: Loc, w: u64) {
         self.entry_mut(l).w0 = w;
+    }
+    #[inline]
+    fn value(&self, l: Loc) -> &u64 {
+        debug_assert_eq!(ty(self.entry(l).w1), T_LEAF);
+        &self.bucket(l.b).e[l.slot].w0
+    }
+    #[inline]
+    fn value_mut(&mut self, l: Loc) -> &mut u64 {
+        debug_assert_eq!(ty(self.entry(l).w1), T_LEAF);
+        &mut self.entry_mut(l).w0
+    }
+    #[inline]
+    fn value_ptr(&mut self, l: Loc) -> *mut u64 {
+        debug_assert!(l.b < self.geo.buckets() && l.slot < SLOTS);
+        // Address arithmetic only (no reference to the bucket is made).
+        self.region
+            .as_ptr()
+            .cast::<Bucket>()
+            .wrapping_add(l.b)
+            .cast::<Entry>()
+            .wrapping_add(l.slot)
+            .cast::<u8>()
+            .wrapping_add(core::mem::offset_of!(Entry, w0))
+            .cast::<u64>()
     }
     /// The key of the leaf at `l`.
     #[inline]

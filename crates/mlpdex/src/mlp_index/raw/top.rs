@@ -29,6 +29,21 @@ impl Top {
         })
     }
 
+    /// A copy (the l3 words through the summaries, so only non-empty blocks are read).
+    pub(crate) fn try_clone(&self) -> Result<Top, Error> {
+        let mut t = Top::new()?;
+        let mut blk = self.next_block(0);
+        while let Some(b) = blk {
+            for i in 0..4 {
+                *t.word_mut(b as usize * 4 + i) = self.word(b as usize * 4 + i);
+            }
+            blk = self.next_block(b + 1);
+        }
+        t.l2.copy_from_slice(&self.l2[..]);
+        t.l1 = self.l1;
+        Ok(t)
+    }
+
     /// Bytes mapped from the operating system (the 3-byte level).
     pub(crate) fn mapped_bytes(&self) -> usize {
         self.l3.memory_usage()

@@ -54,6 +54,9 @@ const MIN_BUCKETS: usize = super::hash::MIN_BUCKETS;
 /// Fraction of the maximum load a grown (or shrunk) table starts at: tables grow by about
 /// 1.5×, so the load stays between 2/3 of the maximum and the maximum.
 const REFILL: f64 = 2.0 / 3.0;
+/// Fraction of the maximum load a table sized by [`RawIndex::reserve`] reaches when the
+/// reserved keys are in.
+const RESERVE_LOAD: f64 = 0.9;
 
 impl<T: Store> RawIndex<T> {
     pub(crate) fn new(max_load: f64) -> Result<RawIndex<T>, Error> {
@@ -133,6 +136,41 @@ impl<T: Store> RawIndex<T> {
         None
     }
 
+    /// Where the leaf of `x` is (as [`get`](Self::get), for callers that want the value in
+    /// place).
+    #[inline]
+    pub(crate) fn leaf(&self, x: u64) -> Option<Loc> {
+        let pr = self.probes(x);
+        for len in (MIN_LEN..=8).rev() {
+            if self.cnt[len as usize] == 0 {
+                continue;
+            }
+            if let Some(l) = self.table.find(&pr[len as usize]) {
+                let (leaf, _) = self.table.word(l);
+                return (leaf && self.table.leaf_suffix_is(l, x)).then_some(l);
+            }
+        }
+        None
+    }
+
+    /// The value of the leaf at `l`, in place.
+    #[inline]
+    pub(crate) fn value(&self, l: Loc) -> &u64 {
+        self.table.value(l)
+    }
+
+    /// The value of the leaf at `l`, in place, for writing.
+    #[inline]
+    pub(crate) fn value_mut(&mut self, l: Loc) -> &mut u64 {
+        self.table.value_mut(l)
+    }
+
+    /// The address of the value of the leaf at `l` (see [`Store::value_ptr`]).
+    #[inline]
+    pub(crate) fn value_ptr(&mut self, l: Loc) -> *mut u64 {
+        self.table.value_ptr(l)
+    }
+
     #[inline]
     fn find(&self, p: u64, len: u32) -> Option<Loc> {
         self.table.find(&self.table.probe(p, len))
@@ -180,7 +218,42 @@ impl<T: Store> RawIndex<T> {
     }
 
     /// Moves every item (and `extra`) into a new table of at least `buckets` buckets.
-    fn rebuild(&mut self, mut buckets: usize, extra: &mut Vec<Item>) -> Result<(), Error> {
+    fn rebuild(&mut self, buckets: usize, extra: &mut Vec<Item>) -> Result<(), Error> {
+        self.table = self.rebuilt(buckets, extra)?;
+        extra.clear();
+        Ok(())
+    }
+
+    /// A copy of the map, its table the size of this one's (or larger if placement needs it).
+    pub(crate) fn try_clone(&self) -> Result<RawIndex<T>, Error> {
+        Ok(RawIndex {
+            table: self.rebuilt(self.table.units(), &[])?,
+            top: self.top.try_clone()?,
+            len: self.len,
+            cnt: self.cnt,
+            homeless: Vec::new(),
+            max_load: self.max_load,
+            min_units: self.min_units,
+        })
+    }
+
+    /// Grows the table, if needed, so that `additional` more keys fit without growing again
+    /// (an estimate: a key takes a slot for its leaf and, depending on the prefixes it shares,
+    /// part of a node's; [`Store::SLOTS_PER_KEY`] is what random keys take).
+    pub(crate) fn reserve(&mut self, additional: usize) -> Result<(), Error> {
+        let keys = self.len.saturating_add(additional);
+        let slots = keys as f64 * T::SLOTS_PER_KEY + 3.0;
+        // Cuckoo placement may give up a little short of the maximum load: aim below it.
+        let load = self.max_load * RESERVE_LOAD;
+        let buckets = (slots / (T::SLOTS as f64 * load)).ceil() as usize;
+        if buckets > self.table.units() {
+            self.rebuild(buckets, &mut Vec::new())?;
+        }
+        Ok(())
+    }
+
+    /// A new table of at least `buckets` buckets holding every item and `extra`.
+    fn rebuilt(&self, mut buckets: usize, extra: &[Item]) -> Result<T, Error> {
         /// Items whose new buckets are being fetched while earlier ones are placed.
         const AHEAD: usize = 16;
         let mut scratch = Vec::new();
@@ -191,11 +264,11 @@ impl<T: Store> RawIndex<T> {
             let mut at = 0;
             let mut feed = |it: Item, t: &mut T, ok: &mut bool| {
                 let home = t.home(&it);
-                if let Some((old, home)) = ring[at].replace((it, home)) {
-                    if *ok {
-                        scratch.clear();
-                        *ok = t.place(old, home, &mut scratch).is_ok();
-                    }
+                if let Some((old, home)) = ring[at].replace((it, home))
+                    && *ok
+                {
+                    scratch.clear();
+                    *ok = t.place(old, home, &mut scratch).is_ok();
                 }
                 at = (at + 1) % AHEAD;
             };
@@ -211,9 +284,7 @@ impl<T: Store> RawIndex<T> {
                 }
             }
             if ok {
-                self.table = t;
-                extra.clear();
-                return Ok(());
+                return Ok(t);
             }
             buckets += buckets / 8 + 1;
         }
@@ -222,10 +293,10 @@ impl<T: Store> RawIndex<T> {
     /// Back to an empty map with the smallest table (keeps the current one if the system
     /// refuses even that).
     pub(crate) fn reset(&mut self) {
-        if self.table.units() != self.min_units {
-            if let Ok(t) = T::new(MIN_BUCKETS) {
-                self.table = t;
-            }
+        if self.table.units() != self.min_units
+            && let Ok(t) = T::new(MIN_BUCKETS)
+        {
+            self.table = t;
         }
         if self.table.used() != 0 {
             let mut locs = Vec::new();
@@ -457,23 +528,23 @@ impl<T: Store> RawIndex<T> {
         Some(w0)
     }
 
-    /// Key and value of the smallest key below the item at `l`.
-    fn min_of(&self, l: Loc) -> (u64, u64) {
+    /// Key and leaf of the smallest key below the item at `l`.
+    fn min_of(&self, l: Loc) -> (u64, Loc) {
         let (leaf, w0) = self.table.word(l);
         if leaf {
-            (self.table.leaf_key(l), w0)
+            (self.table.leaf_key(l), l)
         } else {
             let k = w0;
-            (k, self.get(k).expect("invariant 2: a node's min is a key"))
+            (k, self.leaf(k).expect("invariant 2: a node's min is a key"))
         }
     }
 
-    /// Key and value of the largest key below the item at `l` (one probe per level down).
-    fn max_of(&self, mut l: Loc) -> (u64, u64) {
+    /// Key and leaf of the largest key below the item at `l` (one probe per level down).
+    fn max_of(&self, mut l: Loc) -> (u64, Loc) {
         loop {
-            let (leaf, w0) = self.table.word(l);
+            let (leaf, _) = self.table.word(l);
             if leaf {
-                return (self.table.leaf_key(l), w0);
+                return (self.table.leaf_key(l), l);
             }
             let n = self.table.node(l);
             l = self.child(&n, n.prev_before(256).expect("nodes have children"));
@@ -482,7 +553,7 @@ impl<T: Store> RawIndex<T> {
 
     /// The first key after every key below the path items of `x` down to length `dl`
     /// (exclusive), i.e. the successor of the subtree `x` fell out of.
-    fn succ_above(&self, path: &Path, dl: u32, x: u64) -> Option<(u64, u64)> {
+    fn succ_above(&self, path: &Path, dl: u32, x: u64) -> Option<(u64, Loc)> {
         for len in (MIN_LEN..dl).rev() {
             if let Some(l) = path.loc[len as usize] {
                 let n = self.table.node(l);
@@ -496,7 +567,7 @@ impl<T: Store> RawIndex<T> {
     }
 
     /// Mirror of [`succ_above`](Self::succ_above).
-    fn pred_above(&self, path: &Path, dl: u32, x: u64) -> Option<(u64, u64)> {
+    fn pred_above(&self, path: &Path, dl: u32, x: u64) -> Option<(u64, Loc)> {
         for len in (MIN_LEN..dl).rev() {
             if let Some(l) = path.loc[len as usize] {
                 let n = self.table.node(l);
@@ -509,8 +580,8 @@ impl<T: Store> RawIndex<T> {
         Some(self.max_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")))
     }
 
-    /// The first key `≥ x`.
-    pub(crate) fn lower_bound(&self, x: u64) -> Option<(u64, u64)> {
+    /// The first key `≥ x` and its leaf.
+    pub(crate) fn lower_bound(&self, x: u64) -> Option<(u64, Loc)> {
         let pr = self.probes(x);
         // The answer is often the smallest key of the next 3-byte prefix (always, when `x`'s
         // own is absent): fetch that item along with the path (the top bitmap is small
@@ -526,11 +597,11 @@ impl<T: Store> RawIndex<T> {
             return Some(self.min_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")));
         }
         let l = path.loc[dl as usize].expect("found");
-        let (leaf, w0) = self.table.word(l);
+        let (leaf, _) = self.table.word(l);
         if leaf {
             let k = self.table.leaf_key(l);
             return if k >= x {
-                Some((k, w0))
+                Some((k, l))
             } else {
                 self.succ_above(&path, dl, x)
             };
@@ -551,8 +622,8 @@ impl<T: Store> RawIndex<T> {
         }
     }
 
-    /// The last key `≤ x`.
-    pub(crate) fn upper_bound(&self, x: u64) -> Option<(u64, u64)> {
+    /// The last key `≤ x` and its leaf.
+    pub(crate) fn upper_bound(&self, x: u64) -> Option<(u64, Loc)> {
         let pr = self.probes(x);
         // As in `lower_bound`, the previous 3-byte prefix's item.
         if let Some(t) = p3(x).checked_sub(1).and_then(|p| self.top.prev(p)) {
@@ -566,11 +637,11 @@ impl<T: Store> RawIndex<T> {
             return Some(self.max_of(self.find(u64::from(t), MIN_LEN).expect("invariant 3")));
         }
         let l = path.loc[dl as usize].expect("found");
-        let (leaf, w0) = self.table.word(l);
+        let (leaf, _) = self.table.word(l);
         if leaf {
             let k = self.table.leaf_key(l);
             return if k <= x {
-                Some((k, w0))
+                Some((k, l))
             } else {
                 self.pred_above(&path, dl, x)
             };
@@ -693,7 +764,7 @@ pub(crate) struct Cursor {
     top: i64,
     rev: bool,
     /// A leaf found by the seek itself, yielded first.
-    pending: Option<(u64, u64)>,
+    pending: Option<(u64, Loc)>,
     /// Last top prefix whose item was prefetched.
     top_ahead: i64,
     /// Prefetched top items not visited yet.
@@ -785,11 +856,11 @@ impl Cursor {
             }
         }
         let l = path.loc[dl as usize].expect("found");
-        let (leaf, w0) = idx.table.word(l);
+        let (leaf, _) = idx.table.word(l);
         if leaf {
             let k = idx.table.leaf_key(l);
             if (!rev && k >= x) || (rev && k <= x) {
-                c.pending = Some((k, w0));
+                c.pending = Some((k, l));
             }
             return c;
         }
@@ -810,8 +881,9 @@ impl Cursor {
         c
     }
 
-    /// The next leaf in the walk's direction.
-    pub(crate) fn step<T: Store>(&mut self, idx: &RawIndex<T>) -> Option<(u64, u64)> {
+    /// The next leaf in the walk's direction: its key and where it is (valid until the
+    /// table changes shape; values may be rewritten in place between steps).
+    pub(crate) fn step<T: Store>(&mut self, idx: &RawIndex<T>) -> Option<(u64, Loc)> {
         if let Some(p) = self.pending.take() {
             return Some(p);
         }
@@ -853,9 +925,9 @@ impl Cursor {
                 self.prefetch_top(idx);
                 idx.find(u64::from(t), MIN_LEN).expect("invariant 3")
             };
-            let (leaf, w0) = idx.table.word(l);
+            let (leaf, _) = idx.table.word(l);
             if leaf {
-                return Some((idx.table.leaf_key(l), w0));
+                return Some((idx.table.leaf_key(l), l));
             }
             let n = idx.table.node(l);
             self.push(n, if self.rev { 256 } else { -1 });

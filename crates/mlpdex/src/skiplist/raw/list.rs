@@ -47,8 +47,8 @@ use super::node::{
     self, BUILT, DELETED, MARK, MAX_HEIGHT, Node, UNLINKED, addr, new_box, take_box,
     take_unpublished,
 };
-use super::sync::AtomicIsize;
 use crate::Error;
+use crate::sync::AtomicIsize;
 
 /// Where removed nodes and replaced values go once unlinked: the front end defers their
 /// destruction past every epoch guard that could still see them.
@@ -564,9 +564,9 @@ unsafe impl<V: Send + Sync> Send for RawList<V> {}
 // SAFETY: as above.
 unsafe impl<V: Send + Sync> Sync for RawList<V> {}
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, mlpdex_loom))]
 mod loom_model {
-    //! Run with `RUSTFLAGS="--cfg loom" cargo test -p mlpdex --lib --release loom_model`.
+    //! Run with `RUSTFLAGS="--cfg mlpdex_loom" cargo test -p mlpdex --lib --release loom_model`.
     //!
     //! Small races of the insert/remove protocol on lists of one to three keys, with towers of
     //! two and three levels so that upper-level linking, marking and unlinking interleave.
@@ -574,7 +574,10 @@ mod loom_model {
     //! retired node was removed, was retired once and is unreachable on every level, and every
     //! replaced value was retired once.
     use super::*;
-    use loom::sync::{Arc, Mutex};
+    use crate::sync::loom::{
+        self,
+        sync::{Arc, Mutex},
+    };
     use std::collections::HashSet;
 
     #[derive(Default)]

@@ -24,9 +24,9 @@ use core::cell::UnsafeCell;
 use core::mem::{MaybeUninit, align_of, size_of};
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 
-use super::sync::{AtomicU8, AtomicUsize};
 use crate::Error;
 use crate::substrate::prefetch::{CACHE_LINE, prefetch_read};
+use crate::sync::{AtomicU8, AtomicUsize};
 
 /// Most levels a node can have; 2^32 keys before the top level stops halving.
 pub(crate) const MAX_HEIGHT: usize = 32;
@@ -73,9 +73,9 @@ pub(crate) struct Node<V> {
     inline: UnsafeCell<MaybeUninit<V>>,
 }
 
-#[cfg(not(loom))]
+#[cfg(not(all(test, mlpdex_loom)))]
 const _: () = assert!(core::mem::offset_of!(Node<u64>, inline) == 24);
-#[cfg(not(loom))]
+#[cfg(not(all(test, mlpdex_loom)))]
 const _: () = assert!(size_of::<Node<u64>>() == 32);
 
 /// The node a link word points to (null for the end of a level).

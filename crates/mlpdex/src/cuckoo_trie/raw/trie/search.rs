@@ -1,0 +1,300 @@
+//! Search: the prefetching descent (§4.1), predecessor candidates, point lookups, seeks and
+//! the leaf list (§4.4).
+
+use core::cmp::Ordering;
+use core::sync::atomic::Ordering::{Acquire, Relaxed};
+
+use super::super::table::{Ent, JUMP, JUMP_MAX, LEAF, Loc, REGULAR, Table, Torn};
+use super::{Cand, End, LeafRef, PathNode, RawTrie, Seek, Syms, stable, unpack};
+
+/// Ring of prefix hashes `h(k[:i])`, computed (and their buckets prefetched) `depth` ahead of
+/// the search, with the key's symbols read on the way (so the search does not read them again).
+struct Hashes {
+    ring: [u64; RING],
+    /// `syms[i % RING]` is symbol `i` of the key, for `i + 1 < known`.
+    syms: [u8; RING],
+    /// Hashes of prefixes `0..known` have been computed.
+    known: usize,
+    total: usize,
+}
+
+const RING: usize = 32;
+const _: () = assert!(RING > JUMP_MAX + super::super::MAX_PREFETCH + 1);
+
+impl Hashes {
+    /// Nothing computed yet but `h(ε) = 0`. Built in place by the search (returning this
+    /// 300-byte struct from a constructor cost a copy per search).
+    #[inline(always)]
+    fn empty(total: usize) -> Hashes {
+        Hashes {
+            ring: [0; RING],
+            syms: [0; RING],
+            known: 1,
+            total,
+        }
+    }
+
+    /// Computes hashes up to prefix `upto` (capped at the full string), prefetching each.
+    #[inline(always)]
+    fn advance(&mut self, t: &Table, syms: Syms, key: &[u8], upto: usize) {
+        let upto = upto.min(self.total);
+        while self.known <= upto {
+            let i = self.known;
+            let c = syms.at(key, i - 1);
+            self.syms[(i - 1) % RING] = c as u8;
+            let h = t.hasher.step(self.ring[(i - 1) % RING], c);
+            self.ring[i % RING] = h;
+            t.prefetch(h);
+            self.known += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> u64 {
+        debug_assert!(i < self.known && i + RING > self.known);
+        self.ring[i % RING]
+    }
+
+    /// Symbol `i` of `key`: from the ring when it has been read, else read now.
+    #[inline(always)]
+    fn sym(&self, syms: Syms, key: &[u8], i: usize) -> u32 {
+        if i + 1 < self.known {
+            debug_assert!(i + RING + 1 > self.known);
+            u32::from(self.syms[i % RING])
+        } else {
+            syms.at(key, i)
+        }
+    }
+}
+
+impl RawTrie {
+    /// Searches `key` from the root, recording the path in `path` when given. With `PRED`, the
+    /// buckets of each new predecessor candidate are prefetched as soon as it is known, so
+    /// resolving the last one afterwards (seeks and writes do) overlaps with the descent.
+    #[inline(always)]
+    pub(in crate::cuckoo_trie::raw) fn descend<const PRED: bool>(
+        &self,
+        key: &[u8],
+        mut path: Option<&mut Vec<PathNode>>,
+    ) -> Result<(End, Cand), Torn> {
+        let syms = self.syms;
+        let t = &self.table;
+        let total = syms.count(key.len());
+        let d = self.params.prefetch_depth;
+        let cap = self.horizon.load(Relaxed);
+        let mut hs = Hashes::empty(total);
+        hs.advance(t, syms, key, d.min(cap));
+        let mut loc = self.root;
+        let mut ent = self.root_entry()?;
+        let mut i = 0usize;
+        let mut cand = Cand::None;
+        loop {
+            if let Some(p) = path.as_deref_mut() {
+                p.push(PathNode {
+                    loc,
+                    ent,
+                    depth: i,
+                    cand_before: cand,
+                });
+            }
+            match ent.kind() {
+                LEAF => return Ok((End::Leaf { loc, ent }, cand)),
+                REGULAR => {
+                    if i >= total {
+                        // Past the end symbol, whose child is always a leaf: a torn view.
+                        return Err(self.torn());
+                    }
+                    let c = hs.sym(syms, key, i);
+                    let bm = ent.bitmap();
+                    let below = bm & ((1u64 << c) - 1);
+                    if below != 0 {
+                        let (h, sym) = (hs.get(i), 63 - below.leading_zeros());
+                        if PRED {
+                            t.prefetch(t.hasher.step(h, sym));
+                        }
+                        cand = Cand::Sibling {
+                            h,
+                            sym,
+                            pcolor: ent.color(),
+                        };
+                    }
+                    if (bm >> c) & 1 == 0 {
+                        return Ok((End::NoChild { sym: c }, cand));
+                    }
+                    hs.advance(t, syms, key, (i + 1 + d).min(cap.max(i + 1)));
+                    let h = hs.get(i + 1);
+                    let e = t.child(h, c, ent.color())?;
+                    loc = Loc {
+                        h: h as u32,
+                        color: e.color(),
+                    };
+                    ent = e;
+                    i += 1;
+                }
+                JUMP => {
+                    let n = ent.jump_len();
+                    for at in 0..n {
+                        let c = hs.sym(syms, key, i + at);
+                        let s = ent.jump_sym(at);
+                        if c != s {
+                            if c > s {
+                                cand = Cand::Leaf(ent.loc());
+                                if PRED {
+                                    t.prefetch(ent.loc().h.into());
+                                }
+                            }
+                            return Ok((End::JumpMismatch { at }, cand));
+                        }
+                    }
+                    hs.advance(t, syms, key, (i + n + d).min(cap.max(i + n)));
+                    let h = hs.get(i + n);
+                    loc = Loc {
+                        h: h as u32,
+                        color: ent.jump_child(),
+                    };
+                    ent = t.fetch(loc)?;
+                    i += n;
+                }
+                _ => return Err(self.torn()),
+            }
+        }
+    }
+
+    /// Starts the second read of resolving `cand` (a sibling's maximum) so it overlaps with
+    /// the writer's next reads (the split leaf's record, new entries' buckets).
+    #[inline]
+    pub(super) fn prefetch_pred(&self, cand: Cand) {
+        if let Cand::Sibling { h, sym, pcolor } = cand {
+            let hc = self.table.hasher.step(h, sym);
+            if let Some((_, e)) = self.table.find_by_parent(hc, sym, pcolor)
+                && e.kind() != LEAF
+            {
+                self.table.prefetch(e.loc().h.into());
+            }
+        }
+    }
+
+    /// The leaf a predecessor candidate stands for.
+    pub(super) fn resolve(&self, cand: Cand) -> Result<Option<LeafRef>, Torn> {
+        match cand {
+            Cand::None => Ok(None),
+            Cand::Leaf(l) => Ok(Some((l, self.table.fetch(l)?))),
+            Cand::Sibling { h, sym, pcolor } => {
+                let hc = self.table.hasher.step(h, sym);
+                let e = self.table.child(hc, sym, pcolor)?;
+                if e.kind() == LEAF {
+                    Ok(Some((
+                        Loc {
+                            h: hc as u32,
+                            color: e.color(),
+                        },
+                        e,
+                    )))
+                } else {
+                    let m = e.loc();
+                    Ok(Some((m, self.table.fetch(m)?)))
+                }
+            }
+        }
+    }
+
+    /// The leaf after `e` in key order.
+    #[inline]
+    pub(crate) fn next(&self, e: Ent) -> Result<Option<LeafRef>, Torn> {
+        let l = e.loc();
+        if l.is_null() {
+            return Ok(None);
+        }
+        Ok(Some((l, self.table.fetch(l)?)))
+    }
+
+    /// Prefetches the buckets a locator names.
+    #[inline]
+    pub(crate) fn prefetch_loc(&self, l: Loc) {
+        if !l.is_null() {
+            self.table.prefetch(l.h.into());
+        }
+    }
+
+    /// The first leaf. In a shared table, `head` is read after a copy of the root's bucket,
+    /// which every change of `head` locks: validating that bucket validates `head`.
+    pub(crate) fn first(&self) -> Result<Option<LeafRef>, Torn> {
+        if self.table.is_shared() {
+            self.root_entry()?;
+        }
+        let head = unpack(self.head.load(Acquire));
+        if head.is_null() {
+            return Ok(None);
+        }
+        Ok(Some((head, self.table.fetch(head)?)))
+    }
+
+    /// The last leaf.
+    pub(crate) fn last(&self) -> Result<Option<LeafRef>, Torn> {
+        let m = self.root_entry()?.loc();
+        if m.is_null() {
+            return Ok(None);
+        }
+        Ok(Some((m, self.table.fetch(m)?)))
+    }
+
+    /// The record of `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<*mut u8>, Torn> {
+        Ok(match self.descend::<false>(key, None)?.0 {
+            // SAFETY: `ent` is a leaf of this trie, read under `&self`.
+            End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
+            _ => None,
+        })
+    }
+
+    /// The neighbour of `key` that `op` asks for.
+    pub(crate) fn seek(&self, key: &[u8], op: Seek) -> Result<Option<LeafRef>, Torn> {
+        let (end, cand) = self.descend::<true>(key, None)?;
+        match end {
+            End::Leaf { loc, ent } => {
+                if matches!(op, Seek::Ge | Seek::Gt) {
+                    // The answer may be the next leaf: fetch its buckets while the record's
+                    // key is read for the comparison (two independent DRAM reads).
+                    self.prefetch_loc(ent.loc());
+                }
+                // SAFETY: a leaf of this trie under `&self`.
+                let ord = unsafe { self.key_of(ent) }.cmp(key);
+                let here = match op {
+                    Seek::Ge => ord != Ordering::Less,
+                    Seek::Gt => ord == Ordering::Greater,
+                    Seek::Le => ord != Ordering::Greater,
+                    Seek::Lt => ord == Ordering::Less,
+                };
+                if here {
+                    Ok(Some((loc, ent)))
+                } else if matches!(op, Seek::Ge | Seek::Gt) {
+                    // The leaf is below the probe: its successor is the answer.
+                    self.next(ent)
+                } else {
+                    // The leaf is above the probe: the predecessor of its subtree is.
+                    self.resolve(cand)
+                }
+            }
+            _ => {
+                let pred = self.resolve(cand)?;
+                match op {
+                    Seek::Le | Seek::Lt => Ok(pred),
+                    Seek::Ge | Seek::Gt => match pred {
+                        Some((_, e)) => self.next(e),
+                        None => self.first(),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Every record, in key order (for the front end's drop and clear).
+    pub(crate) fn for_each_leaf(&self, mut f: impl FnMut(Ent)) {
+        let mut cur = stable(self.first());
+        while let Some((_, e)) = cur {
+            f(e);
+            cur = stable(self.next(e));
+        }
+    }
+}
