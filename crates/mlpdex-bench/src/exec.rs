@@ -403,8 +403,8 @@ fn load_index<I: BenchIndex>(
     let load_seconds = start.elapsed().as_secs_f64();
     let owned = allocated_bytes().saturating_sub(before) + index.mapped_bytes();
     if let (Some(huge), Some(anon)) = (
-        mlpdex::substrate::region::anon_huge_page_bytes(),
-        mlpdex::substrate::region::anon_bytes(),
+        crate::probe::anon_huge_page_bytes(),
+        crate::probe::anon_bytes(),
     ) {
         notes.push(format!(
             "{name}: loaded {n} keys in {load_seconds:.2} s; owns {:.1} MiB; process anonymous memory {:.0} MiB, of which {:.0} MiB on huge pages",

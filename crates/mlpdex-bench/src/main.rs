@@ -323,7 +323,7 @@ fn run(args: RunArgs) -> Result<()> {
     eprintln!(
         "mlpdex-bench: jemalloc thp:{}, mlpdex regions huge pages: {}, DRAM latency {}",
         alloc::thp_mode(),
-        if mlpdex::substrate::region::huge_pages_enabled() {
+        if mlpdex::HugePages::Auto.requested() {
             "on"
         } else {
             "off"

@@ -17,7 +17,7 @@
 //!
 //! Huge pages matter (§2.4): with 4 KiB pages nearly every random access also misses the TLB, and
 //! the page walk adds dependent reads that inflate the latency and cap the MLP. The array is
-//! therefore a [`Region`] with `MADV_HUGEPAGE`, and the result records how much of the process's
+//! therefore a [`Mapping`] with `MADV_HUGEPAGE`, and the result records how much of the process's
 //! anonymous memory the kernel really backed with huge pages.
 //!
 //! The result is cached as JSON (see [`cache_path`]) so that benchmark runs need not re-probe.
@@ -28,7 +28,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
-use mlpdex::substrate::region::{Region, anon_huge_page_bytes};
 use rand::{Rng as _, SeedableRng as _};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
@@ -109,11 +108,11 @@ pub struct ProbeResult {
     pub anon_huge_page_bytes: Option<u64>,
 }
 
-/// The probed array: a power of two number of 64-byte lines in a [`Region`].
+/// The probed array: a power of two number of 64-byte lines in a [`Mapping`].
 ///
-/// Invariant: `lines` is a power of two, `mask == lines - 1`, and `lines * LINE <= region.len()`.
+/// Invariant: `lines` is a power of two, `mask == lines - 1`, and `lines * LINE <= region.len`.
 struct Table {
-    region: Region,
+    region: Mapping,
     lines: usize,
     mask: usize,
 }
@@ -132,9 +131,8 @@ impl Table {
         }
         // Largest power of two not above max_lines.
         let lines = 1usize << max_lines.ilog2();
-        let mut region = Region::with_policy(lines * LINE, huge_pages).map_err(|e| {
-            anyhow::anyhow!("mapping a {} MiB probe array: {e}", (lines * LINE) >> 20)
-        })?;
+        let mut region = Mapping::new(lines * LINE, huge_pages)
+            .with_context(|| format!("mapping a {} MiB probe array", (lines * LINE) >> 20))?;
         for line in region.as_mut_slice()[..lines * LINE].chunks_exact_mut(LINE) {
             line[..8].copy_from_slice(&rng.next_u64().to_ne_bytes());
         }
@@ -158,12 +156,101 @@ impl Table {
     #[inline(always)]
     fn read(&self, line: usize) -> u64 {
         let word = (line & self.mask) * WORDS_PER_LINE;
-        // SAFETY: `line & mask < lines` and `lines * LINE <= region.len()` (type invariant), so
+        // SAFETY: `line & mask < lines` and `lines * LINE <= region.len` (type invariant), so
         // the word lies inside the live mapping borrowed through `&self`; the mapping is
         // page-aligned, so the `u64` is aligned; it is initialised (anonymous mappings are
         // zero-filled, and `new` wrote it); nothing writes the region while `&self` is held.
-        unsafe { core::ptr::read_volatile(self.region.as_ptr().cast::<u64>().add(word)) }
+        unsafe { core::ptr::read_volatile(self.region.ptr.cast::<u64>().add(word)) }
     }
+}
+
+/// Size of a transparent huge page on x86-64 and aarch64.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// A zeroed anonymous mapping of `len` bytes at `ptr`, aligned to [`HUGE_PAGE`] and advised
+/// `MADV_HUGEPAGE` when huge pages are asked for (the bench maps its probe array itself: the
+/// library keeps its memory regions private).
+///
+/// Invariant: `base..base + mapped` is a live private mapping owned by this value, and
+/// `ptr..ptr + len` lies inside it, with `ptr` page-aligned (and huge-page-aligned when asked).
+struct Mapping {
+    base: *mut u8,
+    mapped: usize,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(len: usize, huge: bool) -> anyhow::Result<Mapping> {
+        let align = if huge { HUGE_PAGE } else { 4096 };
+        let len = len.max(1).next_multiple_of(align);
+        let mapped = len + align;
+        // SAFETY: an anonymous private mapping at a kernel-chosen address touches no existing
+        // memory.
+        let base = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error()).context("mmap");
+        }
+        let base = base.cast::<u8>();
+        let ptr = base.wrapping_add((base as usize).next_multiple_of(align) - base as usize);
+        #[cfg(target_os = "linux")]
+        if huge {
+            // SAFETY: advice on a range inside our own fresh mapping; it changes no contents.
+            // Failure (THP disabled) leaves normal pages: the result records what the kernel did.
+            unsafe { libc::madvise(ptr.cast(), len, libc::MADV_HUGEPAGE) };
+        }
+        Ok(Mapping {
+            base,
+            mapped,
+            ptr,
+            len,
+        })
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: invariant: `ptr..ptr + len` is inside a live mapping owned by self, readable,
+        // writable and initialised (zero-filled); `&mut self` makes this the only access.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: invariant: `base..base + mapped` is our live mapping; nothing uses it after.
+        unsafe { libc::munmap(self.base.cast(), self.mapped) };
+    }
+}
+
+/// Bytes of this process's anonymous memory currently backed by transparent huge pages
+/// (`AnonHugePages` in `/proc/self/smaps_rollup`), or `None` where that is unavailable.
+pub fn anon_huge_page_bytes() -> Option<u64> {
+    smaps_rollup_field("AnonHugePages:")
+}
+
+/// Bytes of this process's anonymous memory (`Anonymous` in `/proc/self/smaps_rollup`).
+pub fn anon_bytes() -> Option<u64> {
+    smaps_rollup_field("Anonymous:")
+}
+
+fn smaps_rollup_field(name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    let kib: u64 = line[name.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// Where a chain of rounds stands: the accumulator and the position in the random indexes.

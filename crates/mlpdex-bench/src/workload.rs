@@ -39,8 +39,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::dataset::hash_bytes;
 use anyhow::{Result, bail, ensure};
-use mlpdex::substrate::hash::hash_bytes;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 

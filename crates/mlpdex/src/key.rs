@@ -13,7 +13,6 @@
 //! assert_eq!(key_to_u64(b"short"), None);
 //! ```
 
-use core::fmt;
 use core::ops::{Bound, RangeBounds};
 
 /// The big-endian bytes of `x`: byte order equals integer order.
@@ -105,98 +104,116 @@ impl<R: KeyRange + ?Sized> KeyRange for &R {
     }
 }
 
-/// True when no key can lie within `(start, end)`: start above end, or equal with an exclusion.
-///
-/// Structures use this to return an empty range where `std::collections::BTreeMap` would panic.
-#[inline]
-pub fn is_empty_range(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
-    match (start, end) {
-        (Bound::Included(s), Bound::Included(e)) => s > e,
-        (Bound::Included(s), Bound::Excluded(e))
-        | (Bound::Excluded(s), Bound::Included(e))
-        | (Bound::Excluded(s), Bound::Excluded(e)) => s >= e,
-        _ => false,
+// The range-bound helpers and `Escaped` are the crate's own: its structures call them, and they
+// are no part of the API. The `testing` feature exposes them, hidden from the docs, to the
+// crate's integration tests and fuzz targets, whose reference models check ranges the same way.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub use internal::{Escaped, after_start, before_end, in_range, is_empty_range, show_bound};
+#[cfg(not(feature = "testing"))]
+pub(crate) use internal::{Escaped, after_start, before_end, is_empty_range};
+#[cfg(all(test, not(feature = "testing")))]
+pub(crate) use internal::{in_range, show_bound};
+
+mod internal {
+    use core::fmt;
+    use core::ops::Bound;
+
+    /// True when no key can lie within `(start, end)`: start above end, or equal with an exclusion.
+    ///
+    /// Structures use this to return an empty range where `std::collections::BTreeMap` would panic.
+    #[inline]
+    pub fn is_empty_range(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+        match (start, end) {
+            (Bound::Included(s), Bound::Included(e)) => s > e,
+            (Bound::Included(s), Bound::Excluded(e))
+            | (Bound::Excluded(s), Bound::Included(e))
+            | (Bound::Excluded(s), Bound::Excluded(e)) => s >= e,
+            _ => false,
+        }
     }
-}
 
-/// True when `key` lies after the start bound `start` (always for `Unbounded`).
-#[inline]
-pub fn after_start(key: &[u8], start: Bound<&[u8]>) -> bool {
-    match start {
-        Bound::Included(s) => key >= s,
-        Bound::Excluded(s) => key > s,
-        Bound::Unbounded => true,
+    /// True when `key` lies after the start bound `start` (always for `Unbounded`).
+    #[inline]
+    pub fn after_start(key: &[u8], start: Bound<&[u8]>) -> bool {
+        match start {
+            Bound::Included(s) => key >= s,
+            Bound::Excluded(s) => key > s,
+            Bound::Unbounded => true,
+        }
     }
-}
 
-/// True when `key` lies before the end bound `end` (always for `Unbounded`).
-#[inline]
-pub fn before_end(key: &[u8], end: Bound<&[u8]>) -> bool {
-    match end {
-        Bound::Included(e) => key <= e,
-        Bound::Excluded(e) => key < e,
-        Bound::Unbounded => true,
+    /// True when `key` lies before the end bound `end` (always for `Unbounded`).
+    #[inline]
+    pub fn before_end(key: &[u8], end: Bound<&[u8]>) -> bool {
+        match end {
+            Bound::Included(e) => key <= e,
+            Bound::Excluded(e) => key < e,
+            Bound::Unbounded => true,
+        }
     }
-}
 
-/// True when `key` lies within `(start, end)`.
-#[inline]
-pub fn in_range(key: &[u8], start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
-    after_start(key, start) && before_end(key, end)
-}
-
-/// A bound for messages: `Included("k")`, `Excluded("k")` or `Unbounded`, keys [`Escaped`].
-pub fn show_bound(b: Bound<&[u8]>) -> String {
-    match b {
-        Bound::Included(k) => format!("Included({})", Escaped(k)),
-        Bound::Excluded(k) => format!("Excluded({})", Escaped(k)),
-        Bound::Unbounded => "Unbounded".to_string(),
+    /// True when `key` lies within `(start, end)`.
+    #[cfg(any(test, feature = "testing"))]
+    #[inline]
+    pub fn in_range(key: &[u8], start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+        after_start(key, start) && before_end(key, end)
     }
-}
 
-/// Displays a key readably: printable ASCII as is, other bytes as `\xNN`. A key longer than
-/// 64 bytes shows its first 48 and last 8 bytes and its length (long keys that differ only
-/// near the end stay distinguishable).
-#[derive(Clone, Copy)]
-pub struct Escaped<'a>(pub &'a [u8]);
+    /// A bound for messages: `Included("k")`, `Excluded("k")` or `Unbounded`, keys [`Escaped`].
+    #[cfg(any(test, feature = "testing"))]
+    pub fn show_bound(b: Bound<&[u8]>) -> String {
+        match b {
+            Bound::Included(k) => format!("Included({})", Escaped(k)),
+            Bound::Excluded(k) => format!("Excluded({})", Escaped(k)),
+            Bound::Unbounded => "Unbounded".to_string(),
+        }
+    }
 
-impl Escaped<'_> {
-    fn write_bytes(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
-        for &b in bytes {
-            if b.is_ascii_graphic() || b == b' ' {
-                if b == b'"' || b == b'\\' {
-                    f.write_str("\\")?;
+    /// Displays a key readably: printable ASCII as is, other bytes as `\xNN`. A key longer than
+    /// 64 bytes shows its first 48 and last 8 bytes and its length (long keys that differ only
+    /// near the end stay distinguishable).
+    #[derive(Clone, Copy)]
+    pub struct Escaped<'a>(pub &'a [u8]);
+
+    impl Escaped<'_> {
+        fn write_bytes(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+            for &b in bytes {
+                if b.is_ascii_graphic() || b == b' ' {
+                    if b == b'"' || b == b'\\' {
+                        f.write_str("\\")?;
+                    }
+                    write!(f, "{}", b as char)?;
+                } else {
+                    write!(f, "\\x{b:02x}")?;
                 }
-                write!(f, "{}", b as char)?;
-            } else {
-                write!(f, "\\x{b:02x}")?;
             }
+            Ok(())
         }
-        Ok(())
     }
-}
 
-impl fmt::Display for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const WHOLE: usize = 64;
-        const HEAD: usize = 48;
-        const TAIL: usize = 8;
-        let k = self.0;
-        f.write_str("\"")?;
-        if k.len() <= WHOLE {
-            Self::write_bytes(f, k)?;
-            return f.write_str("\"");
+    impl fmt::Display for Escaped<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            const WHOLE: usize = 64;
+            const HEAD: usize = 48;
+            const TAIL: usize = 8;
+            let k = self.0;
+            f.write_str("\"")?;
+            if k.len() <= WHOLE {
+                Self::write_bytes(f, k)?;
+                return f.write_str("\"");
+            }
+            Self::write_bytes(f, &k[..HEAD])?;
+            f.write_str("…")?;
+            Self::write_bytes(f, &k[k.len() - TAIL..])?;
+            write!(f, "\" ({} bytes)", k.len())
         }
-        Self::write_bytes(f, &k[..HEAD])?;
-        f.write_str("…")?;
-        Self::write_bytes(f, &k[k.len() - TAIL..])?;
-        write!(f, "\" ({} bytes)", k.len())
     }
-}
 
-impl fmt::Debug for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+    impl fmt::Debug for Escaped<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            fmt::Display::fmt(self, f)
+        }
     }
 }
 

@@ -22,8 +22,33 @@
 //! - [`key`]: key order, the [`KeyRange`] argument of every range method, and `u64` ↔
 //!   big-endian key conversions.
 //! - [`Error`]: the one error enum, with fields naming what went wrong.
+//! - [`HugePages`]: whether a structure's tables ask for 2 MiB pages (a field of its `Config`).
 //!
 //! Each structure is a `raw` core (layout, `unsafe`, SIMD, protocol) under a safe front end.
+//!
+//! # Platforms
+//!
+//! Unix only: the hash tables of the Cuckoo Trie and MlpIndex live in anonymous memory
+//! mappings (`mmap`, and `madvise` for huge pages on Linux, through `libc`), so the crate does
+//! not compile elsewhere. Huge pages are a per-structure setting, [`HugePages`], in each
+//! `Config` that maps tables.
+//!
+//! Any Unix architecture works, with portable code everywhere; none needs target flags. On
+//! x86-64 the rank and select of the [`fst`] and [`surf`] use the POPCNT instruction when the
+//! CPU has it, detected once per process at run time, so a dependent crate built for plain
+//! `x86_64` runs them at full speed; the label search uses SSE2, part of every x86-64 CPU.
+//! Elsewhere (aarch64 included) and under miri they use `u64::count_ones` and a scalar label
+//! loop.
+//!
+//! # What is public
+//!
+//! The memory regions, hashing, bit vectors and rank/select the structures share are internal
+//! (`substrate`), as are the range-bound helpers of [`key`]; a dependent crate sees only the
+//! structures, their configs and the traits:
+//!
+//! ```compile_fail
+//! use mlpdex::substrate::region::Region; // error[E0603]: module `substrate` is private
+//! ```
 //!
 //! # Keys
 //!
@@ -34,6 +59,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(not(unix))]
+compile_error!(
+    "mlpdex supports Unix targets only: its tables are anonymous memory mappings (mmap and \
+     madvise through libc); see the crate documentation, section Platforms"
+);
+
 pub mod api;
 pub mod cuckoo_trie;
 pub mod epoch;
@@ -42,7 +73,7 @@ pub mod hope;
 pub mod key;
 pub mod mlp_index;
 pub mod skiplist;
-pub mod substrate;
+mod substrate;
 mod succinct;
 mod sync;
 // Test support for the crate's own tests (turned on for them by the self dev-dependency in
@@ -58,4 +89,5 @@ pub use error::Error;
 // The FST and SuRF share one trie core in `succinct`; their public paths stay `mlpdex::fst` and
 // `mlpdex::surf`.
 pub use key::KeyRange;
+pub use substrate::HugePages;
 pub use succinct::{fst, surf};

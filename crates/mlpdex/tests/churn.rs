@@ -416,14 +416,14 @@ fn churn<T: Target>(name: &str, target: T, tally: Option<&'static AtomicIsize>, 
                 s.len, size.keys
             ));
         }
-        if let Some(live) = s.live {
-            if live != size.keys as isize {
-                problems.push(format!(
-                    "{at}: {live} values alive, {} stored: {} more than stored",
-                    size.keys,
-                    live - size.keys as isize
-                ));
-            }
+        if let Some(live) = s.live
+            && live != size.keys as isize
+        {
+            problems.push(format!(
+                "{at}: {live} values alive, {} stored: {} more than stored",
+                size.keys,
+                live - size.keys as isize
+            ));
         }
         if s.memory > start.memory * 3 / 2 + (4 << 20) {
             problems.push(format!(

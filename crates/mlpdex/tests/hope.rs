@@ -40,9 +40,10 @@
 //!    `Hope<ConcurrentCuckooTrie<u64>>` through `ConcurrentOrderedMap` with the driver's
 //!    `differential_concurrent`, the edge-case harnesses, the quick `concurrent::stress`
 //!    plans, and a 4-thread run on disjoint keys whose final content must equal the oracle.
-//! 7. **Code assigner**: `optimal_lengths` costs exactly the optimal alphabetic tree (O(n³)
-//!    interval DP) on skewed, equal-heavy, zero-heavy and monotone weights, and
-//!    `canonical_codes` turns them into increasing prefix-free codes.
+//!
+//! The code assigner's own tests (`optimal_lengths` against the O(n³) interval DP,
+//! `canonical_codes` on valid and broken lengths) are unit tests in `src/hope/code.rs`: the
+//! module is crate-private.
 //!
 //! No test asserts on timing. The whole file takes about 15 s with `--release` on 2 cores.
 //!
@@ -59,7 +60,6 @@ use std::sync::{Arc, OnceLock};
 
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, CuckooTrie};
 use mlpdex::fst::{Fst, FstBuilder};
-use mlpdex::hope::code::{canonical_codes, fixed_lengths, optimal_lengths};
 use mlpdex::hope::{DEFAULT_LIMIT, EncodedMap, Encoder, Hope, HopeBuilder, Scheme};
 use mlpdex::key::{Escaped, is_empty_range};
 use mlpdex::skiplist::SkipList;
@@ -712,9 +712,29 @@ fn image(scheme: u8, entries: &[(Vec<u8>, u8)]) -> Vec<u8> {
     v
 }
 
+/// Code lengths of a complete alphabetic code tree over `n` equally weighted intervals (what
+/// an optimal code gives them): with `n = 2^k + m`, the first `2m` intervals get `k + 1` bits
+/// and the others `k`. The test below checks that an image with these lengths loads.
+fn balanced_lengths(n: usize) -> Vec<u8> {
+    let k = n.ilog2();
+    let deep = 2 * (n - (1 << k));
+    (0..n)
+        .map(|i| {
+            let bits = if i < deep { k + 1 } else { k };
+            bits.max(1) as u8
+        })
+        .collect()
+}
+
+/// `⌈log₂ n⌉` bits for each of `n > 1` intervals (ALM's fixed-length codes: alphabetic, and
+/// incomplete unless `n` is a power of two).
+fn fixed_lengths(n: usize) -> Vec<u8> {
+    vec![(n - 1).ilog2() as u8 + 1; n]
+}
+
 fn reseal_append(v: &mut Vec<u8>) {
-    let sum = mlpdex::substrate::hash::hash_bytes(v, 0);
-    v.extend_from_slice(&sum.to_le_bytes());
+    v.extend_from_slice(&[0; 8]);
+    mlpdex::testing::reseal(v);
 }
 
 /// The boundaries and code lengths of an encoder's image.
@@ -909,7 +929,7 @@ fn header_and_structure_errors_are_typed() {
     // Each boundary defect comes with valid code lengths for its count, so that only the
     // boundary checks can refuse it.
     let with_lengths = |bounds: Vec<Vec<u8>>| -> Vec<(Vec<u8>, u8)> {
-        let lens = optimal_lengths(&vec![1; bounds.len()]);
+        let lens = balanced_lengths(bounds.len());
         bounds.into_iter().zip(lens).collect()
     };
     let bounds: Vec<Vec<u8>> = good.iter().map(|(b, _)| b.clone()).collect();
@@ -1005,7 +1025,7 @@ fn header_and_structure_errors_are_typed() {
         entries_of(&Encoder::build_with_limit(Scheme::ThreeGrams, [b""; 0], 257).unwrap());
     let at = v.iter().position(|(b, _)| b == b"a").unwrap();
     v.insert(at + 1, (b"aaaa".to_vec(), v[at].1));
-    let lens = optimal_lengths(&vec![1; v.len()]);
+    let lens = balanced_lengths(v.len());
     for (e, l) in v.iter_mut().zip(lens) {
         e.1 = l;
     }
@@ -1556,162 +1576,6 @@ fn hope_concurrent_maps_disjoint_threads_end_like_the_oracle() {
         disjoint_threads("hope cuckoo trie", &trie, &universe);
         trie.inner().check_invariants().unwrap();
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 7. The code assigner
-// ---------------------------------------------------------------------------------------------
-
-/// Cost of the cheapest alphabetic code tree over `w` (interval DP, O(n³)).
-fn optimal_alphabetic_cost(w: &[u64]) -> u128 {
-    let n = w.len();
-    let mut prefix = vec![0u128; n + 1];
-    for i in 0..n {
-        prefix[i + 1] = prefix[i] + u128::from(w[i]);
-    }
-    // cost[i][j]: leaves i..=j under one root, depths counted from that root.
-    let mut cost = vec![vec![0u128; n]; n];
-    for len in 2..=n {
-        for i in 0..=n - len {
-            let j = i + len - 1;
-            let best = (i..j).map(|m| cost[i][m] + cost[m + 1][j]).min().unwrap();
-            cost[i][j] = best + prefix[j + 1] - prefix[i];
-        }
-    }
-    cost[0][n - 1]
-}
-
-fn check_lengths(w: &[u64]) {
-    let lens = optimal_lengths(w);
-    assert_eq!(lens.len(), w.len());
-    let clamped: Vec<u64> = w.iter().map(|&x| x.max(1)).collect();
-    let cost: u128 = clamped
-        .iter()
-        .zip(&lens)
-        .map(|(&x, &l)| u128::from(x) * u128::from(l))
-        .sum();
-    assert_eq!(
-        cost,
-        optimal_alphabetic_cost(&clamped),
-        "weights {w:?} got lengths {lens:?}"
-    );
-    // A full binary tree: the Kraft sum is exactly 1.
-    let kraft: u128 = lens.iter().map(|&l| 1u128 << (64 - u32::from(l))).sum();
-    assert_eq!(kraft, 1u128 << 64, "lengths {lens:?} of weights {w:?}");
-    let codes = canonical_codes(&lens).expect("lengths of an alphabetic tree");
-    for i in 1..codes.len() {
-        let (a, b) = (u32::from(lens[i - 1]), u32::from(lens[i]));
-        let (x, y) = (codes[i - 1] << (64 - a), codes[i] << (64 - b));
-        assert!(x < y, "codes not increasing at {i}: {codes:?} {lens:?}");
-        let c = a.min(b);
-        assert_ne!(x >> (64 - c), y >> (64 - c), "a prefix at {i}");
-    }
-}
-
-#[test]
-fn optimal_lengths_match_brute_force_on_skewed_and_flat_weights() {
-    let mut rng = TestRng::new(0xC0DE);
-    for n in 2..=10usize {
-        for round in 0..400 {
-            let w: Vec<u64> = match round % 8 {
-                // One heavy weight, the rest light.
-                0 => {
-                    let heavy = rng.index(n);
-                    (0..n)
-                        .map(|i| {
-                            if i == heavy {
-                                1 << (20 + rng.index(20))
-                            } else {
-                                1 + rng.below(3)
-                            }
-                        })
-                        .collect()
-                }
-                // Geometric: each weight a random power of two up to 2^40.
-                1 => (0..n).map(|_| 1u64 << rng.index(41)).collect(),
-                // Many equal weights, a few different.
-                2 => {
-                    let base = 1 + rng.below(1000);
-                    (0..n)
-                        .map(|_| {
-                            if rng.chance(0.8) {
-                                base
-                            } else {
-                                1 + rng.below(2000)
-                            }
-                        })
-                        .collect()
-                }
-                // All equal.
-                3 => vec![1 + rng.below(1 << 30); n],
-                // Zeros (treated as one) among small weights.
-                4 => (0..n).map(|_| rng.below(3)).collect(),
-                // Increasing and decreasing runs (Fibonacci-like growth).
-                5 => {
-                    let mut v = vec![1u64, 1 + rng.below(2)];
-                    while v.len() < n {
-                        let x = v[v.len() - 1] + v[v.len() - 2];
-                        v.push(x);
-                    }
-                    v.truncate(n);
-                    if rng.chance(0.5) {
-                        v.reverse();
-                    }
-                    v
-                }
-                // Two heavy ends, light middle, and the opposite.
-                6 => {
-                    let heavy = 1 << 30;
-                    let inside = rng.chance(0.5);
-                    (0..n)
-                        .map(|i| {
-                            let edge = i == 0 || i == n - 1;
-                            if edge != inside {
-                                heavy
-                            } else {
-                                1 + rng.below(5)
-                            }
-                        })
-                        .collect()
-                }
-                // Large random weights (sums stay far below 2^64).
-                _ => (0..n).map(|_| rng.below(1 << 50)).collect(),
-            };
-            check_lengths(&w);
-        }
-    }
-    // Every vector over {0, 1, 1000} of length up to 7.
-    for n in 2..=7u32 {
-        for mut m in 0..3u64.pow(n) {
-            let w: Vec<u64> = (0..n)
-                .map(|_| {
-                    let x = [0, 1, 1000][(m % 3) as usize];
-                    m /= 3;
-                    x
-                })
-                .collect();
-            check_lengths(&w);
-        }
-    }
-    // The degenerate sizes.
-    assert_eq!(optimal_lengths(&[]), Vec::<u8>::new());
-    assert_eq!(optimal_lengths(&[5]).len(), 1);
-    assert!(canonical_codes(&optimal_lengths(&[5])).is_some());
-}
-
-#[test]
-fn canonical_codes_accept_fixed_lengths_and_refuse_non_alphabetic_ones() {
-    for n in [1usize, 2, 3, 5, 257, 1000, 65_793] {
-        let lens = fixed_lengths(n);
-        let codes = canonical_codes(&lens).unwrap();
-        assert!(codes.windows(2).all(|w| w[0] < w[1]), "n = {n}");
-        assert_eq!(codes[n - 1], n as u64 - 1);
-    }
-    assert!(canonical_codes(&[1, 1, 1]).is_none());
-    assert!(canonical_codes(&[2, 1, 2]).is_none());
-    assert!(canonical_codes(&[3, 3, 1, 3, 3]).is_none());
-    assert!(canonical_codes(&[2, 2, 2, 2]).is_some());
-    assert!(canonical_codes(&[1, 0]).is_none());
 }
 
 /// A static map built around the wrapper holds keys that are no encodings: the wrapper must

@@ -147,6 +147,9 @@ pub struct Config {
     /// 4 KiB). A table under 4 KiB comes from the allocator at its exact size; larger ones
     /// are mapped in whole 4 KiB pages of 64-byte buckets. The table never shrinks below it.
     pub initial_buckets: usize,
+    /// Whether tables of 2 MiB and more ask for transparent huge pages; default
+    /// [`HugePages::Auto`](crate::HugePages::Auto).
+    pub huge_pages: crate::HugePages,
 }
 
 impl Default for Config {
@@ -156,6 +159,7 @@ impl Default for Config {
             prefetch_depth: 8,
             max_load_factor: 0.85,
             initial_buckets: 32,
+            huge_pages: crate::HugePages::Auto,
         }
     }
 }
@@ -169,6 +173,7 @@ impl Config {
             max_load_factor: self.max_load_factor,
             initial_buckets: self.initial_buckets,
             val_size: core::mem::size_of::<V>(),
+            huge_pages: self.huge_pages,
         }
     }
 

@@ -159,24 +159,21 @@ pub fn canonical_codes(lens: &[u8]) -> Option<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::TestRng;
 
-    /// Cost of the cheapest alphabetic tree by dynamic programming over intervals (O(n³)).
-    fn brute_force_cost(w: &[u64]) -> u64 {
+    /// Cost of the cheapest alphabetic code tree over `w` (interval DP, O(n³)).
+    fn optimal_alphabetic_cost(w: &[u64]) -> u128 {
         let n = w.len();
-        let prefix: Vec<u64> = core::iter::once(0)
-            .chain(w.iter().scan(0, |s, &x| {
-                *s += x;
-                Some(*s)
-            }))
-            .collect();
-        let mut cost = vec![vec![0u64; n]; n];
+        let mut prefix = vec![0u128; n + 1];
+        for i in 0..n {
+            prefix[i + 1] = prefix[i] + u128::from(w[i]);
+        }
+        // cost[i][j]: leaves i..=j under one root, depths counted from that root.
+        let mut cost = vec![vec![0u128; n]; n];
         for len in 2..=n {
             for i in 0..=n - len {
                 let j = i + len - 1;
-                let best = (i..j)
-                    .map(|m| cost[i][m] + cost[m + 1][j])
-                    .min()
-                    .unwrap_or(0);
+                let best = (i..j).map(|m| cost[i][m] + cost[m + 1][j]).min().unwrap();
                 cost[i][j] = best + prefix[j + 1] - prefix[i];
             }
         }
@@ -194,9 +191,17 @@ mod tests {
             let common = a.min(b);
             assert_ne!(x >> (64 - common), y >> (64 - common), "prefix at {i}");
         }
-        let cost: u64 = w.iter().zip(&lens).map(|(&x, &l)| x * l as u64).sum();
+        let cost: u128 = w
+            .iter()
+            .zip(&lens)
+            .map(|(&x, &l)| u128::from(x) * u128::from(l))
+            .sum();
         if w.len() > 1 {
-            assert_eq!(cost, brute_force_cost(w), "weights {w:?} lengths {lens:?}");
+            assert_eq!(
+                cost,
+                optimal_alphabetic_cost(w),
+                "weights {w:?} lengths {lens:?}"
+            );
         }
     }
 
@@ -205,7 +210,7 @@ mod tests {
         // Fewer and shorter vectors under miri: this module has no unsafe code, the run only
         // checks the arithmetic under the interpreter.
         let (per_n, longest_exhaustive) = if cfg!(miri) { (3, 4) } else { (300, 7) };
-        let mut rng = crate::testing::TestRng::new(5);
+        let mut rng = TestRng::new(5);
         for n in 1..=12 {
             for _ in 0..per_n {
                 let w: Vec<u64> = (0..n)
@@ -267,5 +272,143 @@ mod tests {
         assert!(canonical_codes(&[1, 2]).is_some()); // incomplete codes are still prefix-free
         assert!(canonical_codes(&[0]).is_none());
         assert!(canonical_codes(&[49, 49]).is_none());
+    }
+
+    /// Through the public entry point: zero weights count as one, the lengths form a full
+    /// binary tree (Kraft sum exactly 1) of optimal cost, and their canonical codes increase
+    /// and are prefix-free.
+    fn check_lengths(w: &[u64]) {
+        let lens = optimal_lengths(w);
+        assert_eq!(lens.len(), w.len());
+        let clamped: Vec<u64> = w.iter().map(|&x| x.max(1)).collect();
+        let cost: u128 = clamped
+            .iter()
+            .zip(&lens)
+            .map(|(&x, &l)| u128::from(x) * u128::from(l))
+            .sum();
+        assert_eq!(
+            cost,
+            optimal_alphabetic_cost(&clamped),
+            "weights {w:?} got lengths {lens:?}"
+        );
+        // A full binary tree: the Kraft sum is exactly 1.
+        let kraft: u128 = lens.iter().map(|&l| 1u128 << (64 - u32::from(l))).sum();
+        assert_eq!(kraft, 1u128 << 64, "lengths {lens:?} of weights {w:?}");
+        let codes = canonical_codes(&lens).expect("lengths of an alphabetic tree");
+        for i in 1..codes.len() {
+            let (a, b) = (u32::from(lens[i - 1]), u32::from(lens[i]));
+            let (x, y) = (codes[i - 1] << (64 - a), codes[i] << (64 - b));
+            assert!(x < y, "codes not increasing at {i}: {codes:?} {lens:?}");
+            let c = a.min(b);
+            assert_ne!(x >> (64 - c), y >> (64 - c), "a prefix at {i}");
+        }
+    }
+
+    #[test]
+    fn optimal_lengths_match_brute_force_on_skewed_and_flat_weights() {
+        // Fewer vectors under miri (no unsafe code here; the run checks the arithmetic only).
+        let (rounds, longest_exhaustive) = if cfg!(miri) { (8, 4) } else { (400, 7) };
+        let mut rng = TestRng::new(0xC0DE);
+        for n in 2..=10usize {
+            for round in 0..rounds {
+                let w: Vec<u64> = match round % 8 {
+                    // One heavy weight, the rest light.
+                    0 => {
+                        let heavy = rng.index(n);
+                        (0..n)
+                            .map(|i| {
+                                if i == heavy {
+                                    1 << (20 + rng.index(20))
+                                } else {
+                                    1 + rng.below(3)
+                                }
+                            })
+                            .collect()
+                    }
+                    // Geometric: each weight a random power of two up to 2^40.
+                    1 => (0..n).map(|_| 1u64 << rng.index(41)).collect(),
+                    // Many equal weights, a few different.
+                    2 => {
+                        let base = 1 + rng.below(1000);
+                        (0..n)
+                            .map(|_| {
+                                if rng.chance(0.8) {
+                                    base
+                                } else {
+                                    1 + rng.below(2000)
+                                }
+                            })
+                            .collect()
+                    }
+                    // All equal.
+                    3 => vec![1 + rng.below(1 << 30); n],
+                    // Zeros (treated as one) among small weights.
+                    4 => (0..n).map(|_| rng.below(3)).collect(),
+                    // Increasing and decreasing runs (Fibonacci-like growth).
+                    5 => {
+                        let mut v = vec![1u64, 1 + rng.below(2)];
+                        while v.len() < n {
+                            let x = v[v.len() - 1] + v[v.len() - 2];
+                            v.push(x);
+                        }
+                        v.truncate(n);
+                        if rng.chance(0.5) {
+                            v.reverse();
+                        }
+                        v
+                    }
+                    // Two heavy ends, light middle, and the opposite.
+                    6 => {
+                        let heavy = 1 << 30;
+                        let inside = rng.chance(0.5);
+                        (0..n)
+                            .map(|i| {
+                                let edge = i == 0 || i == n - 1;
+                                if edge != inside {
+                                    heavy
+                                } else {
+                                    1 + rng.below(5)
+                                }
+                            })
+                            .collect()
+                    }
+                    // Large random weights (sums stay far below 2^64).
+                    _ => (0..n).map(|_| rng.below(1 << 50)).collect(),
+                };
+                check_lengths(&w);
+            }
+        }
+        // Every vector over {0, 1, 1000} of length up to 7.
+        for n in 2..=longest_exhaustive {
+            for mut m in 0..3u64.pow(n) {
+                let w: Vec<u64> = (0..n)
+                    .map(|_| {
+                        let x = [0, 1, 1000][(m % 3) as usize];
+                        m /= 3;
+                        x
+                    })
+                    .collect();
+                check_lengths(&w);
+            }
+        }
+        // The degenerate sizes.
+        assert_eq!(optimal_lengths(&[]), Vec::<u8>::new());
+        assert_eq!(optimal_lengths(&[5]).len(), 1);
+        assert!(canonical_codes(&optimal_lengths(&[5])).is_some());
+    }
+
+    #[test]
+    fn canonical_codes_accept_fixed_lengths_and_refuse_non_alphabetic_ones() {
+        for n in [1usize, 2, 3, 5, 257, 1000, 65_793] {
+            let lens = fixed_lengths(n);
+            let codes = canonical_codes(&lens).unwrap();
+            assert!(codes.windows(2).all(|w| w[0] < w[1]), "n = {n}");
+            assert_eq!(codes[n - 1], n as u64 - 1);
+        }
+        assert!(canonical_codes(&[1, 1, 1]).is_none());
+        assert!(canonical_codes(&[2, 1, 2]).is_none());
+        assert!(canonical_codes(&[3, 3, 1, 3, 3]).is_none());
+        assert!(canonical_codes(&[2, 2, 2, 2]).is_some());
+        assert!(canonical_codes(&[1, 0]).is_none());
     }
 }

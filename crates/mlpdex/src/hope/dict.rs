@@ -164,6 +164,7 @@ impl Boundaries {
 
     /// Index of the largest boundary `≤ s` (binary search; the reference the lookup structures
     /// are tested against).
+    #[cfg(test)]
     pub fn floor(&self, s: &[u8]) -> usize {
         let mut lo = 0usize;
         let mut hi = self.len();
@@ -311,14 +312,20 @@ impl TrieNode {
     /// Labels below byte `b` (the end label counts) and whether `b` is present.
     #[inline]
     fn rank(&self, b: u8) -> (u32, bool) {
+        crate::substrate::popcount::dispatch!(p => self.rank_with(p, b))
+    }
+
+    /// [`rank`](Self::rank) with the popcount `p` (POPCNT when the CPU has it).
+    #[inline(always)]
+    fn rank_with<P: crate::substrate::popcount::Popcount>(&self, p: P, b: u8) -> (u32, bool) {
         let w = (b / 64) as usize;
         let bit = b % 64;
         let mut r = self.end;
-        for x in &self.bytes[..w] {
-            r += x.count_ones();
+        for &x in &self.bytes[..w] {
+            r += p.count(x);
         }
         let word = self.bytes[w];
-        r += (word & ((1u64 << bit) - 1)).count_ones();
+        r += p.count(word & ((1u64 << bit) - 1));
         (r, word >> bit & 1 == 1)
     }
 }
@@ -701,5 +708,24 @@ mod tests {
                 assert_eq!(a.index(&p), b.floor(&p), "array {width} {p:?}");
             }
         }
+    }
+
+    /// The packing and array helpers refuse arguments that would silently give wrong entries
+    /// or boundaries (issue 16's overflow audit): each panics with a message, like slice
+    /// indexing.
+    #[test]
+    fn entry_and_array_dict_refuse_out_of_range_arguments() {
+        use std::panic::catch_unwind;
+        assert!(catch_unwind(|| entry(1 << 48, 48, 0)).is_err());
+        assert!(catch_unwind(|| entry(1, 0, 0)).is_err());
+        assert!(catch_unwind(|| entry(1, u8::MAX, 0)).is_err());
+        assert_eq!(entry(0b101, 3, 7), 0b101 << 16 | 7 << 8 | 3);
+        assert!(catch_unwind(|| ArrayDict::new(3, vec![0; 257])).is_err());
+        assert!(catch_unwind(|| ArrayDict::new(1, vec![0; 256])).is_err());
+        let d = ArrayDict::new(1, vec![0; 257]);
+        let mut buf = [0u8; 2];
+        assert_eq!(d.boundary(256, &mut buf), &[255u8][..]);
+        assert!(catch_unwind(|| d.boundary(257, &mut [0u8; 2]).to_vec()).is_err());
+        assert!(catch_unwind(|| d.boundary(usize::MAX, &mut [0u8; 2]).to_vec()).is_err());
     }
 }

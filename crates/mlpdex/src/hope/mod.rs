@@ -54,9 +54,9 @@
 //! | `Alm` | long frequent substrings and the gaps | fixed length | radix tree |
 //! | `AlmImproved` | repeated substrings from sorted suffixes | Hu–Tucker | radix tree |
 //!
-//! The modules follow Figure 6.5: [`select`] (Symbol Selector), [`code`] (Code Assigner,
-//! Hu–Tucker by Garsia–Wachs), [`dict`] (Dictionary, with the interval model), and the encoder
-//! here.
+//! The crate-private modules follow Figure 6.5: `select` (Symbol Selector), `code` (Code
+//! Assigner, Hu–Tucker by Garsia–Wachs), `dict` (Dictionary, with the interval model), and the
+//! encoder here.
 //!
 //! # How encoded keys compare
 //!
@@ -93,9 +93,9 @@
 //! rather than Antoshenkov's equalizing split; ALM-Improved counts right-maximal repeats of the
 //! sorted suffixes.
 
-pub mod code;
-pub mod dict;
-pub mod select;
+mod code;
+mod dict;
+mod select;
 mod wrap;
 
 pub use wrap::{EncodedMap, Hope, HopeBuilder, HopeCursor, HopeRange};

@@ -255,4 +255,14 @@ mod tests {
         assert!(b.iter().any(|s| s.as_slice() == b"ab"));
         assert_eq!(suffixes.iter().filter(|s| s.starts_with(b"ab")).count(), 4);
     }
+
+    /// `ngrams` refuses gram lengths other than 2, 3 or 4 (grams are packed into 32 bits) with
+    /// a panic rather than a silently wrong selection (issue 16's overflow audit).
+    #[test]
+    fn ngrams_refuses_gram_lengths_it_cannot_hold() {
+        use std::panic::catch_unwind;
+        assert!(catch_unwind(|| ngrams(&[b"abcdef"], 5, 100)).is_err());
+        assert!(catch_unwind(|| ngrams(&[b"abcdef"], usize::MAX, 100)).is_err());
+        assert!(!ngrams(&[b"abcdef"], 3, 100).is_empty());
+    }
 }

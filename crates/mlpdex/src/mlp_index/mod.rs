@@ -198,7 +198,7 @@ impl Layout {
 /// assert_eq!(m.get(7), Some(70));
 ///
 /// // A load factor the layout cannot reach is refused, naming the setting.
-/// let bad = Config { layout: Layout::Paper, max_load_factor: Some(0.9) };
+/// let bad = Config { layout: Layout::Paper, max_load_factor: Some(0.9), ..Default::default() };
 /// assert!(MlpIndex::with_config(bad).is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -209,6 +209,9 @@ pub struct Config {
     /// 0.5..=0.95 for [`Layout::Bucketized`], 0.2..=0.5 for [`Layout::Paper`]. `None` (the
     /// default) takes the layout's own: 0.9 bucketized, 0.5 paper.
     pub max_load_factor: Option<f64>,
+    /// Whether tables of 2 MiB and more ask for transparent huge pages; default
+    /// [`HugePages::Auto`](crate::HugePages::Auto).
+    pub huge_pages: crate::HugePages,
 }
 
 impl Config {
@@ -217,6 +220,7 @@ impl Config {
         Config {
             layout,
             max_load_factor: None,
+            huge_pages: crate::HugePages::Auto,
         }
     }
 
@@ -364,8 +368,8 @@ impl MlpIndex {
     fn allocate(&mut self) -> Result<(), Error> {
         let lf = self.config.validate()?;
         self.raw = match self.config.layout {
-            Layout::Bucketized => Inner::Bucketized(RawIndex::new(lf)?),
-            Layout::Paper => Inner::Paper(RawIndex::new(lf)?),
+            Layout::Bucketized => Inner::Bucketized(RawIndex::new(lf, self.config.huge_pages)?),
+            Layout::Paper => Inner::Paper(RawIndex::new(lf, self.config.huge_pages)?),
         };
         Ok(())
     }

@@ -36,6 +36,7 @@ impl BitVec {
 
     /// The vector of the first `len` bits of `words`; `None` unless `words` has exactly
     /// `len.div_ceil(64)` words and the bits past `len` are zero.
+    #[cfg(test)]
     pub fn from_words(words: Vec<u64>, len: usize) -> Option<Self> {
         holds_exactly(&words, len).then_some(BitVec { words, len })
     }
@@ -46,12 +47,6 @@ impl BitVec {
         self.len
     }
 
-    /// True when the vector holds no bit.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Bit `i`, or `None` when `i >= len`.
     #[inline]
     pub fn get(&self, i: usize) -> Option<bool> {
@@ -60,6 +55,7 @@ impl BitVec {
 
     /// Bit `i`, false past the end: one word read, no `Option` (the hot-path form of
     /// [`get`](Self::get)).
+    #[cfg(test)]
     #[inline]
     pub fn bit(&self, i: usize) -> bool {
         self.words
@@ -122,6 +118,7 @@ impl BitVec {
     }
 
     /// Positions of the set bits, ascending.
+    #[cfg(test)]
     pub fn iter_ones(&self) -> impl Iterator<Item = usize> + '_ {
         iter_ones(&self.words)
     }
@@ -133,6 +130,7 @@ impl BitVec {
     }
 
     /// Bytes of heap memory owned (allocated capacity).
+    #[cfg(test)]
     pub fn memory_usage(&self) -> usize {
         self.words.capacity() * 8
     }
@@ -140,13 +138,6 @@ impl BitVec {
     /// Releases spare capacity.
     pub fn shrink_to_fit(&mut self) {
         self.words.shrink_to_fit();
-    }
-}
-
-impl BitVec {
-    /// The words, giving up the vector (for freezing into [`FrozenBits`]).
-    pub fn into_words(self) -> Vec<u64> {
-        self.words
     }
 }
 

@@ -4,9 +4,6 @@
 //! [`hash_bytes`] hashes a byte string; [`hash_u64`] is a cheaper mixer for one integer (a full
 //! avalanche of all 64 bits, as cuckoo hashing needs near-independent bucket choices). Both take a
 //! seed so that one structure can draw independent hash functions (e.g. the two cuckoo choices).
-//! [`BuildXxh3`] plugs XXH3 into `std`/`hashbrown` maps.
-
-use core::hash::{BuildHasher, Hasher};
 
 /// XXH3-64 of `bytes` under `seed`.
 #[inline]
@@ -23,47 +20,6 @@ pub fn hash_u64(x: u64, seed: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// `BuildHasher` producing XXH3 hashers, for `HashMap::with_hasher(BuildXxh3::default())`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BuildXxh3 {
-    seed: u64,
-}
-
-impl BuildXxh3 {
-    /// Hashers with the given seed.
-    pub fn with_seed(seed: u64) -> Self {
-        BuildXxh3 { seed }
-    }
-}
-
-impl BuildHasher for BuildXxh3 {
-    type Hasher = Xxh3Hasher;
-    fn build_hasher(&self) -> Xxh3Hasher {
-        Xxh3Hasher(xxhash_rust::xxh3::Xxh3::with_seed(self.seed))
-    }
-}
-
-/// Streaming XXH3 hasher built by [`BuildXxh3`].
-#[derive(Clone)]
-pub struct Xxh3Hasher(xxhash_rust::xxh3::Xxh3);
-
-impl core::fmt::Debug for Xxh3Hasher {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("Xxh3Hasher")
-    }
-}
-
-impl Hasher for Xxh3Hasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0.digest()
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,14 +30,6 @@ mod tests {
         assert_eq!(hash_bytes(b"key", 1), hash_bytes(b"key", 1));
         assert_ne!(hash_u64(5, 1), hash_u64(5, 2));
         assert_ne!(hash_u64(0, 0), 0);
-    }
-
-    #[test]
-    fn streaming_hasher_matches_one_shot() {
-        let mut h = BuildXxh3::with_seed(9).build_hasher();
-        h.write(b"ab");
-        h.write(b"cd");
-        assert_eq!(h.finish(), hash_bytes(b"abcd", 9));
     }
 
     #[test]

@@ -1,13 +1,14 @@
-//! Low-level pieces shared by every structure: memory regions on huge pages, software prefetch,
+//! Low-level pieces shared by every structure (crate-internal): memory regions on huge pages, software prefetch,
 //! hashing, and bit vectors. Nothing here knows about any particular index.
 //!
 //! | module | what |
 //! |---|---|
-//! | [`region`] | zeroed 2 MiB-aligned mappings with `MADV_HUGEPAGE`, process-wide huge-page switch |
+//! | [`region`] | zeroed 2 MiB-aligned mappings with `MADV_HUGEPAGE`, the [`HugePages`] setting |
 //! | [`prefetch`] | `prefetch_read` / `prefetch_write`, safe for any address |
 //! | [`hash`] | XXH3 for bytes, a 64-bit mixer for integers, a `BuildHasher` |
 //! | [`bits`] | growable `BitVec` with zeroed tail bits, its read-only `FrozenBits` form |
 //! | [`frozen`] | read-only arrays owned or borrowed from a loaded image (zero-copy loading) |
+//! | [`popcount`] | POPCNT detected at run time, a portable fallback, one dispatch per query |
 //! | [`rank`] | rank directories (64- and 512-bit blocks), sampled select, broadword select-in-word |
 //! | [`labels`] | SIMD search of a sorted run of byte labels, scalar fallback |
 //!
@@ -19,14 +20,14 @@ pub mod bits;
 pub mod frozen;
 pub mod hash;
 pub mod labels;
+pub mod popcount;
 pub mod prefetch;
 pub mod rank;
 pub mod region;
 
 pub use bits::{BitVec, FrozenBits};
 pub use frozen::{Frozen, Shared};
-pub use rank::{RankBits, SelectBits};
-pub use region::Region;
+pub use region::HugePages;
 
 /// The proptest settings of this module's tests: the defaults natively; under miri a few cases
 /// and no failure file (miri's isolation hides the file system, and every case is interpreted).

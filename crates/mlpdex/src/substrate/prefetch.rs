@@ -36,24 +36,6 @@ pub fn prefetch_write<T>(p: *const T) {
     let _ = p;
 }
 
-/// Prefetches every cache line overlapping `[p, p + bytes)` for reading (up to the end of the
-/// address space when that sum overflows).
-#[inline]
-pub fn prefetch_read_range<T>(p: *const T, bytes: usize) {
-    let start = p as usize & !(CACHE_LINE - 1);
-    let end = (p as usize).saturating_add(bytes);
-    let mut line = start;
-    while line < end {
-        prefetch_read(line as *const u8);
-        // The last line of the address space has no successor: stop instead of wrapping to
-        // address 0 and starting over (issue 16's overflow audit).
-        let Some(next) = line.checked_add(CACHE_LINE) else {
-            break;
-        };
-        line = next;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,21 +45,8 @@ mod tests {
         let v = [1u64; 64];
         prefetch_read(v.as_ptr());
         prefetch_write(v.as_ptr());
-        prefetch_read_range(v.as_ptr(), core::mem::size_of_val(&v));
         prefetch_read(core::ptr::null::<u8>());
         prefetch_read(usize::MAX as *const u8);
-        prefetch_read_range(core::ptr::null::<u8>(), 0);
         assert_eq!(v[63], 1);
-    }
-
-    /// A range that reaches the end of the address space ends there. Before the fix the line
-    /// address wrapped: an overflow panic with overflow checks, and without them a walk over
-    /// the whole address space (2^58 prefetches: the test would not finish).
-    #[test]
-    fn range_at_the_end_of_the_address_space_ends() {
-        prefetch_read_range((usize::MAX - 10) as *const u8, 100);
-        prefetch_read_range((usize::MAX - 10) as *const u8, usize::MAX);
-        prefetch_read_range((usize::MAX - CACHE_LINE + 1) as *const u8, CACHE_LINE);
-        prefetch_read_range(usize::MAX as *const u8, 1);
     }
 }

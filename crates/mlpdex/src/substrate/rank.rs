@@ -9,10 +9,16 @@
 //!   `select1(k)` starts at the sample and popcounts forward, finishing inside a word with a
 //!   branch-free broadword select ([`select_in_word`]).
 //!
+//! Popcounts run on the POPCNT instruction where the CPU has it, detected at run time (see
+//! [`super::popcount`]): one check per `rank1` or `select1` call, none per word.
+//!
 //! Both are built once over a finished bit vector (the succinct structures are static) and
 //! hold positions as `u32`: a vector of 2^32 bits or more is refused at build time.
 
-use super::bits::{BitVec, FrozenBits};
+#[cfg(test)]
+use super::bits::BitVec;
+use super::bits::FrozenBits;
+use super::popcount::{Popcount, dispatch};
 
 /// Most bits a rank or select directory indexes (positions are stored as `u32`).
 pub const MAX_BITS: usize = u32::MAX as usize;
@@ -29,6 +35,7 @@ impl<const W: usize> RankBits<W> {
     const BLOCK_BITS: usize = 64 * W;
 
     /// The rank directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
+    #[cfg(test)]
     pub fn new(bits: BitVec) -> Option<Self> {
         Self::over(FrozenBits::from(bits))
     }
@@ -68,12 +75,6 @@ impl<const W: usize> RankBits<W> {
         self.bits.len()
     }
 
-    /// True when there are no bits.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.bits.is_empty()
-    }
-
     /// Bit `i`; false past the end.
     #[inline]
     pub fn get(&self, i: usize) -> bool {
@@ -81,19 +82,27 @@ impl<const W: usize> RankBits<W> {
     }
 
     /// Number of ones in positions `0..i`, for `i ≤ len` (clamped to `len` beyond).
-    #[inline]
+    // `inline(always)`, measured: with the dispatch, LLVM stopped inlining `rank1` (the release
+    // bench's disassembly had 106 out-of-line calls to it, against none when built for
+    // x86-64-v2 with plain `count_ones`); forced, it is inlined into the FST's walks again.
+    #[inline(always)]
     pub fn rank1(&self, i: usize) -> usize {
+        dispatch!(p => self.rank1_with(p, i))
+    }
+
+    #[inline(always)]
+    fn rank1_with<P: Popcount>(&self, p: P, i: usize) -> usize {
         let i = i.min(self.bits.len());
         let block = i / Self::BLOCK_BITS;
         let mut r = self.lut[block] as usize;
         let words = self.bits.words();
         let wi = i / 64;
-        for w in &words[block * W..wi] {
-            r += w.count_ones() as usize;
+        for &w in &words[block * W..wi] {
+            r += p.count(w) as usize;
         }
         let rem = i % 64;
         if rem != 0 {
-            r += (words[wi] & ((1u64 << rem) - 1)).count_ones() as usize;
+            r += p.count(words[wi] & ((1u64 << rem) - 1)) as usize;
         }
         r
     }
@@ -117,11 +126,6 @@ impl<const W: usize> RankBits<W> {
     pub fn memory_usage(&self) -> usize {
         self.bits.memory_usage() + self.lut.capacity() * 4
     }
-
-    /// Bytes the rank directory adds to the bits.
-    pub fn directory_bytes(&self) -> usize {
-        self.lut.capacity() * 4
-    }
 }
 
 /// Ones between samples of a [`SelectBits`].
@@ -138,6 +142,7 @@ pub struct SelectBits {
 
 impl SelectBits {
     /// The select directory over `bits`; `None` when `bits` holds more than [`MAX_BITS`] bits.
+    #[cfg(test)]
     pub fn new(bits: BitVec) -> Option<Self> {
         Self::over(FrozenBits::from(bits))
     }
@@ -197,6 +202,11 @@ impl SelectBits {
     /// Position of the one numbered `k` (0-based), or `None` when there are at most `k` ones.
     #[inline]
     pub fn select1(&self, k: usize) -> Option<usize> {
+        dispatch!(p => self.select1_with(p, k))
+    }
+
+    #[inline(always)]
+    fn select1_with<P: Popcount>(&self, p: P, k: usize) -> Option<usize> {
         if k >= self.ones {
             return None;
         }
@@ -207,9 +217,9 @@ impl SelectBits {
         // The sampled one itself is bit `start`: skip the word's lower bits.
         let mut w = words[wi] & (u64::MAX << (start % 64));
         loop {
-            let c = w.count_ones() as usize;
+            let c = p.count(w) as usize;
             if r < c {
-                return Some(wi * 64 + select_in_word(w, r as u32) as usize);
+                return Some(wi * 64 + select_in_word_with(p, w, r as u32) as usize);
             }
             r -= c;
             wi += 1;
@@ -243,11 +253,6 @@ impl SelectBits {
     /// Bytes of heap memory owned: bits and samples.
     pub fn memory_usage(&self) -> usize {
         self.bits.memory_usage() + self.samples.capacity() * 4
-    }
-
-    /// Bytes the select directory adds to the bits.
-    pub fn directory_bytes(&self) -> usize {
-        self.samples.capacity() * 4
     }
 }
 
@@ -316,8 +321,14 @@ static SELECT_IN_BYTE: [[u8; 8]; 256] = {
 ///
 /// Broadword: byte popcounts summed into prefix counts by one multiplication, the target byte
 /// found by a parallel compare, the bit inside it by table.
-#[inline]
+#[cfg(test)]
 pub fn select_in_word(w: u64, r: u32) -> u32 {
+    dispatch!(p => select_in_word_with(p, w, r))
+}
+
+/// [`select_in_word`] with the popcount of `p`.
+#[inline(always)]
+fn select_in_word_with<P: Popcount>(p: P, w: u64, r: u32) -> u32 {
     let mut s = w - ((w >> 1) & 0x5555_5555_5555_5555);
     s = (s & 0x3333_3333_3333_3333) + ((s >> 2) & 0x3333_3333_3333_3333);
     s = (s + (s >> 4)) & 0x0F0F_0F0F_0F0F_0F0F;
@@ -328,11 +339,11 @@ pub fn select_in_word(w: u64, r: u32) -> u32 {
     if r >= (prefix >> 56) as u32 {
         return 64;
     }
-    debug_assert!(r < w.count_ones());
+    debug_assert!(r < p.count(w));
     let rr = r as u64 * ONES_STEP_8;
     // High bit of byte i set when prefix_i <= r, i.e. byte i ends before the target one.
     let le = ((rr | MSBS_STEP_8) - prefix) & MSBS_STEP_8;
-    let byte = le.count_ones();
+    let byte = p.count(le);
     debug_assert!(byte < 8);
     let before = if byte == 0 {
         0

@@ -9,11 +9,11 @@
 //! huge pages with `madvise(MADV_HUGEPAGE)`. That works when
 //! `/sys/kernel/mm/transparent_hugepage/enabled` is `always` or `madvise`; otherwise (or off
 //! Linux) the region silently uses normal pages, which is correct, only slower. Whether pages
-//! really are huge is visible as `AnonHugePages` in `/proc/self/smaps`; see
-//! [`anon_huge_page_bytes`].
+//! really are huge is visible as `AnonHugePages` in `/proc/self/smaps`.
 //!
-//! The policy can be switched off process-wide with [`set_huge_pages`] or the environment variable
-//! `MLPDEX_HUGE_PAGES=0`, so benchmarks can compare against 4 KiB pages.
+//! Each structure chooses per instance, with the [`HugePages`] field of its `Config`; the
+//! default, [`HugePages::Auto`], follows the environment variable `MLPDEX_HUGE_PAGES` (`0`
+//! turns huge pages off), so benchmarks can compare against 4 KiB pages without a rebuild.
 //!
 //! Under miri, which cannot unmap part of a mapping nor take `madvise` advice, regions are
 //! zeroed heap blocks aligned as the mappings would be (`cfg(miri)` in this file only); the
@@ -24,42 +24,68 @@
 //! zero-filled lazily, but a structure's table is touched all over soon after creation).
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU8, Ordering};
 
 use crate::Error;
 
 /// Size of a transparent huge page on x86-64 and aarch64 (4 KiB granule).
 pub const HUGE_PAGE: usize = 2 << 20;
 
-// 0 = not yet decided (read the environment), 1 = on, 2 = off.
-static POLICY: AtomicU8 = AtomicU8::new(0);
-
-/// Turns huge-page advice for regions created from now on on or off, process-wide.
-pub fn set_huge_pages(on: bool) {
-    POLICY.store(if on { 1 } else { 2 }, Ordering::Relaxed);
+/// Whether a structure asks the kernel to back its large tables with 2 MiB transparent huge
+/// pages: a field of the `Config` of every structure that maps tables
+/// ([`cuckoo_trie::Config`](crate::cuckoo_trie::Config),
+/// [`mlp_index::Config`](crate::mlp_index::Config)).
+///
+/// Huge pages make random lookups in a large table cheaper (each TLB miss costs a page walk, a
+/// chain of dependent memory reads), at the price of memory rounded up to 2 MiB per table. They
+/// apply only to tables of at least 2 MiB, and only where the kernel allows them
+/// (`/sys/kernel/mm/transparent_hugepage/enabled` set to `always` or `madvise`, on Linux);
+/// elsewhere a table silently uses normal pages, which is correct, only slower.
+///
+/// ```
+/// use mlpdex::cuckoo_trie::{Config, CuckooTrie};
+/// use mlpdex::HugePages;
+///
+/// // 4 KiB pages for this map, whatever the environment says.
+/// let config = Config { huge_pages: HugePages::Never, ..Config::default() };
+/// let mut map: CuckooTrie<u32> = CuckooTrie::with_config(config).unwrap();
+/// map.insert(b"key", 1).unwrap();
+/// assert_eq!(map.get(b"key"), Some(&1));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HugePages {
+    /// Huge pages unless the environment variable `MLPDEX_HUGE_PAGES` is `0`, `off` or
+    /// `false` (read once per process), so a benchmark can compare page sizes without a
+    /// rebuild. The default.
+    #[default]
+    Auto,
+    /// Ask for huge pages (`madvise(MADV_HUGEPAGE)`) for every table of at least 2 MiB.
+    Always,
+    /// Never ask: 4 KiB pages.
+    Never,
 }
 
-/// Whether regions created now ask for huge pages: the last [`set_huge_pages`], else the
-/// environment variable `MLPDEX_HUGE_PAGES` (`0`, `off` or `false` turn them off), else on.
-pub fn huge_pages_enabled() -> bool {
-    match POLICY.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            let on = !matches!(
-                std::env::var("MLPDEX_HUGE_PAGES").as_deref(),
-                Ok("0" | "off" | "false")
-            );
-            // Racing first callers compute the same answer; whichever store wins is fine.
-            let _ = POLICY.compare_exchange(
-                0,
-                if on { 1 } else { 2 },
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-            on
+impl HugePages {
+    /// Whether this setting asks for huge pages, the environment variable resolved for
+    /// [`Auto`](Self::Auto).
+    pub fn requested(self) -> bool {
+        match self {
+            HugePages::Always => true,
+            HugePages::Never => false,
+            HugePages::Auto => env_allows_huge_pages(),
         }
     }
+}
+
+/// `MLPDEX_HUGE_PAGES` read once: `0`, `off` or `false` turn huge pages off, anything else
+/// (or no variable) leaves them on.
+fn env_allows_huge_pages() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        !matches!(
+            std::env::var("MLPDEX_HUGE_PAGES").as_deref(),
+            Ok("0" | "off" | "false")
+        )
+    })
 }
 
 /// An owned, zero-initialised, page-aligned anonymous mapping.
@@ -82,10 +108,11 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// Maps at least `bytes` zeroed bytes, on huge pages when enabled and `bytes` is at least one
-    /// huge page (smaller requests are rounded to 4 KiB pages; a huge page would waste memory).
-    pub fn new_zeroed(bytes: usize) -> Result<Region, Error> {
-        Self::with_policy(bytes, huge_pages_enabled())
+    /// Maps at least `bytes` zeroed bytes, on huge pages when `huge` asks for them and `bytes`
+    /// is at least one huge page (smaller requests are rounded to 4 KiB pages; a huge page
+    /// would waste memory).
+    pub fn new_zeroed(bytes: usize, huge: HugePages) -> Result<Region, Error> {
+        Self::with_policy(bytes, huge.requested())
     }
 
     /// As [`new_zeroed`](Self::new_zeroed), with the huge-page choice made by the caller.
@@ -122,19 +149,15 @@ impl Region {
         self.len
     }
 
-    /// Always false: a region maps at least one page. Present for API symmetry with slices.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
     /// Whether huge pages were requested for this region (the kernel may still decline).
+    #[cfg(test)]
     #[inline]
     pub fn huge_pages_requested(&self) -> bool {
         self.huge
     }
 
     /// The region as bytes.
+    #[cfg(test)]
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: invariant 1: `ptr..ptr+len` is a live mapping owned by self, readable and
@@ -278,29 +301,6 @@ fn advise_huge(ptr: NonNull<u8>, len: usize) {
 #[cfg(any(not(target_os = "linux"), miri))]
 fn advise_huge(_ptr: NonNull<u8>, _len: usize) {}
 
-/// Bytes of this process's anonymous memory currently backed by transparent huge pages
-/// (`AnonHugePages` summed over `/proc/self/smaps_rollup`), or `None` where that is unavailable.
-pub fn anon_huge_page_bytes() -> Option<u64> {
-    smaps_rollup_field("AnonHugePages:")
-}
-
-/// Bytes of this process's anonymous memory (`Anonymous` in `/proc/self/smaps_rollup`).
-pub fn anon_bytes() -> Option<u64> {
-    smaps_rollup_field("Anonymous:")
-}
-
-fn smaps_rollup_field(name: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
-    let line = text.lines().find(|l| l.starts_with(name))?;
-    let kib: u64 = line[name.len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,22 +363,52 @@ mod tests {
                     "with_policy({bytes}, {huge})"
                 );
             }
-            assert!(matches!(
-                Region::new_zeroed(bytes),
-                Err(Error::OutOfMemory { .. })
-            ));
+            for huge in [HugePages::Auto, HugePages::Always, HugePages::Never] {
+                assert!(matches!(
+                    Region::new_zeroed(bytes, huge),
+                    Err(Error::OutOfMemory { .. })
+                ));
+            }
         }
     }
 
+    /// The kernel's flags of the mapping holding `addr` (the `VmFlags` line of its entry in
+    /// `/proc/self/smaps`), or `None` where that file is unavailable.
+    fn vm_flags(addr: usize) -> Option<Vec<String>> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((lo, hi)) = range.split_once('-')
+                && let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            {
+                inside = (lo..hi).contains(&addr);
+            } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+                return Some(flags.split_whitespace().map(str::to_string).collect());
+            }
+        }
+        None
+    }
+
+    /// `Never` maps without `MADV_HUGEPAGE` (no `hg` flag on the mapping); `Always` asks for
+    /// huge pages (the flag is set wherever the kernel has transparent huge pages at all).
     #[test]
-    #[cfg_attr(
-        miri,
-        ignore = "reads /proc, which miri's isolation hides; no unsafe of its own"
-    )]
-    fn smaps_fields_parse_on_linux() {
-        if cfg!(target_os = "linux") && std::path::Path::new("/proc/self/smaps_rollup").exists() {
-            assert!(anon_bytes().is_some());
-            assert!(anon_huge_page_bytes().is_some());
+    #[cfg_attr(miri, ignore = "reads /proc, which miri's isolation hides")]
+    fn huge_pages_setting_reaches_the_kernel() {
+        let never = Region::new_zeroed(2 * HUGE_PAGE, HugePages::Never).unwrap();
+        let always = Region::new_zeroed(2 * HUGE_PAGE, HugePages::Always).unwrap();
+        assert!(!never.huge_pages_requested());
+        assert!(always.huge_pages_requested());
+        assert_eq!(HugePages::default(), HugePages::Auto);
+        let Some(never_flags) = vm_flags(never.as_ptr() as usize) else {
+            return; // No /proc/self/smaps: nothing more is observable.
+        };
+        assert!(!never_flags.iter().any(|f| f == "hg"), "{never_flags:?}");
+        let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
+        if cfg!(target_os = "linux") && thp {
+            let always_flags = vm_flags(always.as_ptr() as usize).unwrap();
+            assert!(always_flags.iter().any(|f| f == "hg"), "{always_flags:?}");
         }
     }
 }

@@ -47,8 +47,8 @@
 //! many, cold lower levels as a byte per branch plus two bits (LOUDS-Sparse, 10 bits per
 //! branch, close to the 9.44-bit information-theoretic bound). Navigation is rank and select
 //! on those bit vectors, tuned as in §3.6 (single-level rank tables of 64- and 512-bit blocks,
-//! select sampled every 64 ones, SIMD label search; see [`crate::substrate::rank`] and
-//! [`crate::substrate::labels`]). The dense/sparse cut is the most levels whose dense size
+//! select sampled every 64 ones, SIMD label search; see `substrate::rank` and
+//! `substrate::labels`). The dense/sparse cut is the most levels whose dense size
 //! times [`Config::dense_ratio`] (R, default 64) stays within the sparse size of the rest.
 //!
 //! By default each leaf also keeps the rest of its key after the unique prefix

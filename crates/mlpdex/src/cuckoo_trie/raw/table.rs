@@ -64,7 +64,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use super::seqlock::{Bucket, WORDS};
 use crate::Error;
 use crate::substrate::prefetch::prefetch_read;
-use crate::substrate::region::Region;
+use crate::substrate::region::{HugePages, Region};
 
 mod entry;
 mod hash;
@@ -219,8 +219,13 @@ unsafe impl Send for Table {}
 unsafe impl Sync for Table {}
 impl Table {
     /// A zeroed table of at least `min_buckets` buckets (every bucket of the mapped pages is
-    /// used; under a page, exactly `min_buckets`), hashing with constants drawn from `seed`.
-    pub(crate) fn with_buckets(min_buckets: usize, seed: u64) -> Result<Table, Error> {
+    /// used; under a page, exactly `min_buckets`), hashing with constants drawn from `seed`,
+    /// mapped on pages as `huge` asks.
+    pub(crate) fn with_buckets(
+        min_buckets: usize,
+        seed: u64,
+        huge: HugePages,
+    ) -> Result<Table, Error> {
         let bytes = min_buckets.max(1).saturating_mul(64);
         if (bytes / 64) as u64 * TAGS > MAX_HASHES {
             return Err(Error::OutOfMemory { bytes });
@@ -229,7 +234,7 @@ impl Table {
             // Under a page: exactly the buckets asked for, from the allocator.
             (Backing::Heap(HeapBuckets::zeroed(bytes)?), bytes / 64)
         } else {
-            let region = Region::new_zeroed(bytes)?;
+            let region = Region::new_zeroed(bytes, huge)?;
             let nb = (region.len() / 64).min((MAX_HASHES / TAGS) as usize);
             (Backing::Mapped(region), nb)
         };

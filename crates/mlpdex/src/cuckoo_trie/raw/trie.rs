@@ -33,6 +33,7 @@ use core::sync::atomic::{AtomicU64, AtomicUsize};
 
 use super::table::{Ent, Full, LEAF, Loc, Locks, Table, Torn};
 use crate::Error;
+use crate::substrate::region::HugePages;
 
 mod audit;
 mod insert;
@@ -142,6 +143,8 @@ pub(crate) struct Params {
     pub(crate) initial_buckets: usize,
     /// Bytes before the key in a record.
     pub(crate) val_size: usize,
+    /// Page size policy of the table's mapping.
+    pub(crate) huge_pages: HugePages,
 }
 
 /// A writer's working memory, kept between operations so writes allocate nothing. There is
@@ -302,7 +305,7 @@ pub(crate) fn stable<T>(r: Result<T, Torn>) -> T {
 impl RawTrie {
     pub(crate) fn new(params: Params) -> Result<RawTrie, Error> {
         let seed = 0x5EED_C0C0_u64;
-        let (table, root) = Self::empty_table(params.initial_buckets, seed)?;
+        let (table, root) = Self::empty_table(params.initial_buckets, seed, params.huge_pages)?;
         Ok(Self::assemble(
             table,
             params,
@@ -339,8 +342,8 @@ impl RawTrie {
         t
     }
 
-    fn empty_table(buckets: usize, seed: u64) -> Result<(Table, Loc), Error> {
-        let table = Table::with_buckets(buckets, seed)?;
+    fn empty_table(buckets: usize, seed: u64, huge: HugePages) -> Result<(Table, Loc), Error> {
+        let table = Table::with_buckets(buckets, seed, huge)?;
         let root = table
             .insert(
                 &mut Locks::default(),
@@ -369,7 +372,11 @@ impl RawTrie {
     /// Empties the trie (the caller has freed the records) and shrinks the table; if no new
     /// table can be mapped, wipes the old one instead.
     pub(crate) fn reset(&mut self) {
-        match Self::empty_table(self.params.initial_buckets, self.seed) {
+        match Self::empty_table(
+            self.params.initial_buckets,
+            self.seed,
+            self.params.huge_pages,
+        ) {
             Ok((table, root)) => {
                 self.table = table;
                 self.root = root;

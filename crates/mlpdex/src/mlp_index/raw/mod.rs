@@ -4,6 +4,7 @@
 //! `table` (bucketized, the default) and `paper` (24-byte slots, as the paper measured).
 
 use crate::Error;
+use crate::HugePages;
 
 pub(crate) mod hash;
 pub(crate) mod paper;
@@ -27,8 +28,8 @@ pub(crate) trait Store: Sized {
     /// An item's candidate places.
     type Home: Copy;
 
-    /// An empty table of at least `units` units.
-    fn new(units: usize) -> Result<Self, Error>;
+    /// An empty table of at least `units` units, on pages as `huge` asks.
+    fn new(units: usize, huge: HugePages) -> Result<Self, Error>;
     /// Its size in units.
     fn units(&self) -> usize;
     /// Slots covered by items.

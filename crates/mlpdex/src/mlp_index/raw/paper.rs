@@ -22,7 +22,7 @@
 
 use crate::Error;
 use crate::substrate::prefetch::{prefetch_read, prefetch_write};
-use crate::substrate::region::Region;
+use crate::substrate::region::{HugePages, Region};
 
 use super::Store;
 use super::hash::{fmix, mix, mulhi, prefix};
@@ -282,9 +282,9 @@ impl Store for PaperTable {
     const SLOTS_PER_KEY: f64 = 1.05;
     type Home = (usize, usize);
 
-    fn new(units: usize) -> Result<Self, Error> {
+    fn new(units: usize, huge: HugePages) -> Result<Self, Error> {
         let lines = units.div_ceil(PER_LINE).max(1);
-        let region = Region::new_zeroed(lines * size_of::<Line>())?;
+        let region = Region::new_zeroed(lines * size_of::<Line>(), huge)?;
         let lines = region.len() / size_of::<Line>();
         Ok(PaperTable {
             region,
@@ -550,7 +550,7 @@ mod tests {
     /// checks every borrowed slot's owner and the counts.
     #[test]
     fn borrowed_slots_and_blocks_survive_evictions() {
-        let mut t = PaperTable::new(160).unwrap();
+        let mut t = PaperTable::new(160, HugePages::Auto).unwrap();
         let mut homeless = Vec::new();
         let mut placed: Vec<Item> = Vec::new();
         let mut x = 3u64;

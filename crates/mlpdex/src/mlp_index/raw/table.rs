@@ -24,7 +24,7 @@
 
 use crate::Error;
 use crate::substrate::prefetch::{prefetch_read, prefetch_write};
-use crate::substrate::region::Region;
+use crate::substrate::region::{HugePages, Region};
 
 use super::Store;
 use super::hash::{Geo, MIN_LEN, mask, mix, prefix, unmix};
@@ -375,9 +375,10 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// An empty table of `buckets` buckets (at least [`MIN_BUCKETS`](super::hash::MIN_BUCKETS)).
-    pub(crate) fn new(buckets: usize) -> Result<Table, Error> {
-        let region = Region::new_zeroed(Geo::new(buckets).buckets() * size_of::<Bucket>())?;
+    /// An empty table of `buckets` buckets (at least [`MIN_BUCKETS`](super::hash::MIN_BUCKETS)),
+    /// on pages as `huge` asks.
+    pub(crate) fn new(buckets: usize, huge: HugePages) -> Result<Table, Error> {
+        let region = Region::new_zeroed(Geo::new(buckets).buckets() * size_of::<Bucket>(), huge)?;
         // The mapping is rounded up to whole pages: use all of it.
         let geo = Geo::new(region.len() / size_of::<Bucket>());
         Ok(Table {
@@ -536,8 +537,8 @@ impl Store for Table {
     const SLOTS_PER_KEY: f64 = 1.05;
     type Home = Home;
 
-    fn new(units: usize) -> Result<Self, Error> {
-        Table::new(units)
+    fn new(units: usize, huge: HugePages) -> Result<Self, Error> {
+        Table::new(units, huge)
     }
     fn units(&self) -> usize {
         self.geo.buckets()
@@ -841,7 +842,7 @@ mod tests {
 
     #[test]
     fn leaves_and_nodes_survive_cuckoo_placement() {
-        let mut t = Table::new(64).unwrap();
+        let mut t = Table::new(64, HugePages::Auto).unwrap();
         let mut homeless = Vec::new();
         let mut placed = Vec::new();
         let mut x = 1u64;

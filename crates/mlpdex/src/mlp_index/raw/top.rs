@@ -4,7 +4,7 @@
 //! stretches in a few word reads.
 
 use crate::Error;
-use crate::substrate::region::Region;
+use crate::substrate::region::{HugePages, Region};
 
 /// Number of 3-byte prefixes.
 pub(crate) const TOP: u32 = 1 << 24;
@@ -21,17 +21,18 @@ pub(crate) struct Top {
 }
 
 impl Top {
-    pub(crate) fn new() -> Result<Top, Error> {
+    pub(crate) fn new(huge: HugePages) -> Result<Top, Error> {
         Ok(Top {
-            l3: Region::new_zeroed(L3_WORDS * 8)?,
+            l3: Region::new_zeroed(L3_WORDS * 8, huge)?,
             l2: Box::new([0; L2_WORDS]),
             l1: [0; L1_WORDS],
         })
     }
 
-    /// A copy (the l3 words through the summaries, so only non-empty blocks are read).
-    pub(crate) fn try_clone(&self) -> Result<Top, Error> {
-        let mut t = Top::new()?;
+    /// A copy (the l3 words through the summaries, so only non-empty blocks are read), mapped
+    /// on pages as `huge` asks.
+    pub(crate) fn try_clone(&self, huge: HugePages) -> Result<Top, Error> {
+        let mut t = Top::new(huge)?;
         let mut blk = self.next_block(0);
         while let Some(b) = blk {
             for i in 0..4 {
@@ -217,7 +218,7 @@ mod tests {
 
     #[test]
     fn next_and_prev_match_a_set() {
-        let mut t = Top::new().unwrap();
+        let mut t = Top::new(HugePages::Auto).unwrap();
         let mut s = BTreeSet::new();
         let mut x = 7u64;
         // Fewer operations under miri, which interprets every bitmap word.

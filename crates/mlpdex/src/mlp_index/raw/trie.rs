@@ -17,6 +17,7 @@
 //! intermediate nodes here: the deepest index found is the longest common prefix.
 
 use crate::Error;
+use crate::HugePages;
 
 use super::Store;
 use super::hash::{MIN_LEN, byte, diff_byte, prefix};
@@ -47,6 +48,8 @@ pub(crate) struct RawIndex<T> {
     max_load: f64,
     /// Size of the smallest table (a table's size is rounded up to whole pages).
     min_units: usize,
+    /// Page size policy of the tables' mappings.
+    huge: HugePages,
 }
 
 /// Smallest table, in buckets.
@@ -59,16 +62,17 @@ const REFILL: f64 = 2.0 / 3.0;
 const RESERVE_LOAD: f64 = 0.9;
 
 impl<T: Store> RawIndex<T> {
-    pub(crate) fn new(max_load: f64) -> Result<RawIndex<T>, Error> {
-        let table = T::new(MIN_BUCKETS)?;
+    pub(crate) fn new(max_load: f64, huge: HugePages) -> Result<RawIndex<T>, Error> {
+        let table = T::new(MIN_BUCKETS, huge)?;
         Ok(RawIndex {
             min_units: table.units(),
             table,
-            top: Top::new()?,
+            top: Top::new(huge)?,
             len: 0,
             cnt: [0; 9],
             homeless: Vec::new(),
             max_load,
+            huge,
         })
     }
 
@@ -228,12 +232,13 @@ impl<T: Store> RawIndex<T> {
     pub(crate) fn try_clone(&self) -> Result<RawIndex<T>, Error> {
         Ok(RawIndex {
             table: self.rebuilt(self.table.units(), &[])?,
-            top: self.top.try_clone()?,
+            top: self.top.try_clone(self.huge)?,
             len: self.len,
             cnt: self.cnt,
             homeless: Vec::new(),
             max_load: self.max_load,
             min_units: self.min_units,
+            huge: self.huge,
         })
     }
 
@@ -258,7 +263,7 @@ impl<T: Store> RawIndex<T> {
         const AHEAD: usize = 16;
         let mut scratch = Vec::new();
         loop {
-            let mut t = T::new(buckets)?;
+            let mut t = T::new(buckets, self.huge)?;
             let mut ok = true;
             let mut ring: [Option<(Item, T::Home)>; AHEAD] = [None; AHEAD];
             let mut at = 0;
@@ -294,7 +299,7 @@ impl<T: Store> RawIndex<T> {
     /// refuses even that).
     pub(crate) fn reset(&mut self) {
         if self.table.units() != self.min_units
-            && let Ok(t) = T::new(MIN_BUCKETS)
+            && let Ok(t) = T::new(MIN_BUCKETS, self.huge)
         {
             self.table = t;
         }

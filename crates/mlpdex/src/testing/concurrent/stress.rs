@@ -410,10 +410,18 @@ pub fn stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan: Plan) {
     subject.audit(&map, &format!("{plan:?}: after the run"));
 
     // The run filled the map with a good part of the universe (for a structure that grows,
-    // far more than it starts with) and ended drained well below its peak.
+    // far more than it starts with) and ended drained well below its peak. Partitioned
+    // writers on an overloaded machine may run one after another, each filling and draining
+    // only its own share, so the peak they can be held to is a share's, not the universe's.
     let peak = sh.peak_len.load(Relaxed);
+    // For the same reason the leftovers of every share add up at the end, so a partitioned
+    // run is held to ending below its peak, a shared one to ending below half of it.
+    let (fill, drained) = match plan.sharing {
+        Sharing::Partitioned => (n / plan.writers.max(1) / 3, got.len() < peak),
+        Sharing::Shared => (n / 3, got.len() * 2 <= peak),
+    };
     assert!(
-        peak >= n / 3 && got.len() * 2 <= peak,
+        peak >= fill && drained,
         "{ctx}: the plan did not fill and drain the map (peak len {peak}, final len {}, {n} \
          keys)",
         got.len()

@@ -55,7 +55,7 @@ impl RawTrie {
         let mut seed = self.seed;
         for attempt in 0u64.. {
             seed = seed.wrapping_add(0x9E37_79B9 + attempt);
-            let mut table = Table::with_buckets(buckets, seed)?;
+            let mut table = Table::with_buckets(buckets, seed, self.params.huge_pages)?;
             match self.rebuild_into(&table) {
                 Ok((root, head)) => {
                     table.set_shared(self.table.is_shared());
