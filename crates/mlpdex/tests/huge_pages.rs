@@ -58,7 +58,7 @@ fn cuckoo_tries_work_under_every_setting() {
         assert_eq!(ConcurrentOrderedMap::len(&shared), model.len());
         for (k, v) in &model {
             assert_eq!(map.get(k), Some(v), "{huge_pages:?}");
-            assert_eq!(ConcurrentOrderedMap::get(&shared, k), Some(*v));
+            assert_eq!(ConcurrentOrderedMap::get_cloned(&shared, k), Some(*v));
         }
     }
 }
