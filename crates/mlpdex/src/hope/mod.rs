@@ -334,7 +334,7 @@ impl Encoder {
     /// compresses better and takes more memory (see [`Scheme::has_limit`]). The fixed-interval
     /// schemes (single- and double-char) ignore `limit`.
     ///
-    /// [`Error::Capacity`] when a variable-interval scheme gets a `limit` below 257: the
+    /// [`Error::InvalidConfig`] when a variable-interval scheme gets a `limit` below 257: the
     /// smallest complete dictionary has one entry per byte value plus one for the end of a
     /// key. [`DEFAULT_LIMIT`] (65,536) suits most key sets; 4,096 already compresses text
     /// well.
@@ -344,7 +344,7 @@ impl Encoder {
         K: AsRef<[u8]>,
     {
         if scheme.has_limit() && limit < 257 {
-            return Err(Error::Capacity {
+            return Err(Error::InvalidConfig {
                 what: "the HOPE dictionary limit is the most entries symbol selection may \
                        choose, and must be at least 257 (every byte value and the end of a key); \
                        use hope::DEFAULT_LIMIT (65536), or 4096 for a small dictionary",
