@@ -10,7 +10,7 @@
 //!
 //! # The harnesses
 //!
-//! - [`stress`] (values `u64`): `plan.writers` writers and `plan.readers` readers on one map,
+//! - `stress` (values `u64`): `plan.writers` writers and `plan.readers` readers on one map,
 //!   over a universe of about `plan.keys` keys of mixed shapes (the empty key, prefix chains
 //!   with 0x00 and 0xFF extensions, every 0x00/0xFF string of 1 to 5 bytes, a few multi-KiB
 //!   keys and keys that are prefixes of them, then random bytes, shared prefixes, prefix
@@ -51,7 +51,7 @@
 //!   may report it. The other keys churn under `plan.writers` writers (fill and drain phases)
 //!   while `plan.visitors` visitors run whole-map visits and random ranges with every bound
 //!   kind, some breaking off early; all the visit-shape and per-thread order checks of
-//!   [`stress`] apply too. Afterwards: the stable keys are there, no doomed key is back, only
+//!   `stress` apply too. Afterwards: the stable keys are there, no doomed key is back, only
 //!   known keys with their own values, `len()` matches, the invariant check passes.
 //! - [`values_dropped_once`] and [`values_dropped_once_concurrently`] (values [`Counted`]): a
 //!   value type that records each clone and each drop, per id. `insert` and `remove` must
@@ -73,7 +73,7 @@
 //!   the value it replaced) or one `remove`, or is still stored at the end, and nothing comes
 //!   out that was never inserted. `len()`, read after every operation, must never exceed the
 //!   number of keys (a length counter updated after the linking CAS can wrap below zero when
-//!   a remove of the key runs in between). The per-thread order checks of [`stress`], the
+//!   a remove of the key runs in between). The per-thread order checks of `stress`, the
 //!   final contents and a drain to empty are checked too.
 //! - [`replaced_values_dropped_while_key_stays`] (values [`Counted`]): one key updated eleven
 //!   times; every replaced value, the first included, is eventually dropped while the key is

@@ -181,7 +181,7 @@ pub(super) fn show_stamps(values: &[u64]) -> String {
 /// Each thread inserts (50 % of its operations) values that are unique in the run (a
 /// [`Stamp`] of the thread and its operation counter, for the key), removes (40 %), and reads
 /// with `get_with` and `lower_bound_with` (10 %). Also checked while running, as in
-/// [`stress`]: a value is only seen under its own key, per thread the counters seen from
+/// `stress`: a value is only seen under its own key, per thread the counters seen from
 /// each writer on each key never go back, and a value a thread gets back from `insert` or
 /// `remove` that it wrote itself is its own latest on the key. After joining: the final
 /// contents through visits both ways, `get` and `len()`, the invariant check, and a drain to
@@ -191,7 +191,6 @@ pub(super) fn show_stamps(values: &[u64]) -> String {
 ///
 /// At the first failed check (re-raised from the thread that found it).
 ///
-/// [`stress`]: super::stress
 pub fn same_key_stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan: SameKeyPlan) {
     assert!(
         (1..1 << WRITER_BITS).contains(&plan.threads) && plan.keys >= 1,

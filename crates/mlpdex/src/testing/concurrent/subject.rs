@@ -29,7 +29,7 @@ impl<E: fmt::Display> AuditOutcome for Result<(), E> {
 /// A concurrent map type under test, as the harnesses see it: how to make an empty map, how to
 /// check its internal invariants, and the longest key it accepts.
 ///
-/// `M` is the map type with its value type, e.g. `SkipList<u64>` for [`stress`](super::stress) and
+/// `M` is the map type with its value type, e.g. `SkipList<u64>` for `stress` and
 /// `SkipList<Counted>` for [`values_dropped_once`](super::values_dropped_once).
 pub struct Subject<M> {
     name: String,
