@@ -167,14 +167,8 @@ mod tests {
             seconds: 1.0,
             mops,
             ns_per_op: 1000.0 / mops,
-            dram_rt_per_op: None,
             bytes_per_key: Some(10.0),
-            overhead_bytes_per_key: None,
-            fpr: None,
-            bits_per_key: None,
-            compression_rate: None,
-            encode_ns_per_byte: None,
-            dictionary_bytes: None,
+            ..Record::default()
         }
     }
 

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A measurement of one (index, dataset, workload, distribution, mode, threads) combination.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Stable kebab-case index name, e.g. `btreemap`, `cuckoo-trie-d4`.
     pub index: String,
