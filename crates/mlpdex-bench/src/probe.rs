@@ -17,8 +17,8 @@
 //!
 //! Huge pages matter (§2.4): with 4 KiB pages nearly every random access also misses the TLB, and
 //! the page walk adds dependent reads that inflate the latency and cap the MLP. The array is
-//! therefore an anonymous mapping of its own with `MADV_HUGEPAGE`, and the result records how much of the process's
-//! anonymous memory the kernel really backed with huge pages.
+//! therefore an anonymous mapping of its own with `MADV_HUGEPAGE`, and the result records how
+//! much of the process's anonymous memory the kernel really backed with huge pages.
 //!
 //! The result is cached as JSON (see [`cache_path`]) so that benchmark runs need not re-probe.
 
