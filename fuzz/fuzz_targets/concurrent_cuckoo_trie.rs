@@ -25,6 +25,7 @@ fuzz_target!(|input: Input| {
         prefetch_depth: 1 + usize::from(input.prefetch_depth % 16),
         max_load_factor: 0.5 + 0.45 * f64::from(input.load) / 255.0,
         initial_buckets: 1 + usize::from(input.buckets % 128),
+        ..Config::default()
     };
     let ops = map_ops(&input.ops);
     let map = ConcurrentCuckooTrie::<u64>::with_config(config.clone()).expect("a valid config");

@@ -148,6 +148,7 @@ fuzz_target!(|input: Input| {
     let config = Config {
         layout,
         max_load_factor: Some(max_load_factor),
+        ..Config::default()
     };
     let mut map = MlpIndex::with_config(config.clone()).expect("a valid config");
     let mut oracle = BTreeMap::<u64, u64>::new();
