@@ -115,7 +115,7 @@ fn hope_takes_any_limit_and_block_size() {
         if scheme != Scheme::SingleChar && scheme != Scheme::DoubleChar {
             assert!(matches!(
                 Encoder::build_with_limit(scheme, sample.iter().copied(), 0),
-                Err(Error::Capacity { .. })
+                Err(Error::InvalidConfig { .. })
             ));
         }
     }
