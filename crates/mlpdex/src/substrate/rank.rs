@@ -90,8 +90,10 @@ impl<const W: usize> RankBits<W> {
         dispatch!(p => self.rank1_with(p, i))
     }
 
+    /// [`rank1`](Self::rank1) with the popcount chosen by the caller (a query that dispatches
+    /// once for its whole walk).
     #[inline(always)]
-    fn rank1_with<P: Popcount>(&self, p: P, i: usize) -> usize {
+    pub(crate) fn rank1_with<P: Popcount>(&self, p: P, i: usize) -> usize {
         let i = i.min(self.bits.len());
         let block = i / Self::BLOCK_BITS;
         let mut r = self.lut[block] as usize;
@@ -205,8 +207,9 @@ impl SelectBits {
         dispatch!(p => self.select1_with(p, k))
     }
 
+    /// [`select1`](Self::select1) with the popcount chosen by the caller.
     #[inline(always)]
-    fn select1_with<P: Popcount>(&self, p: P, k: usize) -> Option<usize> {
+    pub(crate) fn select1_with<P: Popcount>(&self, p: P, k: usize) -> Option<usize> {
         if k >= self.ones {
             return None;
         }

@@ -2,6 +2,7 @@
 //! and previous leaf, stepping along each level rather than ranking and selecting.
 
 use super::Trie;
+use crate::substrate::popcount::dispatch;
 
 /// A root-to-leaf position in a trie: one cursor per level (§3.4's per-level cursors) and the
 /// key those labels spell.
@@ -145,11 +146,11 @@ impl Path {
     /// Leaf number of the current position.
     pub(crate) fn leaf(&self, t: &Trie) -> usize {
         let l = self.pos.len() - 1;
-        if self.term {
-            t.prefix_leaf(l, self.pos[l])
+        dispatch!(pc => if self.term {
+            t.prefix_leaf_with(pc, l, self.pos[l])
         } else {
-            t.leaf(l, self.pos[l])
-        }
+            t.leaf_with(pc, l, self.pos[l])
+        })
     }
 
     pub(super) fn push(&mut self, t: &Trie, pos: usize, term: bool) {

@@ -4,6 +4,7 @@
 use super::super::build::TERMINATOR;
 use super::Trie;
 use crate::substrate::labels;
+use crate::substrate::popcount::{Popcount, dispatch};
 use crate::substrate::prefetch::prefetch_read;
 use crate::substrate::rank::{next_one, prev_one};
 
@@ -50,10 +51,17 @@ impl Trie {
     /// Start of the node the branch at `pos` on `level` leads to.
     #[inline]
     pub(crate) fn child(&self, level: usize, pos: usize) -> usize {
+        dispatch!(p => self.child_with(p, level, pos))
+    }
+
+    /// [`child`](Self::child) with the popcount chosen by the caller: the walks of one query
+    /// dispatch once ([`dispatch!`]), not once per rank or select.
+    #[inline(always)]
+    pub(super) fn child_with<P: Popcount>(&self, p: P, level: usize, pos: usize) -> usize {
         let node = if level < self.dense_height {
-            self.d_has_child.rank1(pos + 1)
+            self.d_has_child.rank1_with(p, pos + 1)
         } else {
-            self.dense_children + self.s_has_child.rank1(pos + 1)
+            self.dense_children + self.s_has_child.rank1_with(p, pos + 1)
         };
         if level + 1 < self.dense_height {
             node * 256
@@ -61,7 +69,7 @@ impl Trie {
             // A valid trie has the node; a corrupt one cannot pass `validate`.
             let start = self
                 .s_louds
-                .select1(node.wrapping_sub(self.dense_nodes))
+                .select1_with(p, node.wrapping_sub(self.dense_nodes))
                 .unwrap_or(self.s_len);
             // The next step reads the node's labels and child bits (§3.6: prefetch across
             // sequences once the position is known).
@@ -80,22 +88,29 @@ impl Trie {
     /// Leaf number of the branch at `pos` (which has no child) on `level`.
     #[inline]
     pub(crate) fn leaf(&self, level: usize, pos: usize) -> usize {
+        dispatch!(p => self.leaf_with(p, level, pos))
+    }
+
+    /// [`leaf`](Self::leaf) with the popcount chosen by the caller.
+    #[inline(always)]
+    pub(super) fn leaf_with<P: Popcount>(&self, p: P, level: usize, pos: usize) -> usize {
         if level < self.dense_height {
-            self.d_labels.rank1(pos) - self.d_has_child.rank1(pos)
-                + self.d_is_prefix.rank1(pos / 256 + 1)
+            self.d_labels.rank1_with(p, pos) - self.d_has_child.rank1_with(p, pos)
+                + self.d_is_prefix.rank1_with(p, pos / 256 + 1)
         } else {
-            self.dense_leaves + pos - self.s_has_child.rank1(pos)
+            self.dense_leaves + pos - self.s_has_child.rank1_with(p, pos)
         }
     }
 
-    /// Leaf number of the prefix key of the node starting at `start` on `level`.
-    #[inline]
-    pub(crate) fn prefix_leaf(&self, level: usize, start: usize) -> usize {
+    /// Leaf number of the prefix key of the node starting at `start` on `level`, with the
+    /// popcount chosen by the caller.
+    #[inline(always)]
+    pub(super) fn prefix_leaf_with<P: Popcount>(&self, p: P, level: usize, start: usize) -> usize {
         if level < self.dense_height {
-            self.d_labels.rank1(start) - self.d_has_child.rank1(start)
-                + self.d_is_prefix.rank1(start / 256)
+            self.d_labels.rank1_with(p, start) - self.d_has_child.rank1_with(p, start)
+                + self.d_is_prefix.rank1_with(p, start / 256)
         } else {
-            self.leaf(level, start)
+            self.leaf_with(p, level, start)
         }
     }
 

@@ -2,6 +2,7 @@
 
 use super::Trie;
 use crate::substrate::labels;
+use crate::substrate::popcount::{Popcount, dispatch};
 use crate::substrate::prefetch::prefetch_read;
 
 impl Trie {
@@ -9,6 +10,12 @@ impl Trie {
     /// `key` the trie consumed to reach it, and the leaf's level; `None` when no key can match.
     #[inline]
     pub(crate) fn lookup(&self, key: &[u8]) -> Option<(usize, usize, usize)> {
+        dispatch!(pc => self.lookup_with(pc, key))
+    }
+
+    /// [`lookup`](Self::lookup) with one popcount for the whole walk.
+    #[inline(always)]
+    fn lookup_with<P: Popcount>(&self, pc: P, key: &[u8]) -> Option<(usize, usize, usize)> {
         debug_assert!(!key.is_empty());
         if self.height == 0 {
             return None;
@@ -21,30 +28,30 @@ impl Trie {
                 return self
                     .d_is_prefix
                     .get(node)
-                    .then(|| (self.prefix_leaf(level, pos), level, level));
+                    .then(|| (self.prefix_leaf_with(pc, level, pos), level, level));
             }
             let p = pos + key[level] as usize;
             if !self.d_labels.get(p) {
                 return None;
             }
             if !self.d_has_child.get(p) {
-                return Some((self.leaf(level, p), level + 1, level));
+                return Some((self.leaf_with(pc, level, p), level + 1, level));
             }
-            pos = self.child(level, p);
+            pos = self.child_with(pc, level, p);
             level += 1;
         }
         loop {
             let end = self.sparse_end(pos);
             let term = self.sparse_terminator(pos, end);
             if level == key.len() {
-                return term.then(|| (self.leaf(level, pos), level, level));
+                return term.then(|| (self.leaf_with(pc, level, pos), level, level));
             }
             let s = pos + term as usize;
             let p = s + labels::find_eq(&self.s_labels, s, end, key[level])?;
             if !self.s_has_child.get(p) {
-                return Some((self.leaf(level, p), level + 1, level));
+                return Some((self.leaf_with(pc, level, p), level + 1, level));
             }
-            pos = self.child(level, p);
+            pos = self.child_with(pc, level, p);
             level += 1;
         }
     }
@@ -73,6 +80,17 @@ impl Trie {
     /// mlp-data-structures.txt applied to the succinct trie). `out[i]` gets the answer for
     /// `keys[i]` (empty keys get `None`; callers answer them beside the trie).
     pub(crate) fn lookup_batch(&self, keys: &[&[u8]], out: &mut [Option<(usize, usize, usize)>]) {
+        dispatch!(pc => self.lookup_batch_with(pc, keys, out))
+    }
+
+    /// [`lookup_batch`](Self::lookup_batch) with one popcount for the whole batch.
+    #[inline(always)]
+    fn lookup_batch_with<P: Popcount>(
+        &self,
+        pc: P,
+        keys: &[&[u8]],
+        out: &mut [Option<(usize, usize, usize)>],
+    ) {
         debug_assert_eq!(keys.len(), out.len());
         let mut lanes = [(0usize, 0usize, Step::Idle); LANES];
         let mut next = 0;
@@ -112,7 +130,7 @@ impl Trie {
                             out[q] = self
                                 .d_is_prefix
                                 .get(pos / 256)
-                                .then(|| (self.prefix_leaf(level, pos), level, level));
+                                .then(|| (self.prefix_leaf_with(pc, level, pos), level, level));
                             done(lane, &mut active);
                             continue;
                         }
@@ -122,11 +140,11 @@ impl Trie {
                             continue;
                         }
                         if !self.d_has_child.get(p) {
-                            out[q] = Some((self.leaf(level, p), level + 1, level));
+                            out[q] = Some((self.leaf_with(pc, level, p), level + 1, level));
                             done(lane, &mut active);
                             continue;
                         }
-                        let node = self.d_has_child.rank1(p + 1);
+                        let node = self.d_has_child.rank1_with(pc, p + 1);
                         lane.1 = level + 1;
                         if level + 1 < self.dense_height {
                             let np = node * 256;
@@ -143,7 +161,7 @@ impl Trie {
                     Step::Select(node) => {
                         let start = self
                             .s_louds
-                            .select1(node.wrapping_sub(self.dense_nodes))
+                            .select1_with(pc, node.wrapping_sub(self.dense_nodes))
                             .unwrap_or(self.s_len);
                         prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
                         self.s_has_child.prefetch(start);
@@ -153,7 +171,7 @@ impl Trie {
                         let end = self.sparse_end(pos);
                         let term = self.sparse_terminator(pos, end);
                         if level == key.len() {
-                            out[q] = term.then(|| (self.leaf(level, pos), level, level));
+                            out[q] = term.then(|| (self.leaf_with(pc, level, pos), level, level));
                             done(lane, &mut active);
                             continue;
                         }
@@ -164,11 +182,11 @@ impl Trie {
                         };
                         let p = s + i;
                         if !self.s_has_child.get(p) {
-                            out[q] = Some((self.leaf(level, p), level + 1, level));
+                            out[q] = Some((self.leaf_with(pc, level, p), level + 1, level));
                             done(lane, &mut active);
                             continue;
                         }
-                        let node = self.dense_children + self.s_has_child.rank1(p + 1);
+                        let node = self.dense_children + self.s_has_child.rank1_with(pc, p + 1);
                         self.s_louds
                             .prefetch_select(node.wrapping_sub(self.dense_nodes));
                         lane.1 = level + 1;

@@ -4,6 +4,7 @@
 use core::cmp::Ordering;
 
 use super::{Path, Trie, search::LANES};
+use crate::substrate::popcount::{Popcount, dispatch};
 use crate::substrate::prefetch::prefetch_read;
 
 /// What a leaf's stored suffix says about a probe, given the leaf's level and position (the
@@ -250,6 +251,19 @@ impl Path {
     /// leaf's stored key against `key` when the trie path alone matched (see [`LeafCmp`]);
     /// `None` (unknown) keeps the leaf. False when no leaf qualifies.
     pub(crate) fn seek_ge(&mut self, t: &Trie, key: &[u8], strict: bool, cmp: LeafCmp) -> bool {
+        dispatch!(pc => self.seek_ge_with(pc, t, key, strict, cmp))
+    }
+
+    /// [`seek_ge`](Self::seek_ge) with one popcount for the whole descent.
+    #[inline(always)]
+    fn seek_ge_with<P: Popcount>(
+        &mut self,
+        pc: P,
+        t: &Trie,
+        key: &[u8],
+        strict: bool,
+        cmp: LeafCmp,
+    ) -> bool {
         self.clear();
         if t.is_empty() {
             return false;
@@ -275,12 +289,12 @@ impl Path {
             let child = t.has_child(level, p);
             if t.label(level, p) > b {
                 if child {
-                    self.leftmost(t, level + 1, t.child(level, p));
+                    self.leftmost(t, level + 1, t.child_with(pc, level, p));
                 }
                 return true;
             }
             if child {
-                start = t.child(level, p);
+                start = t.child_with(pc, level, p);
                 level += 1;
                 continue;
             }
@@ -295,6 +309,19 @@ impl Path {
     /// Positions at the last leaf whose key is `≤ key` (`< key` when `strict`); `cmp` as for
     /// [`seek_ge`](Self::seek_ge), `None` keeping the leaf.
     pub(crate) fn seek_le(&mut self, t: &Trie, key: &[u8], strict: bool, cmp: LeafCmp) -> bool {
+        dispatch!(pc => self.seek_le_with(pc, t, key, strict, cmp))
+    }
+
+    /// [`seek_le`](Self::seek_le) with one popcount for the whole descent.
+    #[inline(always)]
+    fn seek_le_with<P: Popcount>(
+        &mut self,
+        pc: P,
+        t: &Trie,
+        key: &[u8],
+        strict: bool,
+        cmp: LeafCmp,
+    ) -> bool {
         self.clear();
         if t.is_empty() {
             return false;
@@ -324,12 +351,12 @@ impl Path {
             let child = t.has_child(level, p);
             if t.label(level, p) < b {
                 if child {
-                    self.rightmost(t, level + 1, t.child(level, p));
+                    self.rightmost(t, level + 1, t.child_with(pc, level, p));
                 }
                 return true;
             }
             if child {
-                start = t.child(level, p);
+                start = t.child_with(pc, level, p);
                 level += 1;
                 continue;
             }
