@@ -69,6 +69,12 @@ impl Mode {
     }
 }
 
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl std::str::FromStr for Mode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -232,8 +238,10 @@ pub fn unsupported_reason<I: BenchIndex>(w: Workload, threads: usize) -> Option<
     }
 }
 
-/// What a driver asks a served index to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a driver asks a served index to do (on the wire: one JSON object per line, see
+/// [`crate::harness::protocol`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "request", rename_all = "kebab-case")]
 pub enum Request {
     /// Drop the index (if any) and load a new one from the load set, timing it.
     Load,

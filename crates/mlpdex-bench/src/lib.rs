@@ -10,13 +10,16 @@
 //! 1. [`probe::dram_latency_ns`] gives the latency of one dependent DRAM access (cached after
 //!    the first probe), the unit of the `dram_rt_per_op` column.
 //! 2. [`dataset::load`] builds the load set and a reserve of further keys.
-//! 3. Every round, each index is loaded in a fresh child process of its own ([`exec::serve`]),
-//!    which builds the dataset and [`exec::Plan::prepare`]s that round's operation lists
-//!    (identical for every index); the load is timed and the index's memory read from the
-//!    allocator.
-//! 4. The parent asks the children for measurements round-robin (one (workload, mode) across
-//!    all indexes within seconds, order rotated), for `--repeat` rounds, and keeps the median
-//!    round: ratios between indexes then hold on a machine whose speed drifts (see `main.rs`).
+//! 3. [`harness::parent::run`] takes the experiment, a [`harness::spec::RunSpec`]. Every round,
+//!    each index is loaded in a fresh child process of its own (`mlpdex-bench child`), which gets
+//!    the spec whole over the [`harness::protocol`] (JSON lines, never re-parsed command-line
+//!    arguments), builds the dataset and [`exec::Plan::prepare`]s that round's operation lists
+//!    (identical for every index), and serves [`exec::serve`]: the load is timed and the
+//!    index's memory read from the allocator.
+//! 4. The parent asks the children for measurements round-robin (one (workload, mode, threads)
+//!    across all indexes within seconds, order rotated), for `--repeat` rounds, and keeps the
+//!    median round: ratios between indexes then hold on a machine whose speed drifts. A run
+//!    that measures nothing is an error.
 //! 5. [`table::format_table`] prints the comparison; [`table::append_json`] writes
 //!    [`record::Record`]s; [`report::write_report`] draws SVG charts from them later.
 //!
@@ -49,6 +52,7 @@ pub mod baselines;
 pub mod dataset;
 pub mod exec;
 pub mod filter;
+pub mod harness;
 pub mod keys;
 pub mod markdown;
 pub mod ours;

@@ -1,16 +1,18 @@
 //! `mlpdex-bench`: measures mlpdex's indexes against the best existing ones, on the same data,
 //! in one run. See `mlpdex-bench --help` and the crate README.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
-use mlpdex_bench::exec::{Mode, Plan, PlanSpec};
+use mlpdex_bench::harness::spec::RunSpec;
 use mlpdex_bench::record::Record;
-use mlpdex_bench::workload::{Distribution, Workload};
-use mlpdex_bench::{alloc, dataset, exec, filter, markdown, probe, registry, report, table};
+use mlpdex_bench::workload::Workload;
+use mlpdex_bench::{
+    alloc, dataset, exec, filter, harness, markdown, probe, registry, report, table,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -37,6 +39,10 @@ enum Command {
     /// Measure HOPE encoders (memory-efficient-search-trees.txt ch. 6): compression rate,
     /// encoding speed and dictionary size per scheme and dictionary size limit.
     Hope(HopeArgs),
+    /// Internal: serve one index for `run`, reading the experiment from stdin (the parent
+    /// starts one child per index and round; see the harness module).
+    #[command(hide = true)]
+    Child,
     /// Write SVG charts from a JSON results file.
     Report {
         /// JSON-lines results file written by `run --json` or `filter --json`.
@@ -114,19 +120,6 @@ struct RunArgs {
     /// index order rotated; each reported figure is the median round.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    /// Internal: load the one index named by --index in this process and serve measurement
-    /// requests on stdin (the parent process runs one such child per index).
-    #[arg(long, hide = true)]
-    serve: bool,
-    /// Internal: a child may draw progress bars (the parent's stdout is a terminal).
-    #[arg(long, hide = true)]
-    progress: bool,
-    /// Internal: the one round a child serves (it prepares only that round's operations).
-    #[arg(long, hide = true)]
-    round: Option<usize>,
-    /// Internal: DRAM latency measured by the parent, for a child.
-    #[arg(long, hide = true)]
-    dram_ns: Option<f64>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -242,6 +235,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run(args),
+        Command::Child => harness::child::serve(),
         Command::List => {
             list();
             Ok(())
@@ -286,20 +280,9 @@ fn ensure_page_setting(no_huge_pages: bool) -> Result<()> {
     Err(err).context("re-executing with huge pages off")
 }
 
-/// `run`: validates the arguments, probes DRAM latency once, loads each index in a child
-/// process of its own, then schedules the measurements round-robin across the children.
-///
-/// Why a process per index: an index built after others would inherit their freed heap, and
-/// its speed would depend on its place in the list; a fresh process gives every index a fresh
-/// heap with every page faulted in for it on the same terms.
-///
-/// Why round-robin over live children: on a shared machine the speed of memory-bound code
-/// drifts by 20% and more over minutes as neighbours compete for the last-level cache and the
-/// memory bus. Measuring every index on one (workload, mode) within a few seconds of each other,
-/// in an order rotated per measurement, exposes them to the same conditions, so their ratios
-/// stay put even when absolute numbers drift. With `--repeat R` each figure is the median of R
-/// rounds, each with fresh children (so every measured instance is the first of its process)
-/// and operations of its own.
+/// `run`: validates the arguments, probes DRAM latency once, then hands the experiment to the
+/// engine ([`harness::parent`]: a child process per index and round, measurements round-robin)
+/// and reports the median round of each measurement.
 fn run(args: RunArgs) -> Result<()> {
     ensure_page_setting(args.no_huge_pages)?;
     let list = match &args.encoder {
@@ -307,19 +290,16 @@ fn run(args: RunArgs) -> Result<()> {
         None => args.index.clone(),
     };
     let indexes = registry::resolve(&list).map_err(anyhow::Error::msg)?;
-    let spec = plan_spec(&args)?;
-    if args.serve {
-        let [entry] = indexes.as_slice() else {
-            bail!("--serve serves exactly one index");
-        };
-        return serve_child(&args, &spec, *entry);
-    }
-
     let dram_ns = if args.no_probe {
         None
     } else {
         Some(probe::dram_latency_ns(args.reprobe)?)
     };
+    let spec = run_spec(
+        &args,
+        indexes.iter().map(|e| e.name.to_string()).collect(),
+        dram_ns,
+    )?;
     eprintln!(
         "mlpdex-bench: jemalloc thp:{}, mlpdex regions huge pages: {}, DRAM latency {}",
         alloc::thp_mode(),
@@ -331,94 +311,16 @@ fn run(args: RunArgs) -> Result<()> {
         dram_ns.map_or("not probed".to_string(), |d| format!("{d:.0} ns"))
     );
     let exe = std::env::current_exe().context("locating this executable to run children")?;
-    let progress = exec::progress_wanted();
-    let mut measured = Vec::new();
-    let mut skipped: Vec<String> = Vec::new();
-    let runs = spec.run_list();
-    for round in 0..spec.rounds {
-        // Fresh children every round: each measures the first instance of its index in its
-        // process (a reloaded instance can be slower: congee lost 30% over three reloads).
-        // They build datasets and operations in parallel; loads and measurements are then
-        // strictly one at a time.
-        let mut started = Vec::new();
-        for &entry in &indexes {
-            started.push(Child::start(
-                &exe, &args, entry.name, round, dram_ns, progress,
-            )?);
-        }
-        let mut children: Vec<Option<Child>> = Vec::new();
-        for mut child in started {
-            let why = match child.read_line() {
-                Ok(line) if line == "ready" => {
-                    children.push(Some(child));
-                    continue;
-                }
-                Ok(line) => line.strip_prefix("error ").unwrap_or(&line).to_string(),
-                Err(e) => format!("{e:#}"),
-            };
-            let note = format!("{}: skipped: {why}", child.name);
-            if !skipped.contains(&note) {
-                eprintln!("  {note}");
-                skipped.push(note);
-            }
-            child.finish();
-        }
-        if round == 0 && children.is_empty() {
-            bail!("no index could be measured (the reasons are above)");
-        }
-        let n = children.len();
-        eprintln!("round {}/{}: load", round + 1, spec.rounds);
-        for j in 0..n {
-            let slot = &mut children[(j + round) % n];
-            let Some(child) = slot.as_mut() else { continue };
-            match child.load() {
-                Ok(load) => measured.extend(load),
-                Err(e) => {
-                    eprintln!("  {}: skipped: {e:#}", child.name);
-                    *slot = None;
-                }
-            }
-        }
-        for (k, &(_, w, mode)) in runs.iter().enumerate().filter(|(_, r)| r.0 == round) {
-            for &threads in &spec.threads {
-                eprintln!(
-                    "round {}/{}: {w} {} {threads}t",
-                    round + 1,
-                    spec.rounds,
-                    mode.name()
-                );
-                for j in 0..n {
-                    let slot = &mut children[(j + k) % n];
-                    let Some(child) = slot.as_mut() else { continue };
-                    match child.request(k, threads) {
-                        Ok(exec::Reply::Record(r)) => {
-                            eprintln!(
-                                "  {:<12} {:>9.3} Mops/s {:>9.1} ns/op",
-                                r.index, r.mops, r.ns_per_op
-                            );
-                            measured.push(r);
-                        }
-                        Ok(exec::Reply::Skipped(why)) => {
-                            if !skipped.contains(&why) {
-                                eprintln!("  {why}");
-                                skipped.push(why);
-                            }
-                        }
-                        Err(e) => {
-                            eprintln!("  {}: failed, dropped from this round: {e:#}", child.name);
-                            *slot = None;
-                        }
-                    }
-                }
-            }
-        }
-        for child in children.into_iter().flatten() {
-            child.finish();
-        }
+    let outcome = harness::parent::run(&spec, &exe, exec::progress_wanted())?;
+    if outcome.rounds.is_empty() {
+        bail!(
+            "nothing was measured: every index was skipped ({})",
+            outcome.skipped.join("; ")
+        );
     }
-    let mut all = median_rounds(&measured);
+    let mut all = harness::parent::median_rounds(&outcome.rounds);
     // Rows in the order the indexes were asked for (measurement order rotates), groups as run.
-    let position = |name: &str| indexes.iter().position(|e| e.name == name);
+    let position = |name: &str| spec.indexes.iter().position(|e| e == name);
     let mut groups: Vec<(String, String, u32)> = Vec::new();
     for r in &all {
         let g = (r.workload.clone(), r.mode.clone(), r.threads);
@@ -445,241 +347,29 @@ fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// A child process holding one loaded index, answering measurement requests.
-///
-/// Protocol, one line each way. The child writes `ready` once it has built the dataset and the
-/// operations. The parent then writes `load` (answered `loaded <record JSON or null>`) and
-/// `run <k> <threads>` (answered `record <JSON>` or `skipped <reason>`); any request may be
-/// answered `error <message>`. `exit` or end of input ends the child.
-struct Child {
-    name: &'static str,
-    process: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl Child {
-    /// Starts the child for `index`; it answers `ready` once its dataset and operations are
-    /// prepared, or `error <message>`.
-    fn start(
-        exe: &Path,
-        args: &RunArgs,
-        index: &'static str,
-        round: usize,
-        dram_ns: Option<f64>,
-        progress: bool,
-    ) -> Result<Child> {
-        let mut process = std::process::Command::new(exe)
-            .args(child_args(args, index, round, dram_ns, progress))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting the child process for {index}"))?;
-        let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
-            bail!("child process for {index} has no pipes");
-        };
-        Ok(Child {
-            name: index,
-            process,
-            stdin,
-            stdout: std::io::BufReader::new(stdout),
-        })
-    }
-
-    /// Asks the child to (re)load its index; returns the load record when `load` is reported.
-    fn load(&mut self) -> Result<Option<Record>> {
-        let line = self.ask("load")?;
-        match line.strip_prefix("loaded ") {
-            Some(json) => Ok(serde_json::from_str(json)?),
-            None => bail!("{}", line.strip_prefix("error ").unwrap_or(&line)),
-        }
-    }
-
-    fn ask(&mut self, request: &str) -> Result<String> {
-        use std::io::Write;
-        writeln!(self.stdin, "{request}")?;
-        self.stdin.flush()?;
-        self.read_line()
-    }
-
-    fn read_line(&mut self) -> Result<String> {
-        use std::io::BufRead;
-        let mut line = String::new();
-        let n = self.stdout.read_line(&mut line)?;
-        if n == 0 {
-            bail!("child process for {} ended unexpectedly", self.name);
-        }
-        Ok(line.trim_end().to_string())
-    }
-
-    fn request(&mut self, run: usize, threads: usize) -> Result<exec::Reply> {
-        let line = self.ask(&format!("run {run} {threads}"))?;
-        if let Some(json) = line.strip_prefix("record ") {
-            Ok(exec::Reply::Record(serde_json::from_str(json)?))
-        } else if let Some(why) = line.strip_prefix("skipped ") {
-            Ok(exec::Reply::Skipped(why.to_string()))
-        } else {
-            bail!("{}", line.strip_prefix("error ").unwrap_or(&line))
-        }
-    }
-
-    fn finish(mut self) {
-        use std::io::Write;
-        let _ = writeln!(self.stdin, "exit");
-        drop(self.stdin);
-        let _ = self.process.wait();
-    }
-}
-
-/// The child's side of the protocol: requests from stdin, answers on stdout.
-struct PipeDriver {
-    input: std::io::StdinLock<'static>,
-    output: std::io::StdoutLock<'static>,
-}
-
-impl PipeDriver {
-    fn say(&mut self, line: &str) -> Result<()> {
-        use std::io::Write;
-        writeln!(self.output, "{line}")?;
-        self.output.flush()?;
-        Ok(())
-    }
-}
-
-impl exec::Driver for PipeDriver {
-    fn loaded(&mut self, load: Option<Record>, notes: Vec<String>) -> Result<()> {
-        for n in notes {
-            eprintln!("  {n}");
-        }
-        let json = serde_json::to_string(&load)?;
-        self.say(&format!("loaded {json}"))
-    }
-
-    fn next(&mut self) -> Result<Option<exec::Request>> {
-        use std::io::BufRead;
-        let mut line = String::new();
-        if self.input.read_line(&mut line)? == 0 {
-            return Ok(None);
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["exit"] => Ok(None),
-            ["load"] => Ok(Some(exec::Request::Load)),
-            ["run", run, threads] => Ok(Some(exec::Request::Run {
-                run: run.parse()?,
-                threads: threads.parse()?,
-            })),
-            _ => bail!("unknown request {line:?}"),
-        }
-    }
-
-    fn reply(&mut self, reply: exec::Reply) -> Result<()> {
-        match reply {
-            exec::Reply::Record(r) => {
-                let json = serde_json::to_string(&r)?;
-                self.say(&format!("record {json}"))
-            }
-            exec::Reply::Skipped(why) => self.say(&format!("skipped {why}")),
-        }
-    }
-}
-
-/// Child mode: build the dataset and operations, load the index, serve requests.
-fn serve_child(args: &RunArgs, spec: &PlanSpec, entry: registry::Entry) -> Result<()> {
-    let mut driver = PipeDriver {
-        input: std::io::stdin().lock(),
-        output: std::io::stdout().lock(),
-    };
-    let t = Instant::now();
-    let prepared = dataset::load(&args.dataset, args.keys, args.seed).and_then(|ds| {
-        eprintln!(
-            "{}: dataset {}: {} keys (mean {:.1} bytes), {} in reserve, built in {:.1} s",
-            entry.name,
-            ds.name,
-            ds.keys.len(),
-            ds.keys.mean_len(),
-            ds.reserve.len(),
-            t.elapsed().as_secs_f64()
-        );
-        Plan::prepare(ds, spec, args.dram_ns, args.progress)
-    });
-    let result = prepared.and_then(|plan| {
-        prefault_heap(plan.dataset.keys.len());
-        driver.say("ready")?;
-        (entry.run)(entry.name, &plan, &mut driver)
-    });
-    if let Err(e) = result {
-        // Tell the parent; it reads this line in place of `loaded` or of a reply.
-        let msg = format!("{e:#}").replace('\n', " ");
-        driver.say(&format!("error {msg}"))?;
-    }
-    Ok(())
-}
-
-/// For each measurement (index, workload, distribution, mode, threads), the record of the
-/// median round by throughput (the lower middle one for an even count), in first-seen order.
-fn median_rounds(records: &[Record]) -> Vec<Record> {
-    let mut groups: Vec<Vec<&Record>> = Vec::new();
-    for r in records {
-        let same = |g: &&mut Vec<&Record>| {
-            let f = g[0];
-            (&f.index, &f.workload, &f.distribution, &f.mode, f.threads)
-                == (&r.index, &r.workload, &r.distribution, &r.mode, r.threads)
-        };
-        match groups.iter_mut().find(|g| same(g)) {
-            Some(g) => g.push(r),
-            None => groups.push(vec![r]),
-        }
-    }
-    groups
-        .into_iter()
-        .map(|mut g| {
-            g.sort_by(|a, b| a.mops.total_cmp(&b.mops));
-            g[(g.len() - 1) / 2].clone()
-        })
-        .collect()
-}
-
-/// Faults in heap pages before the timed load: allocates, touches and frees a block of about
-/// 128 bytes per key (at most 2 GiB). jemalloc keeps the freed pages (purging is off, see
-/// `alloc.rs`) and serves the index's allocations from them, so the load times insertion rather
-/// than the kernel's first-touch page faults and compaction, without the layout history a
-/// previous instance of the index would leave.
-fn prefault_heap(keys: usize) {
-    let bytes = keys.saturating_mul(128).clamp(64 << 20, 2 << 30);
-    let mut block = vec![0u8; bytes];
-    for page in block.chunks_mut(4096) {
-        page[0] = 1;
-    }
-    std::hint::black_box(&block);
-}
-
-fn plan_spec(args: &RunArgs) -> Result<PlanSpec> {
-    let workloads = Workload::parse_list(&args.workload).map_err(anyhow::Error::msg)?;
-    let modes: Vec<Mode> = parse_list(&args.mode)?;
+/// The experiment `run`'s arguments describe.
+fn run_spec(args: &RunArgs, indexes: Vec<String>, dram_ns: Option<f64>) -> Result<RunSpec> {
     let threads: Vec<usize> = args
         .threads
         .split(',')
         .map(|t| t.trim().parse::<usize>())
         .collect::<Result<_, _>>()
         .context("--threads takes comma-separated positive integers")?;
-    let distribution: Distribution = args.distribution.parse().map_err(anyhow::Error::msg)?;
-    if modes.is_empty() || threads.is_empty() || threads.contains(&0) || workloads.is_empty() {
-        bail!("--mode, --threads and --workload each need at least one value (threads ≥ 1)");
-    }
-    if args.keys == 0 {
-        bail!("--keys must be at least 1");
-    }
-    Ok(PlanSpec {
-        workloads,
-        modes,
-        ops: args.ops,
-        distribution,
-        threads,
+    let spec = RunSpec {
+        indexes,
+        dataset: args.dataset.clone(),
+        keys: args.keys,
         seed: args.seed,
-        rounds: args.repeat.max(1),
-        only_round: args.round,
-    })
+        workloads: Workload::parse_list(&args.workload).map_err(anyhow::Error::msg)?,
+        modes: parse_list(&args.mode)?,
+        ops: args.ops,
+        distribution: args.distribution.parse().map_err(anyhow::Error::msg)?,
+        threads,
+        rounds: args.repeat,
+        dram_ns,
+    };
+    spec.validate()?;
+    Ok(spec)
 }
 
 /// `filter`: builds the filters from a random half of the dataset in this process (filters are
@@ -823,54 +513,6 @@ fn parse_count_binary(s: &str) -> Result<usize, String> {
     parse_scaled(s, 1024)
 }
 
-/// The arguments of the child process that serves `index`.
-fn child_args(
-    args: &RunArgs,
-    index: &str,
-    round: usize,
-    dram_ns: Option<f64>,
-    progress: bool,
-) -> Vec<String> {
-    let mut v: Vec<String> = [
-        "run",
-        "--serve",
-        "--index",
-        index,
-        "--dataset",
-        &args.dataset,
-        "--keys",
-        &args.keys.to_string(),
-        "--workload",
-        &args.workload,
-        "--mode",
-        &args.mode,
-        "--threads",
-        &args.threads,
-        "--distribution",
-        &args.distribution,
-        "--seed",
-        &args.seed.to_string(),
-        "--repeat",
-        &args.repeat.to_string(),
-        "--round",
-        &round.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if let Some(ops) = args.ops {
-        v.extend(["--ops".to_string(), ops.to_string()]);
-    }
-    match dram_ns {
-        Some(d) => v.extend(["--dram-ns".to_string(), d.to_string()]),
-        None => v.push("--no-probe".to_string()),
-    }
-    if progress {
-        v.push("--progress".to_string());
-    }
-    v
-}
-
 fn list() {
     println!("indexes:");
     for e in registry::INDEXES {
@@ -915,52 +557,6 @@ fn mlp_probe(args: ProbeArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rec(index: &str, workload: &str, mops: f64) -> Record {
-        Record {
-            index: index.into(),
-            dataset: "rand-8".into(),
-            keys: 10,
-            workload: workload.into(),
-            distribution: "uniform".into(),
-            mode: "independent".into(),
-            threads: 1,
-            ops: 10,
-            seconds: 10.0 / mops / 1e6,
-            mops,
-            ns_per_op: 1e3 / mops,
-            dram_rt_per_op: None,
-            bytes_per_key: None,
-            overhead_bytes_per_key: None,
-            fpr: None,
-            bits_per_key: None,
-            compression_rate: None,
-            encode_ns_per_byte: None,
-            dictionary_bytes: None,
-        }
-    }
-
-    #[test]
-    fn median_round_is_kept_per_measurement() {
-        let rounds = [
-            rec("a", "c", 3.0),
-            rec("b", "c", 9.0),
-            rec("b", "c", 1.0),
-            rec("a", "c", 1.0),
-            rec("a", "e", 5.0),
-            rec("a", "c", 2.0),
-            rec("b", "c", 4.0),
-        ];
-        let m = median_rounds(&rounds);
-        let got: Vec<(&str, &str, f64)> = m
-            .iter()
-            .map(|r| (r.index.as_str(), r.workload.as_str(), r.mops))
-            .collect();
-        assert_eq!(got, [("a", "c", 2.0), ("b", "c", 4.0), ("a", "e", 5.0)]);
-        // Even counts take the lower middle: never an average, always a measured record.
-        let m = median_rounds(&[rec("a", "c", 1.0), rec("a", "c", 3.0)]);
-        assert_eq!(m[0].mops, 1.0);
-    }
 
     #[test]
     fn counts_parse_with_suffixes() {

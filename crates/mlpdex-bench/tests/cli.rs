@@ -101,6 +101,28 @@ fn integer_only_index_is_skipped_on_string_keys() {
 }
 
 #[test]
+fn a_run_that_measures_nothing_fails_and_says_why() {
+    let out = bench()
+        .args(["run", "--keys", "2000", "--ops", "1000", "--repeat", "2"])
+        .args(["--no-probe", "--index", "mlp-index", "--dataset", "email"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "an empty table must not exit 0: {stderr}"
+    );
+    assert!(
+        stderr.contains("nothing was measured") && stderr.contains("8-byte keys"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("round 2/2"),
+        "no second round once every index is known to be skipped: {stderr}"
+    );
+}
+
+#[test]
 fn bad_input_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.sosd");

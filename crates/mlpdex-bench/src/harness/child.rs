@@ -1,0 +1,96 @@
+//! The child's side: read the spec, prepare the round's operations, load the index, answer.
+
+use std::io::{BufRead, StdinLock, StdoutLock, Write};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::protocol::{FromChild, recv, send};
+use super::spec::ChildSpec;
+use crate::exec::{self, Plan, Reply, Request};
+use crate::record::Record;
+use crate::{dataset, registry};
+
+/// A [`exec::Driver`] over the protocol: requests from the parent, answers to it.
+struct Pipe<R, W> {
+    input: R,
+    output: W,
+}
+
+impl<R: BufRead, W: Write> exec::Driver for Pipe<R, W> {
+    fn next(&mut self) -> Result<Option<Request>> {
+        recv(&mut self.input)
+    }
+
+    fn loaded(&mut self, record: Option<Record>, notes: Vec<String>) -> Result<()> {
+        send(&mut self.output, &FromChild::Loaded { record, notes })
+    }
+
+    fn reply(&mut self, reply: Reply) -> Result<()> {
+        let msg = match reply {
+            Reply::Record(record) => FromChild::Measured { record },
+            Reply::Skipped(why) => FromChild::Skipped { why },
+        };
+        send(&mut self.output, &msg)
+    }
+}
+
+/// `mlpdex-bench child`: serves one index for one round on stdin and stdout (the parent starts
+/// it; see [`super::protocol`]).
+pub fn serve() -> Result<()> {
+    let mut pipe: Pipe<StdinLock<'static>, StdoutLock<'static>> = Pipe {
+        input: std::io::stdin().lock(),
+        output: std::io::stdout().lock(),
+    };
+    let spec: ChildSpec = recv(&mut pipe.input)?
+        .context("the parent sent no spec (this subcommand is run by `mlpdex-bench run`)")?;
+    let result = serve_spec(&spec, &mut pipe);
+    if let Err(e) = result {
+        // The parent reads this in place of `ready`, `loaded` or a reply.
+        let message = format!("{e:#}").replace('\n', " ");
+        send(&mut pipe.output, &FromChild::Failed { message })?;
+    }
+    Ok(())
+}
+
+fn serve_spec<R: BufRead, W: Write>(spec: &ChildSpec, pipe: &mut Pipe<R, W>) -> Result<()> {
+    let entry = registry::resolve(&spec.index).map_err(anyhow::Error::msg)?;
+    let [entry] = entry.as_slice() else {
+        anyhow::bail!("a child serves exactly one index, not {:?}", spec.index);
+    };
+    let run = &spec.spec;
+    let t = Instant::now();
+    let ds = dataset::load(&run.dataset, run.keys, run.seed)?;
+    eprintln!(
+        "{}: dataset {}: {} keys (mean {:.1} bytes), {} in reserve, built in {:.1} s",
+        entry.name,
+        ds.name,
+        ds.keys.len(),
+        ds.keys.mean_len(),
+        ds.reserve.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let plan = Plan::prepare(
+        ds,
+        &run.plan_spec(Some(spec.round)),
+        run.dram_ns,
+        spec.progress,
+    )?;
+    prefault_heap(plan.dataset.keys.len());
+    send(&mut pipe.output, &FromChild::Ready)?;
+    (entry.run)(entry.name, &plan, pipe)
+}
+
+/// Faults in heap pages before the timed load: allocates, touches and frees a block of about
+/// 128 bytes per key (at most 2 GiB). jemalloc keeps the freed pages (purging is off, see
+/// `alloc.rs`) and serves the index's allocations from them, so the load times insertion rather
+/// than the kernel's first-touch page faults and compaction, without the layout history a
+/// previous instance of the index would leave.
+fn prefault_heap(keys: usize) {
+    let bytes = keys.saturating_mul(128).clamp(64 << 20, 2 << 30);
+    let mut block = vec![0u8; bytes];
+    for page in block.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    std::hint::black_box(&block);
+}

@@ -1,0 +1,189 @@
+//! What an experiment is: the parent builds a [`RunSpec`] from the command line (or a suite
+//! file), and every child gets it whole, as JSON, with the index and round it serves
+//! ([`ChildSpec`]).
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::exec::{Mode, PlanSpec};
+use crate::workload::{Distribution, Workload};
+
+/// One `run` experiment: indexes × workloads × modes × thread counts on one dataset, for a
+/// number of rounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// Registered index names, in the order rows are reported.
+    pub indexes: Vec<String>,
+    /// Dataset name (see `mlpdex-bench list`), e.g. `rand-8` or `u64:PATH`.
+    pub dataset: String,
+    /// Keys to load.
+    pub keys: usize,
+    /// Seed of the dataset and the operations.
+    pub seed: u64,
+    /// Workloads in order; `load` among them only says whether the load is reported.
+    pub workloads: Vec<Workload>,
+    /// Execution modes in order.
+    pub modes: Vec<Mode>,
+    /// Operations per workload; `None` for [`crate::exec::default_ops`].
+    pub ops: Option<usize>,
+    /// Key-choice distribution of the workloads.
+    pub distribution: Distribution,
+    /// Thread counts each workload runs with.
+    pub threads: Vec<usize>,
+    /// Rounds; each figure reported is the median round.
+    pub rounds: usize,
+    /// Latency of one dependent DRAM access, for the `DRAM rt` column; `None` when not probed.
+    pub dram_ns: Option<f64>,
+}
+
+impl RunSpec {
+    /// The operation-generation parameters, for a process that prepares only `round` (`None`:
+    /// every round).
+    pub fn plan_spec(&self, round: Option<usize>) -> PlanSpec {
+        PlanSpec {
+            workloads: self.workloads.clone(),
+            modes: self.modes.clone(),
+            ops: self.ops,
+            distribution: self.distribution,
+            threads: self.threads.clone(),
+            seed: self.seed,
+            rounds: self.rounds.max(1),
+            only_round: round,
+        }
+    }
+
+    /// Checks what the command line's parsers cannot: non-empty lists, positive counts.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(!self.indexes.is_empty(), "no index to measure");
+        anyhow::ensure!(
+            !self.modes.is_empty() && !self.workloads.is_empty() && !self.threads.is_empty(),
+            "--mode, --threads and --workload each need at least one value"
+        );
+        anyhow::ensure!(
+            !self.threads.contains(&0),
+            "--threads takes positive thread counts"
+        );
+        anyhow::ensure!(self.keys > 0, "--keys must be at least 1");
+        anyhow::ensure!(self.rounds > 0, "--repeat must be at least 1");
+        Ok(())
+    }
+}
+
+/// What one child serves: one index, one round of a [`RunSpec`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChildSpec {
+    /// The experiment.
+    pub spec: RunSpec,
+    /// The index this child loads.
+    pub index: String,
+    /// The round whose operations it prepares and runs.
+    pub round: usize,
+    /// Whether it may draw progress bars on stderr (the parent's stdout is a terminal).
+    pub progress: bool,
+}
+
+/// Serde through the names the command line uses (`Display` and `FromStr`), so a spec reads
+/// like the command that made it.
+macro_rules! serde_by_name {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let name = String::deserialize(d)?;
+                name.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
+serde_by_name!(Workload, Mode, Distribution);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> RunSpec {
+        RunSpec {
+            indexes: vec!["btreemap".into(), "fst".into()],
+            dataset: "u64:/data/osm keys".into(),
+            keys: 12_345,
+            seed: 7,
+            workloads: Workload::parse_list("load,c,scan-100,lower-bound").unwrap(),
+            modes: vec![Mode::Independent, Mode::Dependent],
+            ops: Some(999),
+            distribution: Distribution::Zipfian,
+            threads: vec![1, 2, 4],
+            rounds: 3,
+            dram_ns: Some(286.5),
+        }
+    }
+
+    #[test]
+    fn a_spec_round_trips_through_the_protocol_as_names() {
+        let child = ChildSpec {
+            spec: sample(),
+            index: "fst".into(),
+            round: 2,
+            progress: false,
+        };
+        let line = serde_json::to_string(&child).unwrap();
+        assert!(!line.contains('\n'), "one line on the wire");
+        assert!(line.contains(r#""workloads":["load","c","scan-100","lower-bound"]"#));
+        assert!(line.contains(r#""modes":["independent","dependent"]"#));
+        assert!(line.contains(r#""distribution":"zipfian""#));
+        assert_eq!(serde_json::from_str::<ChildSpec>(&line).unwrap(), child);
+    }
+
+    #[test]
+    fn unknown_names_in_a_spec_are_errors_that_name_them() {
+        let line = serde_json::to_string(&sample())
+            .unwrap()
+            .replace("scan-100", "scan-x");
+        let e = serde_json::from_str::<RunSpec>(&line).unwrap_err();
+        assert!(e.to_string().contains("scan-x"), "{e}");
+    }
+
+    #[test]
+    fn validation_refuses_empty_lists_and_zero_counts() {
+        assert!(sample().validate().is_ok());
+        for broken in [
+            RunSpec {
+                indexes: vec![],
+                ..sample()
+            },
+            RunSpec {
+                threads: vec![1, 0],
+                ..sample()
+            },
+            RunSpec {
+                modes: vec![],
+                ..sample()
+            },
+            RunSpec {
+                keys: 0,
+                ..sample()
+            },
+            RunSpec {
+                rounds: 0,
+                ..sample()
+            },
+        ] {
+            assert!(broken.validate().is_err(), "{broken:?}");
+        }
+    }
+
+    #[test]
+    fn the_plan_spec_keeps_every_parameter() {
+        let s = sample();
+        let p = s.plan_spec(Some(1));
+        assert_eq!(p.workloads, s.workloads);
+        assert_eq!(p.modes, s.modes);
+        assert_eq!(
+            (p.ops, p.seed, p.rounds, p.only_round),
+            (Some(999), 7, 3, Some(1))
+        );
+        assert_eq!(p.threads, vec![1, 2, 4]);
+    }
+}
