@@ -1073,6 +1073,7 @@ fn record(
         compression_rate: None,
         encode_ns_per_byte: None,
         dictionary_bytes: None,
+        provenance: None,
     }
 }
 

@@ -57,6 +57,7 @@ pub mod keys;
 pub mod markdown;
 pub mod ours;
 pub mod probe;
+pub mod provenance;
 pub mod record;
 pub mod registry;
 pub mod report;

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 use mlpdex_bench::harness::spec::RunSpec;
+use mlpdex_bench::provenance::Provenance;
 use mlpdex_bench::record::Record;
 use mlpdex_bench::workload::Workload;
 use mlpdex_bench::{
@@ -347,6 +348,13 @@ fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// Gives every record without provenance `p` (in-process measurements: `filter`, `hope`).
+fn stamp(records: &mut [Record], p: Provenance) {
+    for r in records {
+        r.provenance.get_or_insert_with(|| p.clone());
+    }
+}
+
 /// The experiment `run`'s arguments describe.
 fn run_spec(args: &RunArgs, indexes: Vec<String>, dram_ns: Option<f64>) -> Result<RunSpec> {
     let threads: Vec<usize> = args
@@ -404,7 +412,12 @@ fn filter_bench(args: FilterArgs) -> Result<()> {
     };
     let results = filter::measure(&ds, &plan)?;
     if let Some(path) = &args.json {
-        table::append_json(path, &results.records)?;
+        let mut records = results.records.clone();
+        stamp(
+            &mut records,
+            Provenance::now(args.seed, args.repeat, args.keys),
+        );
+        table::append_json(path, &records)?;
     }
     println!(
         "\n{} of {} keys of {} stored; {} queries per workload; median of {} round(s)\n",
@@ -498,11 +511,16 @@ fn hope_bench(args: HopeArgs) -> Result<()> {
             compression_rate: None,
             encode_ns_per_byte: None,
             dictionary_bytes: None,
+            provenance: None,
         };
         r.facts.apply(&mut rec);
         records.push(rec);
     }
     if let Some(path) = &args.json {
+        stamp(
+            &mut records,
+            Provenance::now(args.seed, args.repeat, args.keys),
+        );
         table::append_json(path, &records)?;
     }
     Ok(())

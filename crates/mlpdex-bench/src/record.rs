@@ -3,7 +3,7 @@
 //! The JSON object has exactly these fields, in this order (other tools parse it):
 //! `index, dataset, keys, workload, distribution, mode, threads, ops, seconds, mops, ns_per_op,
 //! dram_rt_per_op, bytes_per_key, overhead_bytes_per_key, fpr, bits_per_key, compression_rate,
-//! encode_ns_per_byte, dictionary_bytes`. Unknown values are `null`: every record has every
+//! encode_ns_per_byte, dictionary_bytes, provenance`. Unknown values are `null`: every record has every
 //! field.
 //!
 //! `fpr` and `bits_per_key` came with the `filter` subcommand and are `null` in the records of
@@ -62,10 +62,14 @@ pub struct Record {
     /// HOPE only: bytes of the encoder's dictionary (lookup structure and entries).
     #[serde(default)]
     pub dictionary_bytes: Option<u64>,
+    /// Where the measurement comes from: commit, date, host, settings, seed, round, command
+    /// (`None` only in lines written before provenance was recorded).
+    #[serde(default)]
+    pub provenance: Option<crate::provenance::Provenance>,
 }
 
 /// The JSON field names, in output order.
-pub const FIELDS: [&str; 19] = [
+pub const FIELDS: [&str; 20] = [
     "index",
     "dataset",
     "keys",
@@ -85,6 +89,7 @@ pub const FIELDS: [&str; 19] = [
     "compression_rate",
     "encode_ns_per_byte",
     "dictionary_bytes",
+    "provenance",
 ];
 
 #[cfg(test)]
@@ -113,6 +118,7 @@ mod tests {
             compression_rate: Some(1.9),
             encode_ns_per_byte: None,
             dictionary_bytes: Some(4096),
+            provenance: None,
         };
         let line = serde_json::to_string(&r).unwrap();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();

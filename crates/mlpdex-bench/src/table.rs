@@ -238,6 +238,7 @@ mod tests {
             compression_rate: None,
             encode_ns_per_byte: None,
             dictionary_bytes: None,
+            provenance: None,
         }
     }
 

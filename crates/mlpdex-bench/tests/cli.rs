@@ -58,8 +58,29 @@ fn run_prints_a_table_and_writes_json_for_every_index() {
     assert_eq!(rows("sorted-vec", "e"), 0, "static index serves no inserts");
     assert_eq!(rows("hashmap", "e"), 0, "hash map serves no scans");
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 19);
+        assert_eq!(r.as_object().unwrap().len(), 20);
         assert_eq!(r["keys"], 3000);
+        // Provenance: the code, the machine, the settings and the command behind the number.
+        let p = &r["provenance"];
+        assert!(p["commit"].as_str().unwrap().len() >= 7, "{p}");
+        assert!(p["date"].as_str().unwrap().ends_with('Z'), "{p}");
+        assert!(p["cores"].as_u64().unwrap() >= 1, "{p}");
+        assert!(!p["cpu"].as_str().unwrap().is_empty(), "{p}");
+        assert!(p["huge_pages"].as_str().unwrap().contains("thp:"), "{p}");
+        assert_eq!(
+            (p["seed"].as_u64(), p["rounds"].as_u64()),
+            (Some(42), Some(2))
+        );
+        assert!(p["round"].as_u64().unwrap() < 2, "{p}");
+        assert_eq!(p["keys"], 3000);
+        assert!(
+            p["command"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a == "--json"),
+            "{p}"
+        );
         assert!(
             r["dram_rt_per_op"].is_null(),
             "--no-probe gives no round trips"
@@ -199,7 +220,11 @@ fn filter_prints_a_table_writes_json_and_reports_fpr_charts() {
     // 3 builds, 3 point rows, 2 range and 2 mixed rows (the Bloom filter answers points only).
     assert_eq!(records.len(), 10);
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 19);
+        assert_eq!(r.as_object().unwrap().len(), 20);
+        assert!(
+            r["provenance"]["commit"].is_string(),
+            "filter records carry provenance too"
+        );
         assert_eq!(r["keys"], 1500);
         assert!(r["bits_per_key"].as_f64().unwrap() > 0.0);
         assert_eq!(r["fpr"].is_null(), r["workload"] == "build", "{r}");

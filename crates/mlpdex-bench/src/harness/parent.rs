@@ -23,6 +23,7 @@ use anyhow::{Context, Result, bail};
 use super::protocol::{FromChild, recv, send};
 use super::spec::{ChildSpec, RunSpec};
 use crate::exec::Request;
+use crate::provenance::{Provenance, rfc3339_utc};
 use crate::record::Record;
 
 /// What an experiment measured.
@@ -96,6 +97,17 @@ pub fn run(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Outcome> {
         }
     };
     let runs = spec.plan_spec(None).run_list();
+    let mut base = Provenance::now(spec.seed, spec.rounds, spec.keys);
+    base.dram = spec.dram_ns.map(|d| format!("{d:.1} ns"));
+    // Every record names its round and the moment it was taken.
+    let stamped = |mut r: Record, round: usize| {
+        r.provenance = Some(Provenance {
+            round: Some(round as u32),
+            date: rfc3339_utc(std::time::SystemTime::now()),
+            ..base.clone()
+        });
+        r
+    };
     for round in 0..spec.rounds {
         // The children build datasets and operations in parallel; loads and measurements are
         // then strictly one at a time.
@@ -134,7 +146,7 @@ pub fn run(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Outcome> {
                     for note in notes {
                         eprintln!("  {note}");
                     }
-                    out.rounds.extend(record);
+                    out.rounds.extend(record.map(|r| stamped(r, round)));
                 }
                 Ok(FromChild::Failed { message }) => {
                     skip(&mut out, format!("{}: skipped: {message}", child.name));
@@ -163,7 +175,7 @@ pub fn run(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Outcome> {
                                 "  {:<12} {:>9.3} Mops/s {:>9.1} ns/op",
                                 r.index, r.mops, r.ns_per_op
                             );
-                            out.rounds.push(r);
+                            out.rounds.push(stamped(r, round));
                         }
                         Ok(FromChild::Skipped { why }) => skip(&mut out, why),
                         Ok(FromChild::Failed { message }) => {
@@ -238,6 +250,7 @@ mod tests {
             compression_rate: None,
             encode_ns_per_byte: None,
             dictionary_bytes: None,
+            provenance: None,
         }
     }
 
