@@ -122,6 +122,8 @@ pub struct Plan {
     pub dram_ns: Option<f64>,
     /// Show progress bars on long loads (stdout is a terminal).
     pub progress: bool,
+    /// Latency sampling interval (see [`PlanSpec::sample_every`]).
+    pub sample_every: usize,
 }
 
 /// Workload-generation parameters for [`Plan::prepare`].
@@ -143,6 +145,9 @@ pub struct PlanSpec {
     pub rounds: usize,
     /// Prepare only this round's runs (a child process serves one round); `None` for all.
     pub only_round: Option<usize>,
+    /// Time every `sample_every`-th operation on its own for latency percentiles (a power of
+    /// two; 0 turns sampling off). See [`Latency`].
+    pub sample_every: usize,
 }
 
 impl PlanSpec {
@@ -220,6 +225,7 @@ impl Plan {
             threads: spec.threads.clone(),
             dram_ns,
             progress,
+            sample_every: spec.sample_every,
         })
     }
 }
@@ -358,10 +364,10 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                     )))?;
                     continue;
                 }
-                let secs = if threads == 1 {
-                    time_exclusive(idx, &run.ops, run.mode)
+                let (secs, mut samples) = if threads == 1 {
+                    time_exclusive(idx, &run.ops, run.mode, plan.sample_every)
                 } else {
-                    time_shared(idx, &run.ops, run.mode, threads)
+                    time_shared(idx, &run.ops, run.mode, threads, plan.sample_every)
                 };
                 let mut r = record(
                     name,
@@ -375,6 +381,9 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                 );
                 if let Some(f) = idx.hope_facts() {
                     f.apply(&mut r);
+                }
+                if let Some(l) = Latency::of(&mut samples) {
+                    l.apply(&mut r);
                 }
                 driver.reply(Reply::Record(r))?;
             }
@@ -486,6 +495,10 @@ fn record(
         compression_rate: None,
         encode_ns_per_byte: None,
         dictionary_bytes: None,
+        p50_ns: None,
+        p99_ns: None,
+        p999_ns: None,
+        max_ns: None,
         provenance: None,
     }
 }
@@ -616,14 +629,21 @@ impl<I: BenchIndex> Access for Shared<'_, I> {
 ///
 /// `mask` is always zero in measurements, passed through `black_box` so that the compiler must
 /// keep the dependency; tests pass other masks to observe the data flow.
+///
+/// With `SAMPLE`, every operation whose number `i` has `i & every_mask == 0` is timed on its
+/// own into `lat` (nanoseconds, saturating). `lat` has the capacity for them: pushing never
+/// allocates in the loop. Without `SAMPLE` the loop is the plain one.
 #[inline(never)]
-fn exec_ops<A: Access, const DEP: bool>(
+#[allow(clippy::too_many_arguments)]
+fn exec_ops<A: Access, const DEP: bool, const SAMPLE: bool>(
     a: &mut A,
     ops: &[Op],
     keys: &Keys,
     from: usize,
     to: usize,
     mask: usize,
+    every_mask: usize,
+    lat: &mut Vec<u32>,
 ) -> u64 {
     let mut dep = 0usize;
     let mut sum = 0u64;
@@ -631,6 +651,7 @@ fn exec_ops<A: Access, const DEP: bool>(
         let j = i + dep;
         let op = ops[j];
         let key = keys.get(j);
+        let t0 = (SAMPLE && i & every_mask == 0).then(Instant::now);
         let ans = match op.kind {
             OpKind::Read => a.index().get(key),
             OpKind::Update | OpKind::Insert => a.write(key, value_of(j)),
@@ -641,6 +662,10 @@ fn exec_ops<A: Access, const DEP: bool>(
                 a.write(key, v.wrapping_add(1))
             }
         };
+        if let Some(t0) = t0 {
+            debug_assert!(lat.len() < lat.capacity(), "latency buffer sized up front");
+            lat.push(t0.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+        }
         sum = sum.wrapping_add(ans.unwrap_or(0));
         if DEP {
             dep = depend(ans, mask);
@@ -650,23 +675,64 @@ fn exec_ops<A: Access, const DEP: bool>(
     sum
 }
 
-fn run_slice<A: Access>(a: &mut A, ops: &Ops, mode: Mode, from: usize, to: usize) -> u64 {
-    match mode {
-        Mode::Independent => exec_ops::<A, false>(a, &ops.ops, &ops.keys, from, to, 0),
-        Mode::Dependent => exec_ops::<A, true>(a, &ops.ops, &ops.keys, from, to, black_box(0usize)),
+/// Sampled operations among `from..to` for an interval of `every` (a power of two; 0: none).
+fn samples_in(from: usize, to: usize, every: usize) -> usize {
+    if every == 0 || to <= from {
+        return 0;
+    }
+    // Multiples of `every` in [from, to).
+    (to - 1) / every + 1 - from.div_ceil(every)
+}
+
+fn run_slice<A: Access>(
+    a: &mut A,
+    ops: &Ops,
+    mode: Mode,
+    from: usize,
+    to: usize,
+    every: usize,
+    lat: &mut Vec<u32>,
+) -> u64 {
+    let (o, k) = (&ops.ops, &ops.keys);
+    match (mode, every > 0) {
+        (Mode::Independent, false) => exec_ops::<A, false, false>(a, o, k, from, to, 0, 0, lat),
+        (Mode::Dependent, false) => {
+            exec_ops::<A, true, false>(a, o, k, from, to, black_box(0usize), 0, lat)
+        }
+        (Mode::Independent, true) => {
+            exec_ops::<A, false, true>(a, o, k, from, to, 0, every - 1, lat)
+        }
+        (Mode::Dependent, true) => {
+            exec_ops::<A, true, true>(a, o, k, from, to, black_box(0usize), every - 1, lat)
+        }
     }
 }
 
-/// Seconds to run all operations on one thread.
-pub fn time_exclusive<I: BenchIndex>(index: &mut I, ops: &Ops, mode: Mode) -> f64 {
+/// Seconds to run all operations on one thread, and the sampled latencies (every `every`-th
+/// operation; 0 samples none).
+pub fn time_exclusive<I: BenchIndex>(
+    index: &mut I,
+    ops: &Ops,
+    mode: Mode,
+    every: usize,
+) -> (f64, Vec<u32>) {
+    let n = ops.ops.len();
+    let mut lat = Vec::with_capacity(samples_in(0, n, every));
     let mut a = Exclusive(index);
     let t = Instant::now();
-    black_box(run_slice(&mut a, ops, mode, 0, ops.ops.len()));
-    t.elapsed().as_secs_f64()
+    black_box(run_slice(&mut a, ops, mode, 0, n, every, &mut lat));
+    (t.elapsed().as_secs_f64(), lat)
 }
 
-/// Seconds of wall time for `threads` threads to run the operations, each a contiguous share.
-pub fn time_shared<I: BenchIndex>(index: &I, ops: &Ops, mode: Mode, threads: usize) -> f64 {
+/// Seconds of wall time for `threads` threads to run the operations, each a contiguous share,
+/// and the latencies every thread sampled.
+pub fn time_shared<I: BenchIndex>(
+    index: &I,
+    ops: &Ops,
+    mode: Mode,
+    threads: usize,
+    every: usize,
+) -> (f64, Vec<u32>) {
     let n = ops.ops.len();
     let barrier = std::sync::Barrier::new(threads + 1);
     std::thread::scope(|s| {
@@ -674,28 +740,75 @@ pub fn time_shared<I: BenchIndex>(index: &I, ops: &Ops, mode: Mode, threads: usi
             .map(|t| {
                 let barrier = &barrier;
                 s.spawn(move || {
+                    let (from, to) = (t * n / threads, (t + 1) * n / threads);
+                    let mut lat = Vec::with_capacity(samples_in(from, to, every));
                     let mut a = Shared(index);
                     barrier.wait();
-                    black_box(run_slice(
-                        &mut a,
-                        ops,
-                        mode,
-                        t * n / threads,
-                        (t + 1) * n / threads,
-                    ));
+                    black_box(run_slice(&mut a, ops, mode, from, to, every, &mut lat));
+                    lat
                 })
             })
             .collect();
         barrier.wait();
         let t = Instant::now();
+        let mut all = Vec::new();
         for h in handles {
             // A panicking worker is a harness bug; propagate it.
-            if let Err(p) = h.join() {
-                std::panic::resume_unwind(p);
+            match h.join() {
+                Ok(lat) => all.push(lat),
+                Err(p) => std::panic::resume_unwind(p),
             }
         }
-        t.elapsed().as_secs_f64()
+        let secs = t.elapsed().as_secs_f64();
+        (secs, all.concat())
     })
+}
+
+/// Latency percentiles of one measurement, from individually timed operations.
+///
+/// Every `--sample-every`-th operation (32 by default) is timed with two clock reads around it.
+/// In `dependent` mode that is the operation's latency. In `independent` mode neighbouring
+/// operations overlap in the CPU, so a sample is the time the operation occupied the loop
+/// (throughput's view of it), and the tail shows stalls: cache misses that did not overlap,
+/// resizes, page faults. The clock costs ~20 ns per sample, about 1 ns per operation at the
+/// default interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Latency {
+    /// Median.
+    pub p50_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
+    /// 99.9th percentile.
+    pub p999_ns: f64,
+    /// Slowest sample.
+    pub max_ns: f64,
+}
+
+impl Latency {
+    /// The percentiles of `samples` (reordered), or `None` when there are none. Each percentile
+    /// is a sample (nearest rank), never an interpolation.
+    pub fn of(samples: &mut [u32]) -> Option<Latency> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_unstable();
+        let n = samples.len();
+        let rank = |q: f64| samples[((q * n as f64).ceil() as usize).clamp(1, n) - 1] as f64;
+        Some(Latency {
+            p50_ns: rank(0.5),
+            p99_ns: rank(0.99),
+            p999_ns: rank(0.999),
+            max_ns: samples[n - 1] as f64,
+        })
+    }
+
+    /// Copies the percentiles into `r`.
+    pub fn apply(self, r: &mut Record) {
+        r.p50_ns = Some(self.p50_ns);
+        r.p99_ns = Some(self.p99_ns);
+        r.p999_ns = Some(self.p999_ns);
+        r.max_ns = Some(self.max_ns);
+    }
 }
 
 /// Whether progress bars may be drawn: only when stdout is a terminal.
@@ -762,7 +875,8 @@ mod tests {
                 let ops = ops_of(50);
                 let mut r = Recorder::create(&Keys::new()).unwrap();
                 r.miss = miss;
-                time_exclusive(&mut r, &ops, mode);
+                let (_, lat) = time_exclusive(&mut r, &ops, mode, 8);
+                assert_eq!(lat.len(), 7, "operations 0, 8, .., 48 of 50 are timed");
                 let seen = r.seen.into_inner().unwrap();
                 assert_eq!(seen.len(), 50);
                 for (i, k) in seen.iter().enumerate() {
@@ -780,13 +894,31 @@ mod tests {
         let ops = ops_of(40);
         let mut r = Recorder::create(&Keys::new()).unwrap();
         let mut a = Exclusive(&mut r);
-        exec_ops::<_, true>(&mut a, &ops.ops, &ops.keys, 0, 9, usize::MAX);
+        exec_ops::<_, true, false>(
+            &mut a,
+            &ops.ops,
+            &ops.keys,
+            0,
+            9,
+            usize::MAX,
+            0,
+            &mut Vec::new(),
+        );
         let seen: Vec<u8> = r.seen.into_inner().unwrap().iter().map(|k| k[0]).collect();
         assert_eq!(seen, vec![0, 1, 3, 6, 10, 15, 21, 28, 36]);
         // Without the dependency (independent mode) the mask is ignored.
         let mut r = Recorder::create(&Keys::new()).unwrap();
         let mut a = Exclusive(&mut r);
-        exec_ops::<_, false>(&mut a, &ops.ops, &ops.keys, 0, 10, usize::MAX);
+        exec_ops::<_, false, false>(
+            &mut a,
+            &ops.ops,
+            &ops.keys,
+            0,
+            10,
+            usize::MAX,
+            0,
+            &mut Vec::new(),
+        );
         let seen: Vec<u8> = r.seen.into_inner().unwrap().iter().map(|k| k[0]).collect();
         assert_eq!(seen, (0..10).collect::<Vec<u8>>());
         assert_eq!(depend(None, usize::MAX), 0);
@@ -803,6 +935,7 @@ mod tests {
             seed: 3,
             rounds: 2,
             only_round: None,
+            sample_every: 16,
         };
         Plan::prepare(ds, &spec, Some(100.0), false).unwrap()
     }
@@ -867,6 +1000,7 @@ mod tests {
             seed: 3,
             rounds: 3,
             only_round: Some(1),
+            sample_every: 0,
         };
         let plan = Plan::prepare(ds, &spec, None, false).unwrap();
         let list = spec.run_list();
@@ -905,6 +1039,72 @@ mod tests {
             threads: 1,
         };
         assert!(serve::<BTree<u64>>("b", &plan, &mut Script(vec![Request::Load, far])).is_err());
+    }
+
+    #[test]
+    fn sampled_operations_are_counted_exactly_for_every_slice() {
+        for every in [0usize, 1, 2, 8, 32] {
+            for (from, to) in [(0, 0), (0, 1), (0, 50), (3, 50), (16, 17), (17, 31), (5, 5)] {
+                let expect = if every == 0 {
+                    0
+                } else {
+                    (from..to).filter(|i| i % every == 0).count()
+                };
+                assert_eq!(
+                    samples_in(from, to, every),
+                    expect,
+                    "{from}..{to} every {every}"
+                );
+            }
+        }
+        // Sampling times the chosen operations without changing which ones run, in order.
+        for mode in [Mode::Independent, Mode::Dependent] {
+            let ops = ops_of(50);
+            let mut r = Recorder::create(&Keys::new()).unwrap();
+            let (_, lat) = time_exclusive(&mut r, &ops, mode, 4);
+            assert_eq!(lat.len(), 13);
+            let seen = r.seen.into_inner().unwrap();
+            assert_eq!(
+                seen.iter().map(|k| k[0]).collect::<Vec<_>>(),
+                (0..50).collect::<Vec<u8>>()
+            );
+        }
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank_samples() {
+        assert_eq!(Latency::of(&mut []), None);
+        let mut one = [7];
+        let l = Latency::of(&mut one).unwrap();
+        assert_eq!(
+            (l.p50_ns, l.p99_ns, l.p999_ns, l.max_ns),
+            (7.0, 7.0, 7.0, 7.0)
+        );
+        // 1..=1000 shuffled: p50 = 500, p99 = 990, p99.9 = 999, max = 1000.
+        let mut v: Vec<u32> = (1..=1000).map(|i| (i * 7919) % 1000 + 1).collect();
+        let l = Latency::of(&mut v).unwrap();
+        assert_eq!(
+            (l.p50_ns, l.p99_ns, l.p999_ns, l.max_ns),
+            (500.0, 990.0, 999.0, 1000.0)
+        );
+    }
+
+    #[test]
+    fn served_records_carry_percentiles_when_sampling() {
+        use crate::baselines::btree::BTree;
+        let plan = small_plan("c");
+        let mut d = RunAll::new(&plan);
+        serve::<BTree<u64>>("btreemap", &plan, &mut d).unwrap();
+        assert!(!d.records.is_empty());
+        for r in &d.records {
+            let (p50, p99, p999, max) = (
+                r.p50_ns.unwrap(),
+                r.p99_ns.unwrap(),
+                r.p999_ns.unwrap(),
+                r.max_ns.unwrap(),
+            );
+            assert!(p50 <= p99 && p99 <= p999 && p999 <= max, "{r:?}");
+        }
     }
 
     #[test]

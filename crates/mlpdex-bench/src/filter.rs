@@ -1073,6 +1073,10 @@ fn record(
         compression_rate: None,
         encode_ns_per_byte: None,
         dictionary_bytes: None,
+        p50_ns: None,
+        p99_ns: None,
+        p999_ns: None,
+        max_ns: None,
         provenance: None,
     }
 }

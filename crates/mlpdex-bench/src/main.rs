@@ -121,6 +121,10 @@ struct RunArgs {
     /// index order rotated; each reported figure is the median round.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
+    /// Time every N-th operation on its own for latency percentiles (p50, p99, p99.9, max); a
+    /// power of two, 0 to turn sampling off.
+    #[arg(long, default_value_t = 32)]
+    sample_every: usize,
 }
 
 #[derive(clap::Args, Debug)]
@@ -375,6 +379,7 @@ fn run_spec(args: &RunArgs, indexes: Vec<String>, dram_ns: Option<f64>) -> Resul
         threads,
         rounds: args.repeat,
         dram_ns,
+        sample_every: args.sample_every,
     };
     spec.validate()?;
     Ok(spec)
@@ -511,6 +516,10 @@ fn hope_bench(args: HopeArgs) -> Result<()> {
             compression_rate: None,
             encode_ns_per_byte: None,
             dictionary_bytes: None,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            max_ns: None,
             provenance: None,
         };
         r.facts.apply(&mut rec);

@@ -3,7 +3,7 @@
 //! The JSON object has exactly these fields, in this order (other tools parse it):
 //! `index, dataset, keys, workload, distribution, mode, threads, ops, seconds, mops, ns_per_op,
 //! dram_rt_per_op, bytes_per_key, overhead_bytes_per_key, fpr, bits_per_key, compression_rate,
-//! encode_ns_per_byte, dictionary_bytes, provenance`. Unknown values are `null`: every record has every
+//! encode_ns_per_byte, dictionary_bytes, p50_ns, p99_ns, p999_ns, max_ns, provenance`. Unknown values are `null`: every record has every
 //! field.
 //!
 //! `fpr` and `bits_per_key` came with the `filter` subcommand and are `null` in the records of
@@ -62,6 +62,18 @@ pub struct Record {
     /// HOPE only: bytes of the encoder's dictionary (lookup structure and entries).
     #[serde(default)]
     pub dictionary_bytes: Option<u64>,
+    /// Median latency of the sampled operations, in ns (see [`crate::exec::Latency`]).
+    #[serde(default)]
+    pub p50_ns: Option<f64>,
+    /// 99th-percentile latency, ns.
+    #[serde(default)]
+    pub p99_ns: Option<f64>,
+    /// 99.9th-percentile latency, ns.
+    #[serde(default)]
+    pub p999_ns: Option<f64>,
+    /// Slowest sampled operation, ns.
+    #[serde(default)]
+    pub max_ns: Option<f64>,
     /// Where the measurement comes from: commit, date, host, settings, seed, round, command
     /// (`None` only in lines written before provenance was recorded).
     #[serde(default)]
@@ -69,7 +81,7 @@ pub struct Record {
 }
 
 /// The JSON field names, in output order.
-pub const FIELDS: [&str; 20] = [
+pub const FIELDS: [&str; 24] = [
     "index",
     "dataset",
     "keys",
@@ -89,6 +101,10 @@ pub const FIELDS: [&str; 20] = [
     "compression_rate",
     "encode_ns_per_byte",
     "dictionary_bytes",
+    "p50_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
     "provenance",
 ];
 
@@ -118,6 +134,10 @@ mod tests {
             compression_rate: Some(1.9),
             encode_ns_per_byte: None,
             dictionary_bytes: Some(4096),
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            max_ns: None,
             provenance: None,
         };
         let line = serde_json::to_string(&r).unwrap();

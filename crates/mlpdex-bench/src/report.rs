@@ -932,6 +932,10 @@ mod tests {
             compression_rate: None,
             encode_ns_per_byte: None,
             dictionary_bytes: None,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            max_ns: None,
             provenance: None,
         }
     }

@@ -31,11 +31,13 @@ pub fn format_table(records: &[Record]) -> String {
         "Mops/s",
         "ns/op",
         "DRAM rt",
+        "p50 ns",
+        "p99 ns",
         "B/key",
         "ovh B/key",
         "vs ref",
     ];
-    let mut rows: Vec<[String; 12]> = Vec::new();
+    let mut rows: Vec<[String; 14]> = Vec::new();
     for (_, group) in &groups {
         let reference = group
             .iter()
@@ -57,6 +59,8 @@ pub fn format_table(records: &[Record]) -> String {
                 format!("{:.3}", r.mops),
                 format!("{:.1}", r.ns_per_op),
                 opt(r.dram_rt_per_op, 2),
+                opt(r.p50_ns, 0),
+                opt(r.p99_ns, 0),
                 opt(r.bytes_per_key, 1),
                 opt(r.overhead_bytes_per_key, 1),
                 vs,
@@ -73,7 +77,7 @@ pub fn format_table(records: &[Record]) -> String {
     let line = |out: &mut String, cells: &[String]| {
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             // Text columns left-aligned, numbers right-aligned.
-            if i < 4 || i == 11 {
+            if i < 4 || i == 13 {
                 let _ = write!(out, "{cell:<w$}");
             } else {
                 let _ = write!(out, "{cell:>w$}");
@@ -238,6 +242,10 @@ mod tests {
             compression_rate: None,
             encode_ns_per_byte: None,
             dictionary_bytes: None,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            max_ns: None,
             provenance: None,
         }
     }

@@ -58,7 +58,7 @@ fn run_prints_a_table_and_writes_json_for_every_index() {
     assert_eq!(rows("sorted-vec", "e"), 0, "static index serves no inserts");
     assert_eq!(rows("hashmap", "e"), 0, "hash map serves no scans");
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 20);
+        assert_eq!(r.as_object().unwrap().len(), 24);
         assert_eq!(r["keys"], 3000);
         // Provenance: the code, the machine, the settings and the command behind the number.
         let p = &r["provenance"];
@@ -86,6 +86,13 @@ fn run_prints_a_table_and_writes_json_for_every_index() {
             "--no-probe gives no round trips"
         );
         assert!(r["mops"].as_f64().unwrap() > 0.0);
+        let (p50, p99) = (r["p50_ns"].as_f64(), r["p99_ns"].as_f64());
+        if r["workload"] != "load" {
+            assert!(
+                p50.unwrap() <= p99.unwrap(),
+                "percentiles of sampled operations: {r}"
+            );
+        }
     }
 }
 
@@ -220,7 +227,7 @@ fn filter_prints_a_table_writes_json_and_reports_fpr_charts() {
     // 3 builds, 3 point rows, 2 range and 2 mixed rows (the Bloom filter answers points only).
     assert_eq!(records.len(), 10);
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 20);
+        assert_eq!(r.as_object().unwrap().len(), 24);
         assert!(
             r["provenance"]["commit"].is_string(),
             "filter records carry provenance too"

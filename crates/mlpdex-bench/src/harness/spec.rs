@@ -33,6 +33,8 @@ pub struct RunSpec {
     pub rounds: usize,
     /// Latency of one dependent DRAM access, for the `DRAM rt` column; `None` when not probed.
     pub dram_ns: Option<f64>,
+    /// Time every `sample_every`-th operation for latency percentiles (a power of two; 0: off).
+    pub sample_every: usize,
 }
 
 impl RunSpec {
@@ -48,6 +50,7 @@ impl RunSpec {
             seed: self.seed,
             rounds: self.rounds.max(1),
             only_round: round,
+            sample_every: self.sample_every,
         }
     }
 
@@ -64,6 +67,11 @@ impl RunSpec {
         );
         anyhow::ensure!(self.keys > 0, "--keys must be at least 1");
         anyhow::ensure!(self.rounds > 0, "--repeat must be at least 1");
+        anyhow::ensure!(
+            self.sample_every == 0 || self.sample_every.is_power_of_two(),
+            "--sample-every must be a power of two (or 0 to turn latency sampling off), not {}",
+            self.sample_every
+        );
         Ok(())
     }
 }
@@ -117,6 +125,7 @@ mod tests {
             threads: vec![1, 2, 4],
             rounds: 3,
             dram_ns: Some(286.5),
+            sample_every: 32,
         }
     }
 
@@ -167,6 +176,10 @@ mod tests {
             },
             RunSpec {
                 rounds: 0,
+                ..sample()
+            },
+            RunSpec {
+                sample_every: 24,
                 ..sample()
             },
         ] {
