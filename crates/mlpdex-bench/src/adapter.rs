@@ -61,6 +61,22 @@ pub trait BenchIndex: Sized + Send + Sync {
         unsupported("scan")
     }
 
+    /// [`get`](Self::get) for a batch: `out[i]` is the value of `keys[i]`. Indexes with a batched
+    /// lookup (whose queries overlap their cache misses) override it; the default loops, so
+    /// every index answers the same keys in the same groups.
+    fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>]) {
+        for (k, o) in keys.iter().zip(out) {
+            *o = self.get(k);
+        }
+    }
+
+    /// [`lower_bound`](Self::lower_bound) for a batch, as [`get_batch`](Self::get_batch).
+    fn lower_bound_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>]) {
+        for (k, o) in keys.iter().zip(out) {
+            *o = self.lower_bound(k);
+        }
+    }
+
     /// `insert` through a shared reference, callable from many threads at once.
     fn insert_shared(&self, key: &[u8], value: u64) -> Option<u64> {
         let _ = (key, value);

@@ -124,6 +124,8 @@ pub struct Plan {
     pub progress: bool,
     /// Latency sampling interval (see [`PlanSpec::sample_every`]).
     pub sample_every: usize,
+    /// Batch size (see [`PlanSpec::batch`]).
+    pub batch: usize,
 }
 
 /// Workload-generation parameters for [`Plan::prepare`].
@@ -148,6 +150,8 @@ pub struct PlanSpec {
     /// Time every `sample_every`-th operation on its own for latency percentiles (a power of
     /// two; 0 turns sampling off). See [`Latency`].
     pub sample_every: usize,
+    /// Reads and lower bounds go to the index in groups of up to this many (1: one by one).
+    pub batch: usize,
 }
 
 impl PlanSpec {
@@ -226,6 +230,7 @@ impl Plan {
             dram_ns,
             progress,
             sample_every: spec.sample_every,
+            batch: spec.batch.max(1),
         })
     }
 }
@@ -365,9 +370,16 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                     continue;
                 }
                 let (secs, mut samples) = if threads == 1 {
-                    time_exclusive(idx, &run.ops, run.mode, plan.sample_every)
+                    time_exclusive(idx, &run.ops, run.mode, plan.sample_every, plan.batch)
                 } else {
-                    time_shared(idx, &run.ops, run.mode, threads, plan.sample_every)
+                    time_shared(
+                        idx,
+                        &run.ops,
+                        run.mode,
+                        threads,
+                        plan.sample_every,
+                        plan.batch,
+                    )
                 };
                 let mut r = record(
                     name,
@@ -483,6 +495,7 @@ fn record(
         distribution: plan.distribution.to_string(),
         mode: mode.name().to_string(),
         threads: threads as u32,
+        batch: plan.batch as u32,
         ops: ops as u64,
         seconds: secs,
         mops: ops as f64 / secs / 1e6,
@@ -675,6 +688,105 @@ fn exec_ops<A: Access, const DEP: bool, const SAMPLE: bool>(
     sum
 }
 
+/// Whether consecutive operations of this kind go to the index as one batch in batch mode.
+fn batchable(kind: OpKind) -> bool {
+    matches!(kind, OpKind::Read | OpKind::LowerBound)
+}
+
+/// Buffers of batch mode, allocated before timing starts.
+struct Batch<'k> {
+    /// Largest batch.
+    size: usize,
+    keys: Vec<&'k [u8]>,
+    out: Vec<Option<u64>>,
+}
+
+impl<'k> Batch<'k> {
+    fn new(size: usize) -> Batch<'k> {
+        Batch {
+            size,
+            keys: Vec::with_capacity(size),
+            out: vec![None; size],
+        }
+    }
+}
+
+/// [`exec_ops`] in batch mode: runs of up to `b.size` consecutive reads (or lower bounds) go to
+/// the index as one [`BenchIndex::get_batch`] ([`BenchIndex::lower_bound_batch`]); other
+/// operations run one by one. Every index gets the same keys in the same groups. In dependent
+/// mode the next group's position depends on every answer of the previous one. With `SAMPLE`,
+/// every `every_mask + 1`-th group is timed whole.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn exec_batched<'k, A: Access, const DEP: bool, const SAMPLE: bool>(
+    a: &mut A,
+    ops: &[Op],
+    keys: &'k Keys,
+    from: usize,
+    to: usize,
+    mask: usize,
+    every_mask: usize,
+    lat: &mut Vec<u32>,
+    b: &mut Batch<'k>,
+) -> u64 {
+    let mut dep = 0usize;
+    let mut sum = 0u64;
+    let mut i = from;
+    let mut group = 0usize;
+    while i < to {
+        let j = i + dep;
+        let op = ops[j];
+        let t0 = (SAMPLE && group & every_mask == 0).then(Instant::now);
+        let (n, ans) = if batchable(op.kind) {
+            b.keys.clear();
+            while b.keys.len() < b.size
+                && i + b.keys.len() < to
+                && ops[j + b.keys.len()].kind == op.kind
+            {
+                b.keys.push(keys.get(j + b.keys.len()));
+            }
+            let n = b.keys.len();
+            let out = &mut b.out[..n];
+            if op.kind == OpKind::Read {
+                a.index().get_batch(&b.keys, out);
+            } else {
+                a.index().lower_bound_batch(&b.keys, out);
+            }
+            // One answer standing for all: absent if any is, so the dependency waits for all.
+            let mut all = Some(0u64);
+            for o in out.iter() {
+                sum = sum.wrapping_add(o.unwrap_or(0));
+                all = all.zip(*o).map(|(x, y)| x ^ y);
+            }
+            (n, all)
+        } else {
+            let key = keys.get(j);
+            let ans = match op.kind {
+                OpKind::Update | OpKind::Insert => a.write(key, value_of(j)),
+                OpKind::Scan => a.index().scan(key, op.len as usize),
+                OpKind::ReadModifyWrite => {
+                    let v = a.index().get(key).unwrap_or(0);
+                    a.write(key, v.wrapping_add(1))
+                }
+                OpKind::Read | OpKind::LowerBound => unreachable!("batched above"),
+            };
+            sum = sum.wrapping_add(ans.unwrap_or(0));
+            (1, ans)
+        };
+        if let Some(t0) = t0 {
+            debug_assert!(lat.len() < lat.capacity(), "latency buffer sized up front");
+            lat.push(t0.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+        }
+        i += n;
+        group += 1;
+        if DEP {
+            dep = depend(ans, mask);
+        }
+    }
+    black_box(dep);
+    sum
+}
+
 /// Sampled operations among `from..to` for an interval of `every` (a power of two; 0: none).
 fn samples_in(from: usize, to: usize, every: usize) -> usize {
     if every == 0 || to <= from {
@@ -684,28 +796,69 @@ fn samples_in(from: usize, to: usize, every: usize) -> usize {
     (to - 1) / every + 1 - from.div_ceil(every)
 }
 
-fn run_slice<A: Access>(
+#[allow(clippy::too_many_arguments)]
+fn run_slice<'k, A: Access>(
     a: &mut A,
-    ops: &Ops,
+    ops: &'k Ops,
     mode: Mode,
     from: usize,
     to: usize,
     every: usize,
     lat: &mut Vec<u32>,
+    batch: &mut Option<Batch<'k>>,
 ) -> u64 {
     let (o, k) = (&ops.ops, &ops.keys);
-    match (mode, every > 0) {
-        (Mode::Independent, false) => exec_ops::<A, false, false>(a, o, k, from, to, 0, 0, lat),
-        (Mode::Dependent, false) => {
-            exec_ops::<A, true, false>(a, o, k, from, to, black_box(0usize), 0, lat)
+    let dep_mask = match mode {
+        Mode::Independent => 0,
+        Mode::Dependent => black_box(0usize),
+    };
+    let em = every.wrapping_sub(1);
+    match (batch, mode, every > 0) {
+        (None, Mode::Independent, false) => {
+            exec_ops::<A, false, false>(a, o, k, from, to, 0, 0, lat)
         }
-        (Mode::Independent, true) => {
-            exec_ops::<A, false, true>(a, o, k, from, to, 0, every - 1, lat)
+        (None, Mode::Dependent, false) => {
+            exec_ops::<A, true, false>(a, o, k, from, to, dep_mask, 0, lat)
         }
-        (Mode::Dependent, true) => {
-            exec_ops::<A, true, true>(a, o, k, from, to, black_box(0usize), every - 1, lat)
+        (None, Mode::Independent, true) => {
+            exec_ops::<A, false, true>(a, o, k, from, to, 0, em, lat)
+        }
+        (None, Mode::Dependent, true) => {
+            exec_ops::<A, true, true>(a, o, k, from, to, dep_mask, em, lat)
+        }
+        (Some(b), Mode::Independent, false) => {
+            exec_batched::<A, false, false>(a, o, k, from, to, 0, 0, lat, b)
+        }
+        (Some(b), Mode::Dependent, false) => {
+            exec_batched::<A, true, false>(a, o, k, from, to, dep_mask, 0, lat, b)
+        }
+        (Some(b), Mode::Independent, true) => {
+            exec_batched::<A, false, true>(a, o, k, from, to, 0, em, lat, b)
+        }
+        (Some(b), Mode::Dependent, true) => {
+            exec_batched::<A, true, true>(a, o, k, from, to, dep_mask, em, lat, b)
         }
     }
+}
+
+/// The latency buffer for a slice (sized so the timed loop never grows it) and the batch
+/// buffers (`None` unless `batch > 1`), allocated before timing.
+fn buffers<'k>(
+    from: usize,
+    to: usize,
+    every: usize,
+    batch: usize,
+) -> (Vec<u32>, Option<Batch<'k>>) {
+    let samples = match (every, batch) {
+        (0, _) => 0,
+        (_, 0 | 1) => samples_in(from, to, every),
+        // Groups, not operations, are sampled: at most one per `every` operations, plus one.
+        _ => (to - from) / every + 1,
+    };
+    (
+        Vec::with_capacity(samples),
+        (batch > 1).then(|| Batch::new(batch)),
+    )
 }
 
 /// Seconds to run all operations on one thread, and the sampled latencies (every `every`-th
@@ -715,12 +868,13 @@ pub fn time_exclusive<I: BenchIndex>(
     ops: &Ops,
     mode: Mode,
     every: usize,
+    batch: usize,
 ) -> (f64, Vec<u32>) {
     let n = ops.ops.len();
-    let mut lat = Vec::with_capacity(samples_in(0, n, every));
+    let (mut lat, mut b) = buffers(0, n, every, batch);
     let mut a = Exclusive(index);
     let t = Instant::now();
-    black_box(run_slice(&mut a, ops, mode, 0, n, every, &mut lat));
+    black_box(run_slice(&mut a, ops, mode, 0, n, every, &mut lat, &mut b));
     (t.elapsed().as_secs_f64(), lat)
 }
 
@@ -732,6 +886,7 @@ pub fn time_shared<I: BenchIndex>(
     mode: Mode,
     threads: usize,
     every: usize,
+    batch: usize,
 ) -> (f64, Vec<u32>) {
     let n = ops.ops.len();
     let barrier = std::sync::Barrier::new(threads + 1);
@@ -741,10 +896,12 @@ pub fn time_shared<I: BenchIndex>(
                 let barrier = &barrier;
                 s.spawn(move || {
                     let (from, to) = (t * n / threads, (t + 1) * n / threads);
-                    let mut lat = Vec::with_capacity(samples_in(from, to, every));
+                    let (mut lat, mut b) = buffers(from, to, every, batch);
                     let mut a = Shared(index);
                     barrier.wait();
-                    black_box(run_slice(&mut a, ops, mode, from, to, every, &mut lat));
+                    black_box(run_slice(
+                        &mut a, ops, mode, from, to, every, &mut lat, &mut b,
+                    ));
                     lat
                 })
             })
@@ -875,7 +1032,7 @@ mod tests {
                 let ops = ops_of(50);
                 let mut r = Recorder::create(&Keys::new()).unwrap();
                 r.miss = miss;
-                let (_, lat) = time_exclusive(&mut r, &ops, mode, 8);
+                let (_, lat) = time_exclusive(&mut r, &ops, mode, 8, 1);
                 assert_eq!(lat.len(), 7, "operations 0, 8, .., 48 of 50 are timed");
                 let seen = r.seen.into_inner().unwrap();
                 assert_eq!(seen.len(), 50);
@@ -936,6 +1093,7 @@ mod tests {
             rounds: 2,
             only_round: None,
             sample_every: 16,
+            batch: 1,
         };
         Plan::prepare(ds, &spec, Some(100.0), false).unwrap()
     }
@@ -1001,6 +1159,7 @@ mod tests {
             rounds: 3,
             only_round: Some(1),
             sample_every: 0,
+            batch: 1,
         };
         let plan = Plan::prepare(ds, &spec, None, false).unwrap();
         let list = spec.run_list();
@@ -1061,13 +1220,66 @@ mod tests {
         for mode in [Mode::Independent, Mode::Dependent] {
             let ops = ops_of(50);
             let mut r = Recorder::create(&Keys::new()).unwrap();
-            let (_, lat) = time_exclusive(&mut r, &ops, mode, 4);
+            let (_, lat) = time_exclusive(&mut r, &ops, mode, 4, 1);
             assert_eq!(lat.len(), 13);
             let seen = r.seen.into_inner().unwrap();
             assert_eq!(
                 seen.iter().map(|k| k[0]).collect::<Vec<_>>(),
                 (0..50).collect::<Vec<u8>>()
             );
+        }
+    }
+
+    #[test]
+    fn batch_mode_runs_the_same_operations_in_the_same_order() {
+        for mode in [Mode::Independent, Mode::Dependent] {
+            for batch in [1, 2, 3, 16, 64] {
+                let ops = ops_of(50);
+                let mut r = Recorder::create(&Keys::new()).unwrap();
+                let (_, lat) = time_exclusive(&mut r, &ops, mode, 4, batch);
+                let groups = 50usize.div_ceil(batch);
+                assert_eq!(lat.len(), groups.div_ceil(4), "one sample per 4 groups");
+                let seen: Vec<u8> = r.seen.into_inner().unwrap().iter().map(|k| k[0]).collect();
+                assert_eq!(seen, (0..50).collect::<Vec<u8>>(), "batch {batch} {mode}");
+            }
+        }
+    }
+
+    #[test]
+    fn batched_lookups_answer_as_single_ones() {
+        // The FST overrides get_batch and lower_bound_batch with its interleaved lookups; the
+        // checksum of every answer must not depend on the batch size, for reads, lower bounds
+        // and a mix with writes (which a static index skips, so a B-tree runs that one).
+        use crate::baselines::btree::BTree;
+        use crate::ours::fst::FstIndex;
+        let plan = small_plan("c,lower-bound,b");
+        let keys = &plan.dataset.keys;
+        let mut fst = FstIndex::create(keys).unwrap();
+        for run in plan.runs.iter().flatten() {
+            let n = run.ops.ops.len();
+            let mut reference = None;
+            for batch in [1, 5, 16, 100] {
+                let mut b = (batch > 1).then(|| Batch::new(batch));
+                let mut lat = Vec::new();
+                let got = if run.workload == Workload::B {
+                    // Writes change the map: a fresh one per batch size.
+                    let mut bt = BTree::<u64>::create(keys).unwrap();
+                    for i in 0..keys.len() {
+                        bt.insert(keys.get(i), value_of(i));
+                    }
+                    let mut a = Exclusive(&mut bt);
+                    run_slice(&mut a, &run.ops, run.mode, 0, n, 0, &mut lat, &mut b)
+                } else {
+                    let mut a = Exclusive(&mut fst);
+                    run_slice(&mut a, &run.ops, run.mode, 0, n, 0, &mut lat, &mut b)
+                };
+                assert_eq!(
+                    *reference.get_or_insert(got),
+                    got,
+                    "{} batch {batch}",
+                    run.workload
+                );
+            }
         }
     }
 

@@ -1061,6 +1061,7 @@ fn record(
         distribution: "uniform".into(),
         mode: "independent".into(),
         threads: 1,
+        batch: 1,
         ops: ops as u64,
         seconds: secs,
         mops: ops as f64 / secs / 1e6,

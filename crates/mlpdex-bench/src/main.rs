@@ -125,6 +125,10 @@ struct RunArgs {
     /// power of two, 0 to turn sampling off.
     #[arg(long, default_value_t = 32)]
     sample_every: usize,
+    /// Send reads and lower bounds to each index in groups of up to N (indexes with a batched
+    /// lookup overlap the group's cache misses; the others loop over it); 1 runs them one by one.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
 }
 
 #[derive(clap::Args, Debug)]
@@ -380,6 +384,7 @@ fn run_spec(args: &RunArgs, indexes: Vec<String>, dram_ns: Option<f64>) -> Resul
         rounds: args.repeat,
         dram_ns,
         sample_every: args.sample_every,
+        batch: args.batch,
     };
     spec.validate()?;
     Ok(spec)
@@ -504,6 +509,7 @@ fn hope_bench(args: HopeArgs) -> Result<()> {
             distribution: "uniform".into(),
             mode: "independent".into(),
             threads: 1,
+            batch: 1,
             ops: n as u64,
             seconds: secs,
             mops: n as f64 / secs.max(1e-9) / 1e6,

@@ -163,6 +163,7 @@ mod tests {
             distribution: "uniform".into(),
             mode: "independent".into(),
             threads: 1,
+            batch: 1,
             ops: 100,
             seconds: 1.0,
             mops,

@@ -1,7 +1,7 @@
 //! One measurement: the row of the table and the line of the JSON output.
 //!
 //! The JSON object has exactly these fields, in this order (other tools parse it):
-//! `index, dataset, keys, workload, distribution, mode, threads, ops, seconds, mops, ns_per_op,
+//! `index, dataset, keys, workload, distribution, mode, threads, batch, ops, seconds, mops, ns_per_op,
 //! dram_rt_per_op, bytes_per_key, overhead_bytes_per_key, fpr, bits_per_key, compression_rate,
 //! encode_ns_per_byte, dictionary_bytes, p50_ns, p99_ns, p999_ns, max_ns, provenance`. Unknown values are `null`: every record has every
 //! field.
@@ -30,6 +30,9 @@ pub struct Record {
     pub mode: String,
     /// Threads running the workload.
     pub threads: u32,
+    /// Reads and lower bounds went to the index in groups of up to this many (1: one by one).
+    #[serde(default = "one")]
+    pub batch: u32,
     /// Operations timed.
     pub ops: u64,
     /// Wall-clock seconds for all operations.
@@ -80,8 +83,12 @@ pub struct Record {
     pub provenance: Option<crate::provenance::Provenance>,
 }
 
+fn one() -> u32 {
+    1
+}
+
 /// The JSON field names, in output order.
-pub const FIELDS: [&str; 24] = [
+pub const FIELDS: [&str; 25] = [
     "index",
     "dataset",
     "keys",
@@ -89,6 +96,7 @@ pub const FIELDS: [&str; 24] = [
     "distribution",
     "mode",
     "threads",
+    "batch",
     "ops",
     "seconds",
     "mops",
@@ -122,6 +130,7 @@ mod tests {
             distribution: "uniform".into(),
             mode: "dependent".into(),
             threads: 1,
+            batch: 1,
             ops: 5,
             seconds: 1e-6,
             mops: 5.0,

@@ -920,6 +920,7 @@ mod tests {
             distribution: "uniform".into(),
             mode: "independent".into(),
             threads: 1,
+            batch: 1,
             ops: 1000,
             seconds: 1000.0 / (mops * 1e6),
             mops,

@@ -15,7 +15,10 @@ use crate::record::Record;
 pub fn format_table(records: &[Record]) -> String {
     let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
     for r in records {
-        let key = format!("{}|{}|{}|{}", r.workload, r.distribution, r.mode, r.threads);
+        let key = format!(
+            "{}|{}|{}|{}|{}",
+            r.workload, r.distribution, r.mode, r.threads, r.batch
+        );
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.push(r),
             None => groups.push((key, vec![r])),
@@ -27,6 +30,7 @@ pub fn format_table(records: &[Record]) -> String {
         "dist",
         "mode",
         "thr",
+        "batch",
         "ops",
         "Mops/s",
         "ns/op",
@@ -37,7 +41,7 @@ pub fn format_table(records: &[Record]) -> String {
         "ovh B/key",
         "vs ref",
     ];
-    let mut rows: Vec<[String; 14]> = Vec::new();
+    let mut rows: Vec<[String; 15]> = Vec::new();
     for (_, group) in &groups {
         let reference = group
             .iter()
@@ -55,6 +59,7 @@ pub fn format_table(records: &[Record]) -> String {
                 r.distribution.clone(),
                 r.mode.clone(),
                 r.threads.to_string(),
+                r.batch.to_string(),
                 r.ops.to_string(),
                 format!("{:.3}", r.mops),
                 format!("{:.1}", r.ns_per_op),
@@ -77,7 +82,7 @@ pub fn format_table(records: &[Record]) -> String {
     let line = |out: &mut String, cells: &[String]| {
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             // Text columns left-aligned, numbers right-aligned.
-            if i < 4 || i == 13 {
+            if i < 4 || i == 14 {
                 let _ = write!(out, "{cell:<w$}");
             } else {
                 let _ = write!(out, "{cell:>w$}");
@@ -230,6 +235,7 @@ mod tests {
             distribution: "uniform".into(),
             mode: "independent".into(),
             threads: 1,
+            batch: 1,
             ops: 100,
             seconds: 1.0,
             mops,

@@ -58,7 +58,7 @@ fn run_prints_a_table_and_writes_json_for_every_index() {
     assert_eq!(rows("sorted-vec", "e"), 0, "static index serves no inserts");
     assert_eq!(rows("hashmap", "e"), 0, "hash map serves no scans");
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 24);
+        assert_eq!(r.as_object().unwrap().len(), 25);
         assert_eq!(r["keys"], 3000);
         // Provenance: the code, the machine, the settings and the command behind the number.
         let p = &r["provenance"];
@@ -227,7 +227,7 @@ fn filter_prints_a_table_writes_json_and_reports_fpr_charts() {
     // 3 builds, 3 point rows, 2 range and 2 mixed rows (the Bloom filter answers points only).
     assert_eq!(records.len(), 10);
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 24);
+        assert_eq!(r.as_object().unwrap().len(), 25);
         assert!(
             r["provenance"]["commit"].is_string(),
             "filter records carry provenance too"

@@ -208,8 +208,21 @@ pub fn median_rounds(records: &[Record]) -> Vec<Record> {
     for r in records {
         let same = |g: &&mut Vec<&Record>| {
             let f = g[0];
-            (&f.index, &f.workload, &f.distribution, &f.mode, f.threads)
-                == (&r.index, &r.workload, &r.distribution, &r.mode, r.threads)
+            (
+                &f.index,
+                &f.workload,
+                &f.distribution,
+                &f.mode,
+                f.threads,
+                f.batch,
+            ) == (
+                &r.index,
+                &r.workload,
+                &r.distribution,
+                &r.mode,
+                r.threads,
+                r.batch,
+            )
         };
         match groups.iter_mut().find(|g| same(g)) {
             Some(g) => g.push(r),
@@ -238,6 +251,7 @@ mod tests {
             distribution: "uniform".into(),
             mode: "independent".into(),
             threads: 1,
+            batch: 1,
             ops: 10,
             seconds: 10.0 / mops / 1e6,
             mops,

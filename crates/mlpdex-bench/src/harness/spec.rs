@@ -35,6 +35,8 @@ pub struct RunSpec {
     pub dram_ns: Option<f64>,
     /// Time every `sample_every`-th operation for latency percentiles (a power of two; 0: off).
     pub sample_every: usize,
+    /// Reads and lower bounds go to the index in groups of up to this many (1: one by one).
+    pub batch: usize,
 }
 
 impl RunSpec {
@@ -51,6 +53,7 @@ impl RunSpec {
             rounds: self.rounds.max(1),
             only_round: round,
             sample_every: self.sample_every,
+            batch: self.batch,
         }
     }
 
@@ -67,6 +70,10 @@ impl RunSpec {
         );
         anyhow::ensure!(self.keys > 0, "--keys must be at least 1");
         anyhow::ensure!(self.rounds > 0, "--repeat must be at least 1");
+        anyhow::ensure!(
+            self.batch > 0,
+            "--batch must be at least 1 (1: one operation at a time)"
+        );
         anyhow::ensure!(
             self.sample_every == 0 || self.sample_every.is_power_of_two(),
             "--sample-every must be a power of two (or 0 to turn latency sampling off), not {}",
@@ -126,6 +133,7 @@ mod tests {
             rounds: 3,
             dram_ns: Some(286.5),
             sample_every: 32,
+            batch: 16,
         }
     }
 
@@ -180,6 +188,10 @@ mod tests {
             },
             RunSpec {
                 sample_every: 24,
+                ..sample()
+            },
+            RunSpec {
+                batch: 0,
                 ..sample()
             },
         ] {

@@ -38,6 +38,21 @@ impl BenchIndex for FstIndex {
         self.0.lower_bound_value(Bound::Included(key))
     }
 
+    fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>]) {
+        self.0.get_batch(keys, out);
+    }
+
+    fn lower_bound_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>]) {
+        // Bounds built on the stack, 64 at a time: no allocation while timing.
+        let mut bounds = [Bound::Unbounded; 64];
+        for (ks, os) in keys.chunks(64).zip(out.chunks_mut(64)) {
+            for (b, k) in bounds.iter_mut().zip(ks) {
+                *b = Bound::Included(*k);
+            }
+            self.0.lower_bound_value_batch(&bounds[..ks.len()], os);
+        }
+    }
+
     #[inline]
     fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
         let mut c = self.0.cursor((Bound::Included(start), Bound::Unbounded));
