@@ -45,6 +45,11 @@
 //!   its time in dependent DRAM accesses.
 //! - `B/key` is everything the index owns divided by the keys loaded; `ovh B/key` subtracts the
 //!   raw key and 8-byte value.
+//! - `p50 ns` and `p99 ns` (and `p999_ns`, `max_ns` in the JSON) are percentiles of operations
+//!   timed one by one, every `--sample-every`-th (see [`exec::Latency`]).
+//! - `batch` above 1 (`--batch N`): reads and lower bounds went to the index in groups of N.
+//! - Every JSON record carries its [`provenance::Provenance`]: commit and dirty flag, date,
+//!   host, CPU, cores, huge pages, seed, round and the command line.
 
 pub mod adapter;
 pub mod alloc;
