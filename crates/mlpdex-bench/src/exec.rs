@@ -923,12 +923,13 @@ pub fn time_shared<I: BenchIndex>(
 
 /// Latency percentiles of one measurement, from individually timed operations.
 ///
-/// Every `--sample-every`-th operation (32 by default) is timed with two clock reads around it.
+/// Every `--sample-every`-th operation (64 by default) is timed with two clock reads around it.
 /// In `dependent` mode that is the operation's latency. In `independent` mode neighbouring
 /// operations overlap in the CPU, so a sample is the time the operation occupied the loop
 /// (throughput's view of it), and the tail shows stalls: cache misses that did not overlap,
-/// resizes, page faults. The clock costs ~20 ns per sample, about 1 ns per operation at the
-/// default interval.
+/// resizes, page faults. A sample costs 50–85 ns on the development machine (two clock reads,
+/// and the overlap they interrupt), under 1.5 ns per operation at the default interval: within
+/// 2% of throughput for cache-resident operations of 40 ns, under 1% at DRAM latencies.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Latency {
     /// Median.

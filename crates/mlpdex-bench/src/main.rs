@@ -123,7 +123,7 @@ struct RunArgs {
     repeat: usize,
     /// Time every N-th operation on its own for latency percentiles (p50, p99, p99.9, max); a
     /// power of two, 0 to turn sampling off.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 64)]
     sample_every: usize,
     /// Send reads and lower bounds to each index in groups of up to N (indexes with a batched
     /// lookup overlap the group's cache misses; the others loop over it); 1 runs them one by one.
