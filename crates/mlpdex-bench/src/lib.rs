@@ -66,5 +66,6 @@ pub mod provenance;
 pub mod record;
 pub mod registry;
 pub mod report;
+pub mod suite;
 pub mod table;
 pub mod workload;

@@ -40,6 +40,9 @@ enum Command {
     /// Measure HOPE encoders (memory-efficient-search-trees.txt ch. 6): compression rate,
     /// encoding speed and dictionary size per scheme and dictionary size limit.
     Hope(HopeArgs),
+    /// Run a declarative suite (`bench/suites/NAME.toml`) and write `docs/results/NAME.json`
+    /// and `docs/results/NAME.md`.
+    Suite(SuiteArgs),
     /// Internal: serve one index for `run`, reading the experiment from stdin (the parent
     /// starts one child per index and round; see the harness module).
     #[command(hide = true)]
@@ -129,6 +132,24 @@ struct RunArgs {
     /// lookup overlap the group's cache misses; the others loop over it); 1 runs them one by one.
     #[arg(long, default_value_t = 1)]
     batch: usize,
+}
+
+#[derive(clap::Args, Debug)]
+struct SuiteArgs {
+    /// The suite's name: the file `<dir>/<name>.toml`.
+    name: String,
+    /// Directory of the suite files.
+    #[arg(long, default_value = "bench/suites")]
+    dir: PathBuf,
+    /// Directory the results go to (`<name>.json`, replaced, and `<name>.md`).
+    #[arg(long, default_value = "docs/results")]
+    out: PathBuf,
+    /// Measure DRAM latency again instead of using the cached figure.
+    #[arg(long)]
+    reprobe: bool,
+    /// Do not probe DRAM latency; report no round-trip figures.
+    #[arg(long)]
+    no_probe: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -245,6 +266,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Run(args) => run(args),
         Command::Child => harness::child::serve(),
+        Command::Suite(args) => run_suite(args),
         Command::List => {
             list();
             Ok(())
@@ -320,27 +342,7 @@ fn run(args: RunArgs) -> Result<()> {
         dram_ns.map_or("not probed".to_string(), |d| format!("{d:.0} ns"))
     );
     let exe = std::env::current_exe().context("locating this executable to run children")?;
-    let outcome = harness::parent::run(&spec, &exe, exec::progress_wanted())?;
-    if outcome.rounds.is_empty() {
-        bail!(
-            "nothing was measured: every index was skipped ({})",
-            outcome.skipped.join("; ")
-        );
-    }
-    let mut all = harness::parent::median_rounds(&outcome.rounds);
-    // Rows in the order the indexes were asked for (measurement order rotates), groups as run.
-    let position = |name: &str| spec.indexes.iter().position(|e| e == name);
-    let mut groups: Vec<(String, String, u32)> = Vec::new();
-    for r in &all {
-        let g = (r.workload.clone(), r.mode.clone(), r.threads);
-        if !groups.contains(&g) {
-            groups.push(g);
-        }
-    }
-    all.sort_by_key(|r| {
-        let g = (r.workload.clone(), r.mode.clone(), r.threads);
-        (groups.iter().position(|x| *x == g), position(&r.index))
-    });
+    let all = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
     if let Some(path) = &args.json {
         table::append_json(path, &all)?;
     }
@@ -353,6 +355,46 @@ fn run(args: RunArgs) -> Result<()> {
         dram_ns.map_or("not probed".into(), |d| format!("{d:.0} ns"))
     );
     print!("{}", table::format_table(&all));
+    Ok(())
+}
+
+/// `suite`: every experiment of the suite on the engine, the records to `<out>/<name>.json`
+/// (replacing it), the tables to `<out>/<name>.md`.
+fn run_suite(args: SuiteArgs) -> Result<()> {
+    let suite = mlpdex_bench::suite::load(&args.dir, &args.name)?;
+    let dram_ns = if args.no_probe {
+        None
+    } else {
+        Some(probe::dram_latency_ns(args.reprobe)?)
+    };
+    let exe = std::env::current_exe().context("locating this executable to run children")?;
+    let mut all = Vec::new();
+    for (i, e) in suite.experiments.iter().enumerate() {
+        let spec = e.spec(dram_ns)?;
+        eprintln!(
+            "suite {}: experiment {}/{}: {} on {} ({} keys)",
+            args.name,
+            i + 1,
+            suite.experiments.len(),
+            spec.indexes.join(","),
+            spec.dataset,
+            spec.keys
+        );
+        let rows = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
+        print!("{}", table::format_table(&rows));
+        all.extend(rows);
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let json = args.out.join(format!("{}.json", args.name));
+    if json.exists() {
+        std::fs::remove_file(&json).with_context(|| format!("replacing {}", json.display()))?;
+    }
+    table::append_json(&json, &all)?;
+    let md_path = args.out.join(format!("{}.md", args.name));
+    let md = markdown::render(&json, None, &suite.title)?;
+    std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
+    println!("{}\n{}", json.display(), md_path.display());
     Ok(())
 }
 

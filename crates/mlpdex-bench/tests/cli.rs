@@ -360,3 +360,75 @@ fn encoded_indexes_and_the_hope_sweep_report_hope_fields() {
     assert!(out.status.success(), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("surf-real-8+double-char"));
 }
+
+#[test]
+fn a_suite_runs_its_experiments_and_writes_json_and_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let suites = dir.path().join("suites");
+    std::fs::create_dir(&suites).unwrap();
+    std::fs::write(
+        suites.join("tiny.toml"),
+        r#"
+title = "Tiny suite"
+[[experiment]]
+indexes = ["btreemap", "fst"]
+keys = 2000
+ops = 1000
+workloads = ["c"]
+modes = ["independent"]
+rounds = 1
+[[experiment]]
+indexes = "btreemap"
+dataset = "email"
+keys = 2000
+ops = 1000
+workloads = ["load", "lower-bound"]
+modes = ["dependent"]
+rounds = 2
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("results");
+    let run = |name: &str| {
+        bench()
+            .args(["suite", name, "--no-probe"])
+            .arg("--dir")
+            .arg(&suites)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let o = run("tiny");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let json = std::fs::read_to_string(out.join("tiny.json")).unwrap();
+    let records: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Experiment 1: 2 indexes x c; experiment 2: load and lower-bound.
+    assert_eq!(records.len(), 4, "{json}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["dataset"] == "email" && r["workload"] == "lower-bound")
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| r["provenance"]["commit"].is_string())
+    );
+    let md = std::fs::read_to_string(out.join("tiny.md")).unwrap();
+    assert!(md.starts_with("# Tiny suite"), "{md}");
+    assert!(md.contains("`fst`") && md.contains("email"), "{md}");
+    // Running it again replaces the records rather than appending.
+    assert!(run("tiny").status.success());
+    let again = std::fs::read_to_string(out.join("tiny.json")).unwrap();
+    assert_eq!(again.lines().count(), 4);
+    // An unknown suite names the ones there are.
+    let o = run("tinny");
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("tiny"), "{stderr}");
+}

@@ -201,6 +201,35 @@ pub fn run(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Outcome> {
     Ok(out)
 }
 
+/// Runs `spec` and returns the median round of every measurement: rows in the order the
+/// indexes were asked for (measurement order rotates), groups in the order they ran. A run that
+/// measured nothing is an error naming why each index was skipped.
+pub fn measure(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Vec<Record>> {
+    let outcome = run(spec, exe, progress)?;
+    if outcome.rounds.is_empty() {
+        bail!(
+            "nothing was measured: every index was skipped ({})",
+            outcome.skipped.join("; ")
+        );
+    }
+    let mut all = median_rounds(&outcome.rounds);
+    let position = |name: &str| spec.indexes.iter().position(|e| e == name);
+    let group = |r: &Record| (r.workload.clone(), r.mode.clone(), r.threads, r.batch);
+    let mut groups = Vec::new();
+    for r in &all {
+        if !groups.contains(&group(r)) {
+            groups.push(group(r));
+        }
+    }
+    all.sort_by_key(|r| {
+        (
+            groups.iter().position(|g| *g == group(r)),
+            position(&r.index),
+        )
+    });
+    Ok(all)
+}
+
 /// For each measurement (index, workload, distribution, mode, threads), the record of the
 /// median round by throughput (the lower middle one for an even count), in first-seen order.
 pub fn median_rounds(records: &[Record]) -> Vec<Record> {
