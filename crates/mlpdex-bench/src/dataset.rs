@@ -28,24 +28,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::keys::Keys;
-use crate::workload::{Zipf, below, unit_f64};
-
-/// XXH3-64 of `bytes` under `seed`: the bench's seeded hash for deriving generator seeds and
-/// deduplicating keys.
-#[inline]
-pub fn hash_bytes(bytes: &[u8], seed: u64) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(bytes, seed)
-}
-
-/// A full-avalanche 64-bit mix of `x` under `seed` (the splitmix64 finaliser), for scrambling
-/// item and user numbers into identifiers.
-#[inline]
-pub fn hash_u64(x: u64, seed: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15 ^ seed.wrapping_mul(0xD6E8_FEB8_6659_FD93));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use crate::random::{Zipf, below, hash_bytes, hash_u64, shuffle, unit_f64};
 
 /// A key set to benchmark on.
 #[derive(Clone, Debug)]
@@ -595,14 +578,6 @@ impl AzGen {
 
 // ---------------------------------------------------------------------------------------------
 // Files
-
-/// Shuffles `v` in place (Fisher–Yates).
-fn shuffle<T>(v: &mut [T], rng: &mut Xoshiro256PlusPlus) {
-    for i in (1..v.len()).rev() {
-        let j = below(rng, i as u64 + 1) as usize;
-        v.swap(i, j);
-    }
-}
 
 /// How many of `m` distinct file keys go to the load set when `n` are asked for.
 fn load_count(spec: &str, m: usize, n: usize) -> usize {

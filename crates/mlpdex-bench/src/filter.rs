@@ -71,8 +71,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::dataset::Dataset;
 use crate::keys::Keys;
+use crate::random::below;
 use crate::record::Record;
-use crate::workload::below;
 
 /// Every filter name pattern with a one-line description, for `mlpdex-bench list`.
 pub const FILTERS: &[(&str, &str)] = &[

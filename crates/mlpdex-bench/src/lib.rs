@@ -63,6 +63,7 @@ pub mod markdown;
 pub mod ours;
 pub mod probe;
 pub mod provenance;
+pub mod random;
 pub mod record;
 pub mod registry;
 pub mod report;

@@ -39,13 +39,13 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::dataset::hash_bytes;
 use anyhow::{Result, bail, ensure};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::dataset::Dataset;
 use crate::keys::Keys;
+use crate::random::{ZIPF_THETA, Zipf, below, hash_bytes, unit_f64};
 
 /// A named operation stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,101 +280,8 @@ impl Fresh {
     }
 }
 
-/// θ of YCSB's zipfian distribution (its `ZIPFIAN_CONSTANT`).
-pub const ZIPF_THETA: f64 = 0.99;
-
 /// Share of `lower_bound` keys taken from the load set (MLP paper §4.4: about 15% present).
 const LOWER_BOUND_PRESENT: f64 = 0.15;
-
-/// YCSB's zipfian generator (Gray et al., "Quickly generating billion-record synthetic
-/// databases", SIGMOD 1994): rank `i` in `0..n` is drawn with probability proportional to
-/// `1 / (i + 1)^θ`.
-///
-/// Construction computes `zeta(n, θ) = Σ 1/i^θ` once, in O(n); sampling is O(1), one uniform
-/// number and one `powf`. The method is Gray's closed-form approximation, the one YCSB uses:
-/// ranks 0 and 1 get their exact probability, larger ranks follow the continuous approximation.
-#[derive(Clone, Debug)]
-pub struct Zipf {
-    n: u64,
-    theta: f64,
-    /// `1 / (1 - θ)`.
-    alpha: f64,
-    /// `zeta(n, θ)`.
-    zetan: f64,
-    /// Gray's `eta = (1 - (2/n)^(1-θ)) / (1 - zeta(2, θ) / zeta(n, θ))`.
-    eta: f64,
-    /// `1 + 0.5^θ`: below this (scaled) a draw is rank 1.
-    rank1_bound: f64,
-}
-
-impl Zipf {
-    /// A generator over ranks `0..n`, rank 0 the most popular, with exponent `theta`.
-    ///
-    /// Panics when `n == 0` or `theta` is not in `(0, 1)` (caller bugs: the closed form needs
-    /// `θ < 1`, and YCSB's default is [`ZIPF_THETA`]).
-    pub fn new(n: u64, theta: f64) -> Zipf {
-        assert!(n > 0, "Zipf over an empty range");
-        assert!(
-            theta > 0.0 && theta < 1.0,
-            "Zipf theta must be in (0, 1), got {theta}"
-        );
-        let zetan = zeta(n, theta);
-        let zeta2 = zeta(2, theta);
-        let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-        Zipf {
-            n,
-            theta,
-            alpha: 1.0 / (1.0 - theta),
-            zetan,
-            eta,
-            rank1_bound: 1.0 + 0.5f64.powf(theta),
-        }
-    }
-
-    /// Number of ranks.
-    pub fn n(&self) -> u64 {
-        self.n
-    }
-
-    /// The exponent θ.
-    pub fn theta(&self) -> f64 {
-        self.theta
-    }
-
-    /// Draws a rank in `0..n`; 0 is the most popular.
-    #[inline]
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
-        let u = unit_f64(rng);
-        let uz = u * self.zetan;
-        if uz < 1.0 {
-            return 0;
-        }
-        if uz < self.rank1_bound {
-            return 1.min(self.n - 1);
-        }
-        let r = (self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64;
-        r.min(self.n - 1)
-    }
-}
-
-/// `Σ_{i=1..n} 1 / i^θ`.
-fn zeta(n: u64, theta: f64) -> f64 {
-    (1..=n).map(|i| (i as f64).powf(-theta)).sum()
-}
-
-/// A uniform integer in `0..n` (`n > 0`), by Lemire's multiply-shift. The bias, at most
-/// `n / 2^64`, is far below anything a benchmark can see, and there is no rejection loop.
-#[inline]
-pub(crate) fn below<R: Rng + ?Sized>(rng: &mut R, n: u64) -> u64 {
-    debug_assert!(n > 0);
-    ((rng.next_u64() as u128 * n as u128) >> 64) as u64
-}
-
-/// A uniform float in `[0, 1)` with 53 random bits.
-#[inline]
-pub(crate) fn unit_f64<R: Rng + ?Sized>(rng: &mut R) -> f64 {
-    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
 
 /// Chooses an index into a key source of a fixed size by a [`Distribution`].
 enum Picker {
@@ -749,48 +656,6 @@ mod tests {
                 .all(|op| op.kind == OpKind::Scan && op.len == 7)
         );
         assert!(ops.keys.iter().all(|k| load.contains(k)));
-    }
-
-    #[test]
-    fn zipf_skew() {
-        let n = 1_000_000u64;
-        let zipf = Zipf::new(n, ZIPF_THETA);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
-        let samples = 1_000_000;
-        let mut counts = vec![0u32; n as usize];
-        for _ in 0..samples {
-            counts[zipf.sample(&mut rng) as usize] += 1;
-        }
-        let max = counts.iter().copied().max().unwrap();
-        assert_eq!(counts[0], max, "rank 0 must be the most popular");
-        assert!(counts[0] > counts[1] && counts[1] > counts[10]);
-        let top: u32 = counts[..(n / 100) as usize].iter().sum();
-        let top_share = top as f64 / samples as f64;
-        assert!(top_share > 0.5, "top 1% of ranks got {top_share}");
-
-        let mut counts = vec![0u32; n as usize];
-        for _ in 0..samples {
-            counts[below(&mut rng, n) as usize] += 1;
-        }
-        let top: u32 = counts[..(n / 100) as usize].iter().sum();
-        let top_share = top as f64 / samples as f64;
-        assert!(
-            (top_share - 0.01).abs() < 0.001,
-            "uniform top 1%: {top_share}"
-        );
-    }
-
-    #[test]
-    fn zipf_small_ranges() {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        for n in 1..5u64 {
-            let z = Zipf::new(n, ZIPF_THETA);
-            let mut seen = vec![false; n as usize];
-            for _ in 0..10_000 {
-                seen[z.sample(&mut rng) as usize] = true;
-            }
-            assert!(seen.iter().all(|&s| s), "n = {n}: {seen:?}");
-        }
     }
 
     #[test]
