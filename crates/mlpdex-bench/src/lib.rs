@@ -7,8 +7,9 @@
 //!
 //! # How a run goes
 //!
-//! 1. [`probe::dram_latency_ns`] gives the latency of one dependent DRAM access (cached after
-//!    the first probe), the unit of the `dram_rt_per_op` column.
+//! 1. [`probe::dram_figure`] gives the latency of one dependent DRAM access, the unit of the
+//!    `dram_rt_per_op` column: cached for a day on the same machine and kernel, and said to be
+//!    cached or probed now, and under what load.
 //! 2. [`dataset::load`] builds the load set and a reserve of further keys.
 //! 3. [`harness::parent::run`] takes the experiment, a [`harness::spec::RunSpec`]. Every round,
 //!    each index is loaded in a fresh child process of its own (`mlpdex-bench child`), which gets

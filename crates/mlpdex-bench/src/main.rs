@@ -321,11 +321,12 @@ fn run(args: RunArgs) -> Result<()> {
         None => args.index.clone(),
     };
     let indexes = registry::resolve(&list).map_err(anyhow::Error::msg)?;
-    let dram_ns = if args.no_probe {
+    let dram = if args.no_probe {
         None
     } else {
-        Some(probe::dram_latency_ns(args.reprobe)?)
+        Some(probe::dram_figure(args.reprobe)?)
     };
+    let dram_ns = dram.as_ref().map(|d| d.ns);
     let spec = run_spec(
         &args,
         indexes.iter().map(|e| e.name.to_string()).collect(),
@@ -339,7 +340,8 @@ fn run(args: RunArgs) -> Result<()> {
         } else {
             "off"
         },
-        dram_ns.map_or("not probed".to_string(), |d| format!("{d:.0} ns"))
+        dram.as_ref()
+            .map_or("not probed".to_string(), |d| d.describe())
     );
     let exe = std::env::current_exe().context("locating this executable to run children")?;
     let all = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
@@ -352,7 +354,7 @@ fn run(args: RunArgs) -> Result<()> {
         args.dataset,
         spec.distribution,
         spec.rounds,
-        dram_ns.map_or("not probed".into(), |d| format!("{d:.0} ns"))
+        dram.as_ref().map_or("not probed".into(), |d| d.describe())
     );
     print!("{}", table::format_table(&all));
     Ok(())
@@ -362,11 +364,18 @@ fn run(args: RunArgs) -> Result<()> {
 /// (replacing it), the tables to `<out>/<name>.md`.
 fn run_suite(args: SuiteArgs) -> Result<()> {
     let suite = mlpdex_bench::suite::load(&args.dir, &args.name)?;
-    let dram_ns = if args.no_probe {
+    let dram = if args.no_probe {
         None
     } else {
-        Some(probe::dram_latency_ns(args.reprobe)?)
+        Some(probe::dram_figure(args.reprobe)?)
     };
+    eprintln!(
+        "suite {}: DRAM latency {}",
+        args.name,
+        dram.as_ref()
+            .map_or("not probed".to_string(), |d| d.describe())
+    );
+    let dram_ns = dram.as_ref().map(|d| d.ns);
     let exe = std::env::current_exe().context("locating this executable to run children")?;
     let mut all = Vec::new();
     for (i, e) in suite.experiments.iter().enumerate() {
@@ -619,12 +628,21 @@ fn mlp_probe(args: ProbeArgs) -> Result<()> {
         ..probe::ProbeConfig::default()
     };
     cfg.ks.retain(|&k| k <= args.max_k);
-    let r = probe::run_probe(&cfg)?;
-    print!("{}", probe::format_probe(&r));
-    if cfg.huge_pages {
+    let c = probe::measure(&cfg)?;
+    print!("{}", probe::format_probe(&c.result));
+    let figure = probe::DramFigure::probed(&c);
+    if let Some(w) = figure.warning() {
+        eprintln!("{w}");
+    }
+    if probe::matches_quick_probe(&c.result) {
         let path = probe::cache_path();
-        probe::save(&r, &path)?;
-        eprintln!("DRAM latency cached in {}", path.display());
+        probe::save(&c, &path)?;
+        eprintln!("DRAM latency {figure} cached in {}", path.display());
+    } else {
+        eprintln!(
+            "DRAM latency not cached: `run` measures in units of the latency on a 4 GiB \
+             huge-page array (the default --size, with huge pages)"
+        );
     }
     Ok(())
 }

@@ -20,17 +20,22 @@
 //! therefore an anonymous mapping of its own with `MADV_HUGEPAGE`, and the result records how
 //! much of the process's anonymous memory the kernel really backed with huge pages.
 //!
-//! The result is cached as JSON (see [`cache_path`]) so that benchmark runs need not re-probe.
+//! The result is cached as JSON (see [`cache_path`]) so that benchmark runs need not re-probe,
+//! stamped with when, on which machine and under what load it was measured: a figure more than a
+//! day old, from another machine or kernel, or probed under load while the machine is quiet now
+//! is probed again ([`decide`]), and every figure says where it comes from ([`DramFigure`]).
 
 use std::ffi::OsString;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use rand::{Rng as _, SeedableRng as _};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
+
+use crate::provenance::rfc3339_utc;
 
 /// Bytes in one cache line; the array is addressed in whole lines.
 const LINE: usize = 64;
@@ -457,14 +462,157 @@ pub fn cache_path() -> PathBuf {
     )
 }
 
-/// Writes `r` as JSON to `path`, creating parent directories. The file is written under a
+/// How old a cached figure may be before `run` probes again: a day. Over days the kernel, the
+/// hypervisor's placement of the VM and its neighbours change, and with them the latency.
+pub const MAX_AGE_SECS: u64 = 86_400;
+
+/// How far in the future a cache's date may lie (a clock adjusted back) before it is not trusted.
+const FUTURE_SLACK_SECS: u64 = 300;
+
+/// The machine a probe ran on. A cached figure from another host, CPU model or kernel is not
+/// reused; the core count says what load average means "busy" there.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct HostFacts {
+    /// Host name (`/proc/sys/kernel/hostname`); `unknown` where unavailable.
+    pub hostname: String,
+    /// CPU model, as `/proc/cpuinfo` names it; `unknown` where unavailable.
+    pub cpu: String,
+    /// Kernel release, as `uname -r` prints it (`/proc/sys/kernel/osrelease`); `unknown` where
+    /// unavailable.
+    pub kernel: String,
+    /// CPUs available to the process; 0 where unknown.
+    pub cores: u32,
+}
+
+impl HostFacts {
+    /// The facts of the machine this process runs on.
+    pub fn current() -> HostFacts {
+        let read = |path| read_trimmed(path).unwrap_or_else(|| "unknown".to_owned());
+        HostFacts {
+            hostname: read("/proc/sys/kernel/hostname"),
+            cpu: crate::provenance::cpu_model().unwrap_or_else(|| "unknown".to_owned()),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            cores: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+        }
+    }
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let t = s.trim();
+    (!t.is_empty()).then(|| t.to_owned())
+}
+
+/// The 1-minute load average (the first field of `/proc/loadavg`), where the OS reports it.
+pub fn loadavg() -> Option<f64> {
+    parse_loadavg(&std::fs::read_to_string("/proc/loadavg").ok()?)
+}
+
+fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .filter(|l: &f64| l.is_finite() && *l >= 0.0)
+}
+
+/// Whether a 1-minute load average of `load` on `cores` CPUs means other processes were busy:
+/// `load >= cores / 2`. A latency probed then is inflated (one run measured 803 ns under load
+/// against 286 ns on the quiet machine): the probe's misses queue behind theirs at the memory
+/// controller, and the hypervisor may deschedule the probe's virtual CPU.
+pub fn is_busy(load: f64, cores: u32) -> bool {
+    load >= f64::from(cores.max(1)) / 2.0
+}
+
+/// The 1-minute load average at the start and at the end of a probe.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct LoadAvg {
+    /// Before the probe: the load of the other processes alone.
+    pub start: f64,
+    /// After the probe; it includes the probe's own thread for the seconds it ran (a few
+    /// seconds of one busy thread add about 0.1).
+    pub end: f64,
+}
+
+impl LoadAvg {
+    /// The larger of the two: what a figure is judged by.
+    pub fn worst(self) -> f64 {
+        self.start.max(self.end)
+    }
+}
+
+/// A probe result with when, where and under what load it was measured: what the cache file
+/// holds (the result's fields, then these).
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct Cached {
+    /// The measurement.
+    #[serde(flatten)]
+    pub result: ProbeResult,
+    /// When the probe started, in seconds since the Unix epoch.
+    pub measured_at: u64,
+    /// The same instant as an RFC 3339 UTC timestamp, for people reading the file.
+    pub measured_at_utc: String,
+    /// The load average around the probe; `None` where the OS does not report it.
+    pub loadavg: Option<LoadAvg>,
+    /// The machine it ran on.
+    pub host: HostFacts,
+}
+
+/// This machine at this moment: what a cached figure is checked against, and what a new probe
+/// is stamped with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Here {
+    /// The machine.
+    pub host: HostFacts,
+    /// Seconds since the Unix epoch.
+    pub now: u64,
+    /// The 1-minute load average now; `None` where the OS does not report it.
+    pub loadavg: Option<f64>,
+}
+
+impl Here {
+    /// This machine now.
+    pub fn current() -> Here {
+        Here {
+            host: HostFacts::current(),
+            now: std::time::SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            loadavg: loadavg(),
+        }
+    }
+}
+
+/// Runs the probe as configured and stamps the result with the time, the load average before and
+/// after, and the machine.
+pub fn measure(cfg: &ProbeConfig) -> anyhow::Result<Cached> {
+    measure_at(cfg, &Here::current())
+}
+
+/// [`measure`], with the start's facts given (`here` must be read just before).
+fn measure_at(cfg: &ProbeConfig, here: &Here) -> anyhow::Result<Cached> {
+    let result = run_probe(cfg)?;
+    let loadavg = here
+        .loadavg
+        .zip(loadavg())
+        .map(|(start, end)| LoadAvg { start, end });
+    Ok(Cached {
+        result,
+        measured_at: here.now,
+        measured_at_utc: rfc3339_utc(UNIX_EPOCH + Duration::from_secs(here.now)),
+        loadavg,
+        host: here.host.clone(),
+    })
+}
+
+/// Writes `c` as JSON to `path`, creating parent directories. The file is written under a
 /// temporary name and renamed, so a concurrent reader never sees half a file.
-pub fn save(r: &ProbeResult, path: &Path) -> anyhow::Result<()> {
+pub fn save(c: &Cached, path: &Path) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating probe cache directory {}", dir.display()))?;
     }
-    let json = serde_json::to_string_pretty(r)?;
+    let json = serde_json::to_string_pretty(c)?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
@@ -476,13 +624,262 @@ pub fn save(r: &ProbeResult, path: &Path) -> anyhow::Result<()> {
     })
 }
 
-/// Reads a cached probe result; `None` if the file is missing, unreadable or not a result.
-pub fn load(path: &Path) -> Option<ProbeResult> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(&text).ok()
+/// Why a cached figure is not used, and the DRAM latency probed again.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stale {
+    /// A new probe was asked for (`--reprobe`).
+    Asked,
+    /// There is no cache file.
+    Missing,
+    /// The file cannot be read or holds no probe result; the reason.
+    Unreadable(String),
+    /// A result without its date, load and machine: written before they were recorded.
+    NoFacts,
+    /// The cached latency is not a positive number.
+    BadFigure,
+    /// Measured more than [`MAX_AGE_SECS`] ago.
+    Old {
+        /// Seconds since it was measured.
+        age_secs: u64,
+    },
+    /// Dated after now: the clock went back, so its age is unknown.
+    Future {
+        /// Seconds by which its date lies ahead.
+        ahead_secs: u64,
+    },
+    /// Measured on another host.
+    OtherHost {
+        /// The cache's host name.
+        then: String,
+        /// This host's name.
+        now: String,
+    },
+    /// Measured on another CPU model.
+    OtherCpu {
+        /// The cache's CPU model.
+        then: String,
+        /// This machine's CPU model.
+        now: String,
+    },
+    /// Measured under another kernel release.
+    OtherKernel {
+        /// The cache's kernel release.
+        then: String,
+        /// This kernel's release.
+        now: String,
+    },
+    /// Measured while other processes were busy (see [`is_busy`]), and the machine is quiet now.
+    BusyThen {
+        /// The load average then ([`LoadAvg::worst`]).
+        load: f64,
+        /// The cores then.
+        cores: u32,
+    },
 }
 
-/// The configuration of the quick probe behind [`dram_latency_ns`]: `K = 1` only, on the same
+impl fmt::Display for Stale {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stale::Asked => write!(f, "a new probe was asked for"),
+            Stale::Missing => write!(f, "nothing cached yet"),
+            Stale::Unreadable(why) => write!(f, "unreadable ({why})"),
+            Stale::NoFacts => write!(
+                f,
+                "an older format that does not say when, where and under what load it was measured"
+            ),
+            Stale::BadFigure => write!(f, "the cached latency is not a positive number"),
+            Stale::Old { age_secs } => {
+                write!(f, "measured {} ago, more than a day", human_age(*age_secs))
+            }
+            Stale::Future { ahead_secs } => write!(
+                f,
+                "dated {} in the future (the clock changed)",
+                human_age(*ahead_secs)
+            ),
+            Stale::OtherHost { then, now } => {
+                write!(f, "measured on host {then:?}, this is {now:?}")
+            }
+            Stale::OtherCpu { then, now } => write!(f, "measured on a {then}, this is a {now}"),
+            Stale::OtherKernel { then, now } => {
+                write!(f, "measured under kernel {then}, this is {now}")
+            }
+            Stale::BusyThen { load, cores } => write!(
+                f,
+                "measured at load {load:.2} on {cores} cores (inflated), and the machine is quiet now"
+            ),
+        }
+    }
+}
+
+/// What to do with a cached figure.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// It is recent, from this machine and kernel: use it.
+    Use,
+    /// Probe again, for this reason.
+    Reprobe(Stale),
+}
+
+/// Whether the figure `cached` still holds `here`: it is used when it is a positive number, at
+/// most [`MAX_AGE_SECS`] old, from the same host name, CPU model and kernel release, and not
+/// measured under load while the machine is quiet now.
+pub fn decide(cached: &Cached, here: &Here) -> Decision {
+    let then = &cached.host;
+    let stale = if !(cached.result.latency_ns.is_finite() && cached.result.latency_ns > 0.0) {
+        Stale::BadFigure
+    } else if cached.measured_at > here.now + FUTURE_SLACK_SECS {
+        Stale::Future {
+            ahead_secs: cached.measured_at - here.now,
+        }
+    } else if here.now.saturating_sub(cached.measured_at) > MAX_AGE_SECS {
+        Stale::Old {
+            age_secs: here.now - cached.measured_at,
+        }
+    } else if then.hostname != here.host.hostname {
+        Stale::OtherHost {
+            then: then.hostname.clone(),
+            now: here.host.hostname.clone(),
+        }
+    } else if then.cpu != here.host.cpu {
+        Stale::OtherCpu {
+            then: then.cpu.clone(),
+            now: here.host.cpu.clone(),
+        }
+    } else if then.kernel != here.host.kernel {
+        Stale::OtherKernel {
+            then: then.kernel.clone(),
+            now: here.host.kernel.clone(),
+        }
+    } else {
+        let busy_then = cached
+            .loadavg
+            .map(LoadAvg::worst)
+            .filter(|&l| is_busy(l, then.cores));
+        let quiet_now = here.loadavg.is_some_and(|l| !is_busy(l, here.host.cores));
+        match busy_then {
+            Some(load) if quiet_now => Stale::BusyThen {
+                load,
+                cores: then.cores,
+            },
+            _ => return Decision::Use,
+        }
+    };
+    Decision::Reprobe(stale)
+}
+
+/// Reads the cache at `path`; the error says why there is no usable result in it. Whether the
+/// result still holds is [`decide`]'s question.
+pub fn load(path: &Path) -> Result<Cached, Stale> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Stale::Missing),
+        Err(e) => return Err(Stale::Unreadable(e.to_string())),
+    };
+    serde_json::from_str::<Cached>(&text).map_err(|e| {
+        if serde_json::from_str::<ProbeResult>(&text).is_ok() {
+            Stale::NoFacts
+        } else {
+            Stale::Unreadable(e.to_string())
+        }
+    })
+}
+
+/// Where a [`DramFigure`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DramSource {
+    /// Probed by this process, just now.
+    Probed,
+    /// Read from the cache.
+    Cached {
+        /// Seconds since it was probed.
+        age_secs: u64,
+    },
+}
+
+/// The latency of one dependent DRAM access, with where it comes from and the load it was
+/// measured under, so that a figure measured on a busy machine does not pass unnoticed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DramFigure {
+    /// Nanoseconds per dependent access.
+    pub ns: f64,
+    /// Probed now or cached.
+    pub source: DramSource,
+    /// The 1-minute load average while it was probed ([`LoadAvg::worst`]); `None` where
+    /// unknown.
+    pub loadavg: Option<f64>,
+    /// CPUs of the machine it was probed on (the scale of `loadavg`).
+    pub cores: u32,
+}
+
+impl DramFigure {
+    fn new(c: &Cached, source: DramSource) -> DramFigure {
+        DramFigure {
+            ns: c.result.latency_ns,
+            source,
+            loadavg: c.loadavg.map(LoadAvg::worst),
+            cores: c.host.cores,
+        }
+    }
+
+    /// The figure of `c`, just probed by this process.
+    pub fn probed(c: &Cached) -> DramFigure {
+        DramFigure::new(c, DramSource::Probed)
+    }
+
+    /// The figure and its source in a few words: `274 ns (probed now, load 0.10)` or
+    /// `274 ns (cached, probed 3 h ago at load 0.12)`.
+    pub fn describe(&self) -> String {
+        let load = self
+            .loadavg
+            .map_or_else(|| "unknown".to_owned(), |l| format!("{l:.2}"));
+        match self.source {
+            DramSource::Probed => format!("{:.0} ns (probed now, load {load})", self.ns),
+            DramSource::Cached { age_secs } => format!(
+                "{:.0} ns (cached, probed {} ago at load {load})",
+                self.ns,
+                human_age(age_secs)
+            ),
+        }
+    }
+
+    /// Whether other processes were busy while it was probed (see [`is_busy`]).
+    pub fn busy(&self) -> bool {
+        self.loadavg.is_some_and(|l| is_busy(l, self.cores))
+    }
+
+    /// A warning for stderr when the figure was probed on a busy machine, `None` otherwise.
+    pub fn warning(&self) -> Option<String> {
+        let load = self.loadavg.filter(|_| self.busy())?;
+        let when = match self.source {
+            DramSource::Probed => "just now".to_owned(),
+            DramSource::Cached { age_secs } => format!("{} ago", human_age(age_secs)),
+        };
+        Some(format!(
+            "warning: DRAM latency {:.0} ns was probed {when} at load {load:.2} on {} cores: \
+             other processes were busy, so it is likely inflated; --reprobe on a quiet machine \
+             measures it again",
+            self.ns, self.cores
+        ))
+    }
+}
+
+impl fmt::Display for DramFigure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// A duration in the largest unit that keeps it readable: `45 s`, `12 min`, `3 h`, `2 d`.
+fn human_age(secs: u64) -> String {
+    match secs {
+        0..90 => format!("{secs} s"),
+        90..5400 => format!("{} min", (secs + 30) / 60),
+        5400..172_800 => format!("{} h", (secs + 1800) / 3600),
+        _ => format!("{} d", (secs + 43_200) / 86_400),
+    }
+}
+
+/// The configuration of the quick probe behind [`dram_figure`]: `K = 1` only, on the same
 /// 4 GiB huge-page array as the full probe, a few seconds.
 ///
 /// The array size matters: on this project's machines (virtualised, nested paging) a 1 GiB array
@@ -497,32 +894,64 @@ fn quick_config() -> ProbeConfig {
     }
 }
 
-/// The latency of one dependent DRAM access in nanoseconds.
+/// Whether `r` measured what [`dram_figure`] measures (the same array size, on huge pages), so
+/// that caching it keeps the unit of `dram_rt_per_op` the same.
+pub fn matches_quick_probe(r: &ProbeResult) -> bool {
+    let q = quick_config();
+    r.huge_pages_requested == q.huge_pages && r.array_bytes == q.array_bytes
+}
+
+/// The latency of one dependent DRAM access, with its source.
 ///
-/// Unless `reprobe`, a valid cached result at [`cache_path`] answers at once. Otherwise a quick
-/// probe runs (`K = 1` only, a 4 GiB array, a few seconds), its result is saved to the cache, and
-/// a one-line note on stderr says so. Failing to save only warns: the measurement still stands.
-pub fn dram_latency_ns(reprobe: bool) -> anyhow::Result<f64> {
-    let path = cache_path();
-    if !reprobe {
-        let cached = load(&path).map(|r| r.latency_ns);
-        if let Some(ns) = cached.filter(|ns| ns.is_finite() && *ns > 0.0) {
-            return Ok(ns);
+/// Unless `reprobe`, a cached figure at [`cache_path`] answers at once if [`decide`] finds it
+/// still holds: at most a day old, from this host, CPU model and kernel, and not measured under
+/// load while the machine is quiet now. Otherwise (a stderr line says why) a quick probe runs
+/// (`K = 1` only, a 4 GiB array, a few seconds) and its result, stamped with the time, the load
+/// and the machine, replaces the cache. Failing to save only warns: the measurement still
+/// stands. A figure probed under load (see [`is_busy`]) gets a warning on stderr.
+pub fn dram_figure(reprobe: bool) -> anyhow::Result<DramFigure> {
+    figure_at(&cache_path(), reprobe, &Here::current(), &quick_config())
+}
+
+/// [`dram_figure`] with the cache, the machine, the moment and the probe given.
+fn figure_at(
+    path: &Path,
+    reprobe: bool,
+    here: &Here,
+    cfg: &ProbeConfig,
+) -> anyhow::Result<DramFigure> {
+    let stale = if reprobe {
+        Stale::Asked
+    } else {
+        match load(path) {
+            Ok(c) => match decide(&c, here) {
+                Decision::Use => {
+                    let age_secs = here.now.saturating_sub(c.measured_at);
+                    let figure = DramFigure::new(&c, DramSource::Cached { age_secs });
+                    if let Some(w) = figure.warning() {
+                        eprintln!("{w}");
+                    }
+                    return Ok(figure);
+                }
+                Decision::Reprobe(stale) => stale,
+            },
+            Err(stale) => stale,
         }
+    };
+    eprintln!(
+        "DRAM probe cache {}: {stale}; probing DRAM latency",
+        path.display()
+    );
+    let c = measure_at(cfg, here).context("probing DRAM latency")?;
+    let figure = DramFigure::new(&c, DramSource::Probed);
+    match save(&c, path) {
+        Ok(()) => eprintln!("probed DRAM latency: {figure}; cached"),
+        Err(e) => eprintln!("probed DRAM latency: {figure}; could not cache it: {e:#}"),
     }
-    let r = run_probe(&quick_config()).context("probing DRAM latency")?;
-    match save(&r, &path) {
-        Ok(()) => eprintln!(
-            "probed DRAM latency: {:.1} ns per access; cached in {}",
-            r.latency_ns,
-            path.display()
-        ),
-        Err(e) => eprintln!(
-            "probed DRAM latency: {:.1} ns per access; could not cache it: {e:#}",
-            r.latency_ns
-        ),
+    if let Some(w) = figure.warning() {
+        eprintln!("{w}");
     }
-    Ok(r.latency_ns)
+    Ok(figure)
 }
 
 #[cfg(test)]
@@ -634,50 +1063,325 @@ mod tests {
         assert!(d.huge_pages);
     }
 
-    #[test]
-    fn cache_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a").join("b").join("probe.json");
-        let r = ProbeResult {
-            latency_ns: 123.5,
+    /// A result as a probe of `latency_ns` would give it.
+    fn result(latency_ns: f64) -> ProbeResult {
+        ProbeResult {
+            latency_ns,
             curve: vec![
                 KPoint {
                     k: 1,
-                    ns_per_round: 123.5,
+                    ns_per_round: latency_ns,
                     relative: 1.0,
                     mlp: 1.0,
                 },
                 KPoint {
                     k: 4,
                     ns_per_round: 160.0,
-                    relative: 160.0 / 123.5,
-                    mlp: 4.0 * 123.5 / 160.0,
+                    relative: 160.0 / latency_ns,
+                    mlp: 4.0 * latency_ns / 160.0,
                 },
             ],
             c: 0.1,
             array_bytes: 1 << 30,
             huge_pages_requested: true,
             anon_huge_page_bytes: Some(1 << 30),
-        };
-        save(&r, &path).unwrap();
+        }
+    }
+
+    /// A fixed moment on a fixed, quiet, 2-core machine.
+    fn here() -> Here {
+        Here {
+            host: HostFacts {
+                hostname: "vm".into(),
+                cpu: "AMD EPYC 9B14".into(),
+                kernel: "6.18.44-fc-v657".into(),
+                cores: 2,
+            },
+            now: 1_795_446_245,
+            loadavg: Some(0.1),
+        }
+    }
+
+    /// What `here()` cached `age_secs` ago at load `load`.
+    fn cached(age_secs: u64, load: f64) -> Cached {
+        let h = here();
+        let at = h.now - age_secs;
+        Cached {
+            result: result(274.0),
+            measured_at: at,
+            measured_at_utc: rfc3339_utc(UNIX_EPOCH + Duration::from_secs(at)),
+            loadavg: Some(LoadAvg {
+                start: load,
+                end: load,
+            }),
+            host: h.host,
+        }
+    }
+
+    /// A probe small enough for a test to run it in a few milliseconds.
+    fn tiny() -> ProbeConfig {
+        ProbeConfig {
+            array_bytes: 1 << 20,
+            ks: vec![1],
+            rounds: 1000,
+            huge_pages: false,
+        }
+    }
+
+    #[test]
+    fn cache_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a").join("b").join("probe.json");
+        let c = cached(3600, 0.12);
+        save(&c, &path).unwrap();
         let back = load(&path).unwrap();
-        assert_eq!(back.latency_ns, r.latency_ns);
-        assert_eq!(back.c, r.c);
-        assert_eq!(back.curve.len(), 2);
-        assert_eq!(back.curve[1].k, 4);
+        let r = &c.result;
+        assert_eq!(back.result.latency_ns, r.latency_ns);
+        assert_eq!(back.result.c, r.c);
+        assert_eq!(back.result.curve.len(), 2);
+        assert_eq!(back.result.curve[1].k, 4);
         // serde_json's default float parser may be off by one ulp.
-        assert!((back.curve[1].relative - r.curve[1].relative).abs() < 1e-12);
-        assert_eq!(back.array_bytes, r.array_bytes);
-        assert_eq!(back.anon_huge_page_bytes, r.anon_huge_page_bytes);
+        assert!((back.result.curve[1].relative - r.curve[1].relative).abs() < 1e-12);
+        assert_eq!(back.result.array_bytes, r.array_bytes);
+        assert_eq!(back.result.anon_huge_page_bytes, r.anon_huge_page_bytes);
+        assert_eq!(back.measured_at, c.measured_at);
+        assert_eq!(back.measured_at_utc, "2026-11-23T14:04:05Z");
+        assert_eq!(back.loadavg, c.loadavg);
+        assert_eq!(back.host, c.host);
+        // The result's fields stay at the top level, beside the new ones.
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(json["latency_ns"], 274.0);
+        assert_eq!(json["loadavg"]["start"], 0.12);
+        assert_eq!(json["host"]["kernel"], "6.18.44-fc-v657");
         // Only the cache file is left behind, no temporary.
         assert_eq!(
             std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
             1
         );
-        // Missing and malformed files read as no cache.
-        assert!(load(&dir.path().join("missing.json")).is_none());
+    }
+
+    #[test]
+    fn unusable_files_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            load(&dir.path().join("missing.json")).unwrap_err(),
+            Stale::Missing
+        );
+        let path = dir.path().join("probe.json");
         std::fs::write(&path, "{not json").unwrap();
-        assert!(load(&path).is_none());
+        assert!(matches!(load(&path), Err(Stale::Unreadable(_))));
+        // A cache written before the facts were recorded: the result alone.
+        std::fs::write(&path, serde_json::to_string(&result(803.0)).unwrap()).unwrap();
+        assert_eq!(load(&path).unwrap_err(), Stale::NoFacts);
+        // A directory where the file should be.
+        assert!(matches!(load(dir.path()), Err(Stale::Unreadable(_))));
+    }
+
+    #[test]
+    fn a_recent_figure_from_this_machine_is_used() {
+        let h = here();
+        assert_eq!(decide(&cached(0, 0.1), &h), Decision::Use);
+        assert_eq!(decide(&cached(MAX_AGE_SECS, 0.1), &h), Decision::Use);
+        // A little clock skew is tolerated.
+        let mut c = cached(0, 0.1);
+        c.measured_at += 60;
+        assert_eq!(decide(&c, &h), Decision::Use);
+        // Busy then and busy now (or load unknown now): a new probe would be no better.
+        assert_eq!(
+            decide(
+                &cached(60, 1.5),
+                &Here {
+                    loadavg: Some(1.2),
+                    ..here()
+                }
+            ),
+            Decision::Use
+        );
+        assert_eq!(
+            decide(
+                &cached(60, 1.5),
+                &Here {
+                    loadavg: None,
+                    ..here()
+                }
+            ),
+            Decision::Use
+        );
+        // The core count may differ (taskset, cgroups): the machine is the same.
+        let mut c = cached(60, 0.1);
+        c.host.cores = 8;
+        assert_eq!(decide(&c, &h), Decision::Use);
+    }
+
+    #[test]
+    fn stale_figures_are_probed_again() {
+        let h = here();
+        let reason = |c: &Cached| match decide(c, &h) {
+            Decision::Reprobe(s) => s,
+            Decision::Use => panic!("{c:?} was used"),
+        };
+        assert_eq!(
+            reason(&cached(MAX_AGE_SECS + 1, 0.1)),
+            Stale::Old {
+                age_secs: MAX_AGE_SECS + 1
+            }
+        );
+        let mut c = cached(0, 0.1);
+        c.measured_at += 3600;
+        assert_eq!(reason(&c), Stale::Future { ahead_secs: 3600 });
+        let mut c = cached(0, 0.1);
+        c.host.hostname = "other".into();
+        assert!(matches!(reason(&c), Stale::OtherHost { .. }));
+        let mut c = cached(0, 0.1);
+        c.host.cpu = "Intel Xeon".into();
+        assert!(matches!(reason(&c), Stale::OtherCpu { .. }));
+        let mut c = cached(0, 0.1);
+        c.host.kernel = "6.1.0".into();
+        assert_eq!(
+            reason(&c),
+            Stale::OtherKernel {
+                then: "6.1.0".into(),
+                now: "6.18.44-fc-v657".into()
+            }
+        );
+        let mut c = cached(0, 0.1);
+        c.result.latency_ns = f64::NAN;
+        assert_eq!(reason(&c), Stale::BadFigure);
+        // The incident behind these rules: 803 ns probed under load, 286 ns on the quiet machine.
+        let mut c = cached(600, 2.3);
+        c.result.latency_ns = 803.0;
+        assert_eq!(
+            reason(&c),
+            Stale::BusyThen {
+                load: 2.3,
+                cores: 2
+            }
+        );
+        for s in [reason(&c), Stale::NoFacts, Stale::Unreadable("eof".into())] {
+            assert!(!s.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn figures_describe_their_source_and_warn_when_probed_under_load() {
+        let quiet = DramFigure::new(
+            &cached(3 * 3600, 0.12),
+            DramSource::Cached { age_secs: 3 * 3600 },
+        );
+        assert_eq!(
+            quiet.describe(),
+            "274 ns (cached, probed 3 h ago at load 0.12)"
+        );
+        assert_eq!(quiet.to_string(), quiet.describe());
+        assert!(!quiet.busy() && quiet.warning().is_none());
+        let now = DramFigure::new(&cached(0, 0.1), DramSource::Probed);
+        assert_eq!(now.describe(), "274 ns (probed now, load 0.10)");
+        let busy = DramFigure::new(&cached(0, 1.0), DramSource::Probed);
+        assert!(busy.busy());
+        let w = busy.warning().unwrap();
+        assert!(
+            w.contains("load 1.00 on 2 cores") && w.contains("--reprobe"),
+            "{w}"
+        );
+        let unknown = DramFigure {
+            loadavg: None,
+            ..now
+        };
+        assert_eq!(unknown.describe(), "274 ns (probed now, load unknown)");
+        assert!(!unknown.busy());
+        assert_eq!(human_age(45), "45 s");
+        assert_eq!(human_age(12 * 60), "12 min");
+        assert_eq!(human_age(2 * 86_400), "2 d");
+    }
+
+    #[test]
+    fn load_averages_parse_and_scale_with_cores() {
+        assert_eq!(parse_loadavg("1.22 0.94 0.65 3/101 24251\n"), Some(1.22));
+        assert_eq!(parse_loadavg(""), None);
+        assert_eq!(parse_loadavg("x 1 2"), None);
+        assert_eq!(parse_loadavg("-1 0 0"), None);
+        assert!(is_busy(1.0, 2) && !is_busy(0.99, 2));
+        assert!(is_busy(4.0, 8) && !is_busy(3.9, 8));
+        // Unknown cores (0) count as one.
+        assert!(is_busy(0.5, 0) && !is_busy(0.4, 0));
+    }
+
+    #[test]
+    fn a_fresh_matching_cache_answers_without_probing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("probe.json");
+        save(&cached(3 * 3600, 0.12), &path).unwrap();
+        // An impossible probe config: probing would fail, so success means no probe ran.
+        let never = ProbeConfig {
+            ks: vec![],
+            ..tiny()
+        };
+        let f = figure_at(&path, false, &here(), &never).unwrap();
+        assert_eq!(f.ns, 274.0);
+        assert_eq!(f.source, DramSource::Cached { age_secs: 3 * 3600 });
+        assert_eq!(f.loadavg, Some(0.12));
+        // --reprobe probes whatever the cache holds.
+        assert!(figure_at(&path, true, &here(), &never).is_err());
+    }
+
+    #[test]
+    fn stale_caches_are_reprobed_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("probe.json");
+        let mut other_host = cached(60, 0.1);
+        other_host.host.hostname = "other".into();
+        let mut other_kernel = cached(60, 0.1);
+        other_kernel.host.kernel = "5.15.0".into();
+        let stale: Vec<String> = vec![
+            serde_json::to_string(&cached(MAX_AGE_SECS + 3600, 0.1)).unwrap(),
+            serde_json::to_string(&other_host).unwrap(),
+            serde_json::to_string(&other_kernel).unwrap(),
+            serde_json::to_string(&cached(60, 2.3)).unwrap(),
+            // Missing fields: the format before the facts were recorded.
+            serde_json::to_string(&result(803.0)).unwrap(),
+            "garbage".into(),
+            String::new(),
+        ];
+        let h = here();
+        for (i, text) in stale.iter().enumerate() {
+            std::fs::write(&path, text).unwrap();
+            let f = figure_at(&path, false, &h, &tiny()).unwrap();
+            assert_eq!(f.source, DramSource::Probed, "case {i}");
+            assert!(f.ns.is_finite() && f.ns > 0.0, "case {i}");
+            assert_ne!(f.ns, 274.0, "case {i}: the cached figure was used");
+            // The new figure replaced the cache, stamped with this machine and moment, and
+            // answers the next call.
+            let c = load(&path).unwrap();
+            assert_eq!((c.measured_at, &c.host), (h.now, &h.host), "case {i}");
+            assert_eq!(c.result.latency_ns, f.ns);
+            assert_eq!(c.result.array_bytes, 1 << 20);
+            assert_eq!(
+                decide(
+                    &c,
+                    &Here {
+                        loadavg: None,
+                        ..h.clone()
+                    }
+                ),
+                Decision::Use
+            );
+        }
+        // No cache at all is probed too.
+        std::fs::remove_file(&path).unwrap();
+        let f = figure_at(&path, false, &h, &tiny()).unwrap();
+        assert_eq!(f.source, DramSource::Probed);
+        assert!(path.exists());
+    }
+
+    #[test]
+    fn only_the_quick_probes_setup_is_cached_for_run() {
+        let mut r = result(290.0);
+        r.array_bytes = quick_config().array_bytes;
+        assert!(matches_quick_probe(&r));
+        r.huge_pages_requested = false;
+        assert!(!matches_quick_probe(&r));
+        assert!(!matches_quick_probe(&result(213.0)), "1 GiB array");
     }
 
     #[test]
@@ -701,17 +1405,18 @@ mod tests {
         );
     }
 
-    /// The quick probe behind `dram_latency_ns`, without touching the real cache. Run with
+    /// The quick probe behind `dram_figure`, without touching the real cache. Run with
     /// `cargo test --release -p mlpdex-bench --lib probe -- --ignored --nocapture`.
     #[test]
     #[ignore = "takes a few seconds and 4 GiB of memory"]
     fn quick_probe() {
         let start = Instant::now();
-        let r = run_probe(&quick_config()).unwrap();
+        let c = measure(&quick_config()).unwrap();
         let took = start.elapsed().as_secs_f64();
         let dir = tempfile::tempdir().unwrap();
-        save(&r, &dir.path().join("probe.json")).unwrap();
-        println!("{}", format_probe(&r));
+        save(&c, &dir.path().join("probe.json")).unwrap();
+        println!("{}", format_probe(&c.result));
+        println!("{}", DramFigure::new(&c, DramSource::Probed));
         println!("quick probe took {took:.1} s");
     }
 
