@@ -136,10 +136,12 @@ pub fn load(spec: &str, n: usize, seed: u64) -> Result<Dataset> {
             }
             _ => {
                 let names: Vec<&str> = DATASETS.iter().map(|(name, _)| *name).collect();
-                bail!(
-                    "unknown dataset `{spec}`; valid datasets: {}",
-                    names.join(", ")
-                );
+                let suggestion = crate::names::suggest(spec, &names);
+                bail!(crate::names::unknown(
+                    "dataset",
+                    spec,
+                    suggestion.as_deref()
+                ));
             }
         }
     };
@@ -830,12 +832,16 @@ mod tests {
     }
 
     #[test]
-    fn unknown_name_lists_valid_ones() {
+    fn unknown_names_suggest_a_valid_one() {
         let e = load("rand-9", 10, 1).unwrap_err().to_string();
         assert!(
-            e.contains("rand-9") && e.contains("dec-a") && e.contains("u64:PATH"),
+            e.contains(r#"unknown dataset "rand-9"; did you mean "rand-8"?"#),
             "{e}"
         );
+        let e = load("line:/data/keys", 10, 1).unwrap_err().to_string();
+        assert!(e.contains(r#"did you mean "lines:/data/keys"?"#), "{e}");
+        let e = load("banana", 10, 1).unwrap_err().to_string();
+        assert!(!e.contains("did you mean") && e.contains("list"), "{e}");
         assert!(load("u64:", 10, 1).is_err());
         assert!(load("rand-8", 0, 1).is_err());
     }

@@ -184,10 +184,8 @@ impl FromStr for FilterKind {
             FilterKind::Bloom(Some(bits(b, 64)?))
         } else {
             let known: Vec<&str> = FILTERS.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "unknown filter `{name}` (known: {})",
-                known.join(", ")
-            ));
+            let suggestion = crate::names::suggest(name, &known);
+            return Err(crate::names::unknown("filter", name, suggestion.as_deref()));
         };
         Ok(kind)
     }
@@ -1184,10 +1182,9 @@ mod tests {
             assert!(p(bad).is_err(), "{bad} accepted");
         }
         let e = p("cuckoo").unwrap_err();
-        assert!(
-            e.contains("unknown filter `cuckoo`") && e.contains("surf-hash-N"),
-            "{e}"
-        );
+        assert!(e.contains(r#"unknown filter "cuckoo""#), "{e}");
+        let e = p("surf-hsh-8").unwrap_err();
+        assert!(e.contains(r#"did you mean "surf-hash-8"?"#), "{e}");
         assert!(p("surf-hash-65").unwrap_err().contains("1 to 64"));
     }
 

@@ -61,6 +61,7 @@ pub mod filter;
 pub mod harness;
 pub mod keys;
 pub mod markdown;
+pub mod names;
 pub mod ours;
 pub mod probe;
 pub mod provenance;

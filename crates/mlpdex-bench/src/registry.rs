@@ -15,6 +15,7 @@ use crate::baselines::{
     sorted_vec::SortedVec,
 };
 use crate::exec::{self, Driver, Plan};
+use crate::names;
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 use crate::ours::fst::FstIndex;
 use crate::ours::hope::{Encoded, select_scheme, split_name};
@@ -243,9 +244,10 @@ pub fn with_encoders(list: &str, encoders: &str) -> Result<String, String> {
         .collect();
     for e in &encoders {
         if *e != "none" && mlpdex::hope::Scheme::from_name(e).is_none() {
-            return Err(format!(
-                "unknown encoder {e:?}; known: none, single-char, double-char, 3-grams, 4-grams, alm, alm-improved"
-            ));
+            let mut known = scheme_names();
+            known.push("none");
+            let suggestion = names::suggest(e, &known);
+            return Err(names::unknown("encoder", e, suggestion.as_deref()));
         }
     }
     let mut out: Vec<String> = Vec::new();
@@ -281,12 +283,46 @@ pub fn resolve(list: &str) -> Result<Vec<Entry>, String> {
                 .copied()
                 .find(|e| e.name == name)
                 .or_else(|| encoded_entry(name))
-                .ok_or_else(|| {
-                    let names: Vec<&str> = INDEXES.iter().map(|e| e.name).collect();
-                    format!("unknown index {name:?}; known: all, {}", names.join(", "))
-                })
+                .ok_or_else(|| unknown_index(name))
         })
         .collect()
+}
+
+/// The names of the HOPE schemes.
+fn scheme_names() -> Vec<&'static str> {
+    mlpdex::hope::Scheme::ALL.iter().map(|s| s.name()).collect()
+}
+
+/// The error for an index name that [`resolve`] does not know, with the closest known name.
+/// `<index>+<scheme>` is corrected part by part (`fts+dobule-char` suggests `fst+double-char`).
+fn unknown_index(name: &str) -> String {
+    let suggestion = match name.split_once('+') {
+        Some((base, scheme)) => {
+            let bases: Vec<&str> = ENCODABLE.iter().map(|(b, _)| *b).collect();
+            if !bases.contains(&base) && INDEXES.iter().any(|e| e.name == base) {
+                return format!(
+                    "index {base:?} cannot run behind a HOPE encoder; these can: {}",
+                    bases.join(", ")
+                );
+            }
+            let fix = |part: &str, known: &[&str]| {
+                if known.contains(&part) {
+                    Some(part.to_owned())
+                } else {
+                    names::suggest(part, known)
+                }
+            };
+            fix(base, &bases)
+                .zip(fix(scheme, &scheme_names()))
+                .map(|(b, s)| format!("{b}+{s}"))
+        }
+        None => {
+            let mut known: Vec<&str> = INDEXES.iter().map(|e| e.name).collect();
+            known.push("all");
+            names::suggest(name, &known)
+        }
+    };
+    names::unknown("index", name, suggestion.as_deref())
 }
 
 #[cfg(test)]
@@ -330,6 +366,45 @@ mod tests {
         );
         assert!(with_encoders("fst", "zip").is_err());
         let err = resolve("btreemap,nope").unwrap_err();
-        assert!(err.contains("nope") && err.contains("skipmap"));
+        assert_eq!(err, r#"unknown index "nope" (mlpdex-bench list shows all)"#);
+    }
+
+    #[test]
+    fn typos_get_a_suggestion() {
+        let did_you_mean = |list: &str| {
+            let e = resolve(list).unwrap_err();
+            let (_, rest) = e
+                .split_once("did you mean \"")
+                .unwrap_or_else(|| panic!("{e}"));
+            rest.split_once('"').unwrap().0.to_owned()
+        };
+        assert_eq!(
+            resolve("cukoo-trie").unwrap_err(),
+            r#"unknown index "cukoo-trie"; did you mean "cuckoo-trie"? (mlpdex-bench list shows all)"#
+        );
+        assert_eq!(did_you_mean("btreemap,skiplsit"), "skiplist");
+        assert_eq!(did_you_mean("cuckoo-trie-4"), "cuckoo-trie-d4");
+        assert_eq!(did_you_mean("mlp-index-papr"), "mlp-index-paper");
+        assert_eq!(did_you_mean("al"), "all");
+        // <index>+<scheme>: each part corrected, a correct part kept.
+        assert_eq!(did_you_mean("fts+dobule-char"), "fst+double-char");
+        assert_eq!(did_you_mean("fst+3grams"), "fst+3-grams");
+        assert_eq!(did_you_mean("skiplst+alm"), "skiplist+alm");
+        assert!(!resolve("fst+banana").unwrap_err().contains("did you mean"));
+        let e = resolve("mlp-index+alm").unwrap_err();
+        assert!(
+            e.contains("cannot run behind a HOPE encoder") && e.contains("fst"),
+            "{e}"
+        );
+        let e = with_encoders("fst", "dobule-char").unwrap_err();
+        assert!(
+            e.contains(r#"unknown encoder "dobule-char"; did you mean "double-char"?"#),
+            "{e}"
+        );
+        assert!(
+            with_encoders("fst", "non")
+                .unwrap_err()
+                .contains(r#""none""#)
+        );
     }
 }

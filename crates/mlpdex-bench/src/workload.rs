@@ -177,10 +177,9 @@ impl FromStr for Workload {
                 }
                 None => {
                     let names: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
-                    return Err(format!(
-                        "unknown workload `{s}`; valid workloads: {}",
-                        names.join(", ")
-                    ));
+                    let s = s.trim();
+                    let suggestion = crate::names::suggest(s, &names);
+                    return Err(crate::names::unknown("workload", s, suggestion.as_deref()));
                 }
             },
         };
@@ -214,9 +213,15 @@ impl FromStr for Distribution {
         match s.trim().to_ascii_lowercase().as_str() {
             "uniform" => Ok(Distribution::Uniform),
             "zipfian" => Ok(Distribution::Zipfian),
-            _ => Err(format!(
-                "unknown distribution `{s}`; valid distributions: uniform, zipfian"
-            )),
+            _ => {
+                // `list` does not show distributions: name both.
+                let s = s.trim();
+                let hint = crate::names::suggest(s, &["uniform", "zipfian"])
+                    .map_or_else(String::new, |d| format!("did you mean {d:?}? "));
+                Err(format!(
+                    "unknown distribution {s:?}; {hint}(valid: uniform, zipfian)"
+                ))
+            }
         }
     }
 }
@@ -532,19 +537,32 @@ mod tests {
     #[test]
     fn unknown_names_are_errors() {
         let e = "g".parse::<Workload>().unwrap_err();
-        assert!(
-            e.contains("unknown workload `g`") && e.contains("lookup-miss"),
-            "{e}"
-        );
+        assert_eq!(e, r#"unknown workload "g" (mlpdex-bench list shows all)"#);
+        let e = "lookup-mis".parse::<Workload>().unwrap_err();
+        assert!(e.contains(r#"did you mean "lookup-miss"?"#), "{e}");
+        let e = "scna-100".parse::<Workload>().unwrap_err();
+        assert!(e.contains(r#"did you mean "scan-100"?"#), "{e}");
         for bad in ["scan-0", "scan-", "scan-x", "scan--3", "scan-99999999999"] {
             let e = bad.parse::<Workload>().unwrap_err();
             assert!(e.contains("scan length"), "{bad}: {e}");
         }
         let e = "zipf".parse::<Distribution>().unwrap_err();
-        assert!(e.contains("uniform, zipfian"), "{e}");
+        assert!(
+            e.contains(r#"did you mean "zipfian"?"#) && e.contains("uniform, zipfian"),
+            "{e}"
+        );
+        let e = "normal".parse::<Distribution>().unwrap_err();
+        assert!(
+            !e.contains("did you mean") && e.contains("uniform, zipfian"),
+            "{e}"
+        );
         assert!(Workload::parse_list("load,,c").is_err());
         assert!(Workload::parse_list("").is_err());
-        assert!(Workload::parse_list("load,x").unwrap_err().contains("`x`"));
+        assert!(
+            Workload::parse_list("load,x")
+                .unwrap_err()
+                .contains(r#""x""#)
+        );
     }
 
     #[test]

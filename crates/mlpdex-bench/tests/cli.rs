@@ -157,6 +157,14 @@ fn bad_input_is_a_clear_error() {
     std::fs::write(&bad, [5u8, 0, 0]).unwrap();
     for (args, needle) in [
         (vec!["--index", "nope"], "unknown index"),
+        (
+            vec!["--index", "btreemap,cukoo-trie"],
+            r#"unknown index "cukoo-trie"; did you mean "cuckoo-trie"?"#,
+        ),
+        (
+            vec!["--workload", "lookup-mis"],
+            r#"did you mean "lookup-miss"?"#,
+        ),
         (vec!["--workload", "zz"], "zz"),
         (vec!["--keys", "ten"], "not a count"),
         (vec!["--dataset", "no-such-set"], "no-such-set"),
