@@ -36,8 +36,10 @@
 //!
 //! Implement [`adapter::BenchIndex`] for a thin wrapper (declare [`adapter::Caps`]; return
 //! answers computed from what the index read), then add an [`registry::Entry`] with a stable
-//! kebab-case name. Variants of one structure add a suffix (`cuckoo-trie-d4`). An index that
-//! maps memory outside the global allocator reports it through `mapped_bytes`.
+//! kebab-case name. Variants of one structure add a suffix (`cuckoo-trie-d4`) and are a
+//! [`registry::Kind::Variant`] of their sweep's family: `all` skips them, `list` shows each family
+//! on one line. An index that maps memory outside the global allocator reports it through
+//! `mapped_bytes`.
 //!
 //! # Reading the numbers
 //!

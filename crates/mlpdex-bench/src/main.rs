@@ -597,23 +597,31 @@ fn parse_count_binary(s: &str) -> Result<usize, String> {
     parse_scaled(s, 1024)
 }
 
+/// Prints a titled section of `name  description` rows, the descriptions aligned one column
+/// past the section's longest name.
+fn print_section<S: AsRef<str>>(title: &str, rows: &[(S, &str)]) {
+    println!("{title}");
+    let width = rows
+        .iter()
+        .map(|(name, _)| name.as_ref().chars().count())
+        .max()
+        .unwrap_or(0);
+    for (name, about) in rows {
+        println!("  {:<width$}  {about}", name.as_ref());
+    }
+}
+
 fn list() {
-    println!("indexes:");
-    for e in registry::INDEXES {
-        println!("  {:<14} {}", e.name, e.about);
-    }
-    println!("datasets:");
-    for (name, about) in dataset::DATASETS {
-        println!("  {name:<14} {about}");
-    }
-    println!("workloads:");
-    for (name, about) in mlpdex_bench::workload::WORKLOADS {
-        println!("  {name:<14} {about}");
-    }
-    println!("filters (the filter subcommand):");
-    for (name, about) in filter::FILTERS {
-        println!("  {name:<14} {about}");
-    }
+    let main: Vec<(&str, &str)> = registry::INDEXES
+        .iter()
+        .filter(|e| !e.is_variant())
+        .map(|e| (e.name, e.about))
+        .collect();
+    print_section("indexes:", &main);
+    print_section("sweep variants:", &registry::variant_rows());
+    print_section("datasets:", dataset::DATASETS);
+    print_section("workloads:", mlpdex_bench::workload::WORKLOADS);
+    print_section("filters (the filter subcommand):", filter::FILTERS);
     let schemes: Vec<&str> = mlpdex::hope::Scheme::ALL.iter().map(|s| s.name()).collect();
     let bases: Vec<&str> = registry::ENCODABLE.iter().map(|(b, _)| *b).collect();
     println!("HOPE encoders (<index>+<scheme>, surf-...+<scheme>, or --encoder):");

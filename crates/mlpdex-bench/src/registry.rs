@@ -32,12 +32,55 @@ pub struct Entry {
     pub name: &'static str,
     /// One-line description for `mlpdex-bench list`.
     pub about: &'static str,
-    /// A configuration variant (`cuckoo-trie-d4`): measured when named, skipped by `all`.
-    pub variant: bool,
+    /// A main index, or a configuration variant for a sweep.
+    pub kind: Kind,
     /// Loads the index with the plan's load set and serves the driver's measurements
     /// ([`exec::serve`] for the dataset's key representation).
     pub run: Runner,
 }
+
+/// What `all` and `mlpdex-bench list` make of an [`Entry`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A main index: measured by `all`, listed under "indexes".
+    Main,
+    /// A configuration variant (`cuckoo-trie-d4`) for a sweep or a side comparison: measured
+    /// only when named, listed under "sweep variants".
+    Variant {
+        /// The sweep it belongs to, described (`Cuckoo Trie with prefetch depth d`): `list`
+        /// shows the variants of one family on one line, as `cuckoo-trie-d{1,2,4}`. `None`: a
+        /// variant of its own, listed with its `about`.
+        family: Option<&'static str>,
+    },
+}
+
+impl Entry {
+    /// Whether `all` skips it: a configuration variant, measured only when named.
+    pub fn is_variant(&self) -> bool {
+        matches!(self.kind, Kind::Variant { .. })
+    }
+}
+
+/// A variant of its own, not one of a family.
+const ONE_OFF: Kind = Kind::Variant { family: None };
+
+/// The family of the Cuckoo Trie's prefetch-depth variants.
+const CUCKOO_DEPTHS: Kind = Kind::Variant {
+    family: Some("Cuckoo Trie with prefetch depth d (the default, cuckoo-trie, has none)"),
+};
+
+/// The family of the skip list's prefetch-depth variants.
+const SKIPLIST_DEPTHS: Kind = Kind::Variant {
+    family: Some("mlpdex lock-free skip list with iterator prefetch depth k"),
+};
+
+/// The family of MlpIndex's alternative layouts.
+const MLP_LAYOUTS: Kind = Kind::Variant {
+    family: Some(
+        "mlpdex MlpIndex layouts: bucketized (16-byte entries, 4-entry buckets), the paper's \
+         (24-byte slots, two-choice cuckoo)",
+    ),
+};
 
 fn integer_keys(plan: &Plan) -> bool {
     plan.dataset.keys.fixed_width() == Some(8)
@@ -49,7 +92,7 @@ macro_rules! cuckoo_variant {
         Entry {
             name: $name,
             about: concat!("Cuckoo Trie with prefetch depth ", $d),
-            variant: true,
+            kind: CUCKOO_DEPTHS,
             run: exec::serve::<Cuckoo<$d>>,
         }
     };
@@ -61,7 +104,7 @@ macro_rules! skiplist_variant {
         Entry {
             name: $name,
             about: concat!("mlpdex lock-free skip list, iterator prefetch depth ", $k),
-            variant: true,
+            kind: SKIPLIST_DEPTHS,
             run: exec::serve::<Skiplist<$k>>,
         }
     };
@@ -72,7 +115,7 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "btreemap",
         about: "std BTreeMap (u64 keys on 8-byte datasets, Box<[u8]> otherwise)",
-        variant: false,
+        kind: Kind::Main,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<BTree<u64>>(name, plan, driver)
@@ -84,7 +127,7 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "skipmap",
         about: "crossbeam-skiplist SkipMap, lock-free, concurrent",
-        variant: false,
+        kind: Kind::Main,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<Skip<u64>>(name, plan, driver)
@@ -96,13 +139,13 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "congee",
         about: "congee concurrent ART with optimistic lock coupling (8-byte keys only)",
-        variant: false,
+        kind: Kind::Main,
         run: exec::serve::<Art>,
     },
     Entry {
         name: "hashmap",
         about: "hashbrown HashMap (point operations only)",
-        variant: false,
+        kind: Kind::Main,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<Hash<u64>>(name, plan, driver)
@@ -114,67 +157,67 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "sorted-vec",
         about: "static sorted array with binary search (built once)",
-        variant: false,
+        kind: Kind::Main,
         run: exec::serve::<SortedVec>,
     },
     Entry {
         name: "fst-crate",
         about: "the fst crate's static Map (built once)",
-        variant: false,
+        kind: Kind::Main,
         run: exec::serve::<FstMap>,
     },
     Entry {
         name: "fst-crate-set",
         about: "the fst crate's static Set (keys only: its size is the structure without values)",
-        variant: true,
+        kind: ONE_OFF,
         run: exec::serve::<FstSet>,
     },
     Entry {
         name: "fst",
         about: "mlpdex Fast Succinct Trie (memory-efficient-search-trees.txt ch. 3), complete keys",
-        variant: false,
+        kind: Kind::Main,
         run: exec::serve::<FstIndex>,
     },
     Entry {
         name: "cuckoo-trie",
         about: "mlpdex Cuckoo Trie (cuckoo-trie.txt), default configuration",
-        variant: false,
+        kind: Kind::Main,
         run: exec::serve::<Cuckoo<0>>,
     },
     Entry {
         name: "cuckoo-trie-concurrent",
         about: "mlpdex Cuckoo Trie for many threads (cuckoo-trie.txt §5), default configuration",
-        variant: true,
+        kind: ONE_OFF,
         run: exec::serve::<ConcurrentCuckoo>,
     },
     Entry {
         name: "mlp-index",
         about: "mlpdex MlpIndex (mlp-data-structures.txt §4), 8-byte keys, default layout",
-        variant: false,
+        kind: Kind::Main,
         run: exec::serve::<Mlp<0>>,
     },
     Entry {
         name: "mlp-index-bucketized",
         about: "mlpdex MlpIndex, bucketized layout (16-byte entries, 4-entry buckets)",
-        variant: true,
+        kind: MLP_LAYOUTS,
         run: exec::serve::<Mlp<1>>,
     },
     Entry {
         name: "mlp-index-paper",
         about: "mlpdex MlpIndex, the paper's layout (24-byte slots, two-choice cuckoo)",
-        variant: true,
+        kind: MLP_LAYOUTS,
         run: exec::serve::<Mlp<2>>,
     },
     Entry {
         name: "skiplist",
         about: "mlpdex lock-free skip list (mlp-data-structures.txt §3), prefetching iterator",
-        variant: false,
+        kind: Kind::Main,
         run: exec::serve::<Skiplist<{ usize::MAX }>>,
     },
     Entry {
         name: "skiplist-plain",
         about: "mlpdex lock-free skip list with the plain iterator (prefetch depth 0)",
-        variant: false,
+        kind: Kind::Main,
         run: exec::serve::<Skiplist<0>>,
     },
     skiplist_variant!("skiplist-k1", 1),
@@ -227,7 +270,7 @@ fn encoded_entry(name: &str) -> Option<Entry> {
     Some(Entry {
         name,
         about: "an mlpdex-bench index behind a HOPE encoder",
-        variant: true,
+        kind: ONE_OFF,
         run,
     })
 }
@@ -272,7 +315,11 @@ pub fn with_encoders(list: &str, encoders: &str) -> Result<String, String> {
 /// Resolves a comma-separated list of names (or `all`) to entries, in the order given.
 pub fn resolve(list: &str) -> Result<Vec<Entry>, String> {
     if list.trim() == "all" {
-        return Ok(INDEXES.iter().copied().filter(|e| !e.variant).collect());
+        return Ok(INDEXES
+            .iter()
+            .copied()
+            .filter(|e| !e.is_variant())
+            .collect());
     }
     list.split(',')
         .map(str::trim)
@@ -286,6 +333,87 @@ pub fn resolve(list: &str) -> Result<Vec<Entry>, String> {
                 .ok_or_else(|| unknown_index(name))
         })
         .collect()
+}
+
+/// The variants as `mlpdex-bench list` shows them, in registry order: one row per family, its
+/// names in brace form (`cuckoo-trie-d{1,2,4}`) with the family's description, and one row per
+/// variant of its own (or alone in its family) with its `about`.
+pub fn variant_rows() -> Vec<(String, &'static str)> {
+    // (family, members), in order of first appearance.
+    let mut groups: Vec<(Option<&'static str>, Vec<&Entry>)> = Vec::new();
+    for e in INDEXES {
+        let Kind::Variant { family } = e.kind else {
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|(f, _)| family.is_some() && *f == family)
+        {
+            Some((_, members)) => members.push(e),
+            None => groups.push((family, vec![e])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(family, members)| {
+            let first = members.first()?;
+            Some(match family {
+                Some(about) if members.len() > 1 => {
+                    let names: Vec<&str> = members.iter().map(|e| e.name).collect();
+                    (brace(&names), about)
+                }
+                _ => (first.name.to_owned(), first.about),
+            })
+        })
+        .collect()
+}
+
+/// Names with a common start, written once: `["ab-1", "ab-2"]` is `ab-{1,2}`. The start ends
+/// between words or numbers, never inside one. One name stays as it is.
+fn brace(names: &[&str]) -> String {
+    let Some((first, rest)) = names.split_first() else {
+        return String::new();
+    };
+    if rest.is_empty() {
+        return (*first).to_owned();
+    }
+    let mut common = rest.iter().fold(first.len(), |len, n| {
+        len.min(
+            first
+                .bytes()
+                .zip(n.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        )
+    });
+    // Cut between words and numbers, not inside one: `d{1,10}`, not `d1{,0}`.
+    let class = |b: u8| {
+        if b.is_ascii_digit() {
+            1
+        } else if b.is_ascii_alphabetic() {
+            2
+        } else {
+            0
+        }
+    };
+    while common > 0 {
+        let before = class(first.as_bytes()[common - 1]);
+        let inside = before != 0
+            && names.iter().any(|n| {
+                n.as_bytes()
+                    .get(common)
+                    .is_some_and(|&b| class(b) == before)
+            });
+        if !inside {
+            break;
+        }
+        common -= 1;
+    }
+    while !first.is_char_boundary(common) {
+        common -= 1;
+    }
+    let tails: Vec<&str> = names.iter().map(|n| &n[common..]).collect();
+    format!("{}{{{}}}", &first[..common], tails.join(","))
 }
 
 /// The names of the HOPE schemes.
@@ -345,11 +473,14 @@ mod tests {
     #[test]
     fn resolve_lists_and_rejects() {
         let all = resolve("all").unwrap();
-        assert_eq!(all.len(), INDEXES.iter().filter(|e| !e.variant).count());
+        assert_eq!(
+            all.len(),
+            INDEXES.iter().filter(|e| !e.is_variant()).count()
+        );
         assert!(all.iter().any(|e| e.name == "cuckoo-trie"));
-        assert!(all.iter().all(|e| !e.variant));
+        assert!(all.iter().all(|e| e.kind == Kind::Main));
         let variant = resolve("cuckoo-trie-d4").unwrap();
-        assert!(variant[0].variant);
+        assert!(variant[0].is_variant());
         let two = resolve("congee, btreemap").unwrap();
         assert_eq!(
             two.iter().map(|e| e.name).collect::<Vec<_>>(),
@@ -357,7 +488,7 @@ mod tests {
         );
         let enc = resolve("fst+double-char,cuckoo-trie+3-grams").unwrap();
         assert_eq!(enc[0].name, "fst+double-char");
-        assert!(enc[1].variant);
+        assert!(enc[1].is_variant());
         assert!(resolve("fst+nope").is_err());
         assert!(resolve("mlp-index+double-char").is_err());
         assert_eq!(
@@ -367,6 +498,51 @@ mod tests {
         assert!(with_encoders("fst", "zip").is_err());
         let err = resolve("btreemap,nope").unwrap_err();
         assert_eq!(err, r#"unknown index "nope" (mlpdex-bench list shows all)"#);
+    }
+
+    #[test]
+    fn variants_are_listed_by_family() {
+        assert_eq!(
+            brace(&["cuckoo-trie-d1", "cuckoo-trie-d10"]),
+            "cuckoo-trie-d{1,10}"
+        );
+        assert_eq!(
+            brace(&["mlp-index-bucketized", "mlp-index-paper"]),
+            "mlp-index-{bucketized,paper}"
+        );
+        assert_eq!(brace(&["fst"]), "fst");
+        assert_eq!(brace(&["x", "y"]), "{x,y}");
+        assert_eq!(brace(&["k-page", "k-pair"]), "k-{page,pair}");
+        assert_eq!(brace(&["k-12", "k-13", "k-1"]), "k-{12,13,1}");
+        assert_eq!(brace(&[]), "");
+        let rows = variant_rows();
+        let labels: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "fst-crate-set",
+                "cuckoo-trie-concurrent",
+                "mlp-index-{bucketized,paper}",
+                "skiplist-k{1,2,3,4,5,6}",
+                "cuckoo-trie-d{1,2,3,4,5,6,8,10}",
+            ]
+        );
+        // Every variant is on exactly one row, and no main index is.
+        for e in INDEXES {
+            let rows_with = labels
+                .iter()
+                .filter(|l| {
+                    **l == e.name
+                        || l.split_once('{').is_some_and(|(head, tails)| {
+                            tails
+                                .trim_end_matches('}')
+                                .split(',')
+                                .any(|t| format!("{head}{t}") == e.name)
+                        })
+                })
+                .count();
+            assert_eq!(rows_with, usize::from(e.is_variant()), "{}", e.name);
+        }
     }
 
     #[test]

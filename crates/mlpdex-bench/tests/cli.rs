@@ -440,3 +440,77 @@ rounds = 2
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("tiny"), "{stderr}");
 }
+
+#[test]
+fn list_groups_main_indexes_apart_from_sweep_variants_with_aligned_columns() {
+    let out = bench().arg("list").output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    // Sections: a title line ending in ':' and its two-space-indented rows.
+    let mut sections: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in stdout.lines() {
+        match line.strip_prefix("  ") {
+            Some(row) => sections
+                .last_mut()
+                .expect("a row before any title")
+                .1
+                .push(row),
+            None => sections.push((line, Vec::new())),
+        }
+    }
+    let section = |title: &str| -> &Vec<&str> {
+        &sections
+            .iter()
+            .find(|(t, _)| *t == title)
+            .unwrap_or_else(|| panic!("no section {title:?} in\n{stdout}"))
+            .1
+    };
+    let names = |rows: &Vec<&str>| -> Vec<String> {
+        rows.iter()
+            .map(|r| r.split_whitespace().next().unwrap().to_owned())
+            .collect()
+    };
+    let main = names(section("indexes:"));
+    let variants = names(section("sweep variants:"));
+    for index in ["btreemap", "fst", "cuckoo-trie", "mlp-index", "skiplist"] {
+        assert!(
+            main.iter().any(|n| n == index),
+            "{index} not among {main:?}"
+        );
+    }
+    assert!(
+        !main.iter().any(|n| n.starts_with("cuckoo-trie-d")),
+        "{main:?}"
+    );
+    // One line per family.
+    assert!(
+        variants
+            .iter()
+            .any(|n| n == "cuckoo-trie-d{1,2,3,4,5,6,8,10}"),
+        "{variants:?}"
+    );
+    assert_eq!(
+        variants
+            .iter()
+            .filter(|n| n.starts_with("skiplist-k"))
+            .count(),
+        1
+    );
+    // In every name/description section, the descriptions start at one column: two spaces past
+    // the longest name.
+    for title in [
+        "indexes:",
+        "sweep variants:",
+        "datasets:",
+        "workloads:",
+        "filters (the filter subcommand):",
+    ] {
+        let rows = section(title);
+        let longest = names(rows).iter().map(|n| n.chars().count()).max().unwrap();
+        for row in rows {
+            let name = row.split_whitespace().next().unwrap();
+            let about_at = row.len() - row[name.len()..].trim_start().len();
+            assert_eq!(about_at, longest + 2, "{title} {row:?}");
+        }
+    }
+}
