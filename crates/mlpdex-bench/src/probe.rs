@@ -41,7 +41,8 @@ use crate::provenance::rfc3339_utc;
 const LINE: usize = 64;
 /// `u64` words in one cache line.
 const WORDS_PER_LINE: usize = LINE / 8;
-/// Entries in the vector of random line indexes (32 MiB of `u64`). It is read sequentially, so
+/// Entries in the vector of random line indexes (32 MiB of `u64`), at most: a probe reading fewer
+/// gets fewer (see [`run_probe`]). It is read sequentially, so
 /// the hardware prefetcher streams it and it adds no dependent misses; it is long enough that
 /// its reuse (it wraps around) cannot train any predictor, and the XOR with the accumulator
 /// makes every reuse hit different lines anyway.
@@ -313,8 +314,20 @@ fn fit_c(curve: &[KPoint]) -> f64 {
     if den > 0.0 { num / den } else { 0.0 }
 }
 
+/// How many random indexes a probe of these `ks` (sorted, deduplicated) and rounds per slice
+/// needs: no more than it reads, warm-ups included, rounded up to a power of two, at most
+/// [`RANDOM_INDEXES`]. The quick and the full probe get all of them; a small test probe does
+/// not allocate and fill 32 MiB it would never read.
+fn random_len(ks: &[usize], slice: usize) -> usize {
+    let rounds = slice.saturating_add((slice / 10).max(1));
+    let loads = ks.iter().fold(0usize, |sum, &k| {
+        sum.saturating_add(k.saturating_mul(rounds).saturating_mul(PASSES))
+    });
+    loads.clamp(1024, RANDOM_INDEXES).next_power_of_two()
+}
+
 /// Measures DRAM latency and the MLP curve as configured. Single-threaded; memory use is
-/// `array_bytes` plus 32 MiB.
+/// `array_bytes` plus up to 32 MiB of random indexes.
 pub fn run_probe(cfg: &ProbeConfig) -> anyhow::Result<ProbeResult> {
     if cfg.ks.is_empty() {
         bail!("probe needs at least one K");
@@ -328,8 +341,6 @@ pub fn run_probe(cfg: &ProbeConfig) -> anyhow::Result<ProbeResult> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(SEED);
     let table = Table::new(cfg.array_bytes, cfg.huge_pages, &mut rng)?;
     let anon_huge = anon_huge_page_bytes();
-    let random: Vec<u64> = (0..RANDOM_INDEXES).map(|_| rng.next_u64()).collect();
-    let mut cur = Cursor { sum: 0, pos: 0 };
 
     // K = 1 is the baseline, the unit of every relative time: measured whether listed or not.
     let mut ks: Vec<usize> = cfg.ks.clone();
@@ -341,6 +352,9 @@ pub fn run_probe(cfg: &ProbeConfig) -> anyhow::Result<ProbeResult> {
     // compiling, the hypervisor) only ever slows a slice down, and spreading each K over the
     // whole run keeps one burst from spoiling all of one K's slices.
     let slice = cfg.rounds.div_ceil(PASSES);
+    let random_len = random_len(&ks, slice);
+    let random: Vec<u64> = (0..random_len).map(|_| rng.next_u64()).collect();
+    let mut cur = Cursor { sum: 0, pos: 0 };
     let mut best = vec![f64::INFINITY; ks.len()];
     for _ in 0..PASSES {
         for (b, &k) in best.iter_mut().zip(&ks) {
@@ -1051,6 +1065,19 @@ mod tests {
             .collect();
         assert!((fit_c(&curve) - 0.1).abs() < 1e-12);
         assert_eq!(fit_c(&curve[..1]), 0.0);
+    }
+
+    #[test]
+    fn the_quick_probe_reads_every_random_index() {
+        // The quick and the full probe keep their full 32 MiB stream of random indexes.
+        let q = quick_config();
+        assert_eq!(random_len(&[1], q.rounds.div_ceil(PASSES)), RANDOM_INDEXES);
+        let d = ProbeConfig::default();
+        assert_eq!(random_len(&d.ks, d.rounds.div_ceil(PASSES)), RANDOM_INDEXES);
+        // A small probe gets a power of two covering what it reads.
+        assert_eq!(random_len(&[1], 200), 2048);
+        assert_eq!(random_len(&[1], 1), 1024);
+        assert_eq!(random_len(&[1, 64], usize::MAX), RANDOM_INDEXES);
     }
 
     #[test]
