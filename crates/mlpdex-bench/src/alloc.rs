@@ -86,13 +86,19 @@ mod tests {
 
     #[test]
     fn allocation_statistics_track_allocations() {
-        let before = allocated_bytes();
-        let block = vec![7u8; 64 << 20];
-        let during = allocated_bytes();
-        assert!(
-            during >= before + (64 << 20) - (1 << 20),
-            "{before} -> {during}"
-        );
-        drop(block);
+        // The counter is process-wide: tests running on other threads free memory at the same
+        // time and can hide part of the block. A few attempts; one clean one proves the point.
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let before = allocated_bytes();
+            let block = vec![7u8; 64 << 20];
+            let during = allocated_bytes();
+            drop(block);
+            if during >= before + (64 << 20) - (1 << 20) {
+                return;
+            }
+            seen.push((before, during));
+        }
+        panic!("a 64 MiB block never showed in the statistics: {seen:?}");
     }
 }

@@ -47,7 +47,7 @@ use crate::adapter::{BenchIndex, value_of};
 use crate::alloc::allocated_bytes;
 use crate::dataset::Dataset;
 use crate::keys::Keys;
-use crate::record::{IndexRecord, Measurement, Record};
+use crate::record::{IndexRecord, Measurement, Record, Series};
 use crate::workload::{Distribution, Fresh, Op, OpKind, Ops, Workload};
 
 /// How operations follow one another.
@@ -126,6 +126,8 @@ pub struct Plan {
     pub sample_every: usize,
     /// Batch size (see [`PlanSpec::batch`]).
     pub batch: usize,
+    /// Latency-series window (see [`PlanSpec::series_window`]).
+    pub series_window: usize,
 }
 
 /// Workload-generation parameters for [`Plan::prepare`].
@@ -152,6 +154,9 @@ pub struct PlanSpec {
     pub sample_every: usize,
     /// Reads and lower bounds go to the index in groups of up to this many (1: one by one).
     pub batch: usize,
+    /// Record the load's latency over time: the mean ns per insert of every window of this
+    /// many inserts (0: off). Single-threaded loads only.
+    pub series_window: usize,
 }
 
 impl PlanSpec {
@@ -231,6 +236,7 @@ impl Plan {
             progress,
             sample_every: spec.sample_every,
             batch: spec.batch.max(1),
+            series_window: spec.series_window,
         })
     }
 }
@@ -431,11 +437,19 @@ fn load_index<I: BenchIndex>(
     let before = allocated_bytes();
     let start = Instant::now();
     let mut index = I::create(keys)?;
+    let mut series = None;
     if I::CAPS.writes {
         if load_threads > 1 {
             load_shared(&index, keys, load_threads);
         } else {
-            load_exclusive(&mut index, keys, plan.load_mode, plan.progress, name);
+            series = load_exclusive(
+                &mut index,
+                keys,
+                plan.load_mode,
+                plan.progress,
+                name,
+                plan.series_window,
+            );
         }
     }
     let load_seconds = start.elapsed().as_secs_f64();
@@ -475,6 +489,7 @@ fn load_index<I: BenchIndex>(
             bytes_per_key,
         );
         r.hope = index.hope_facts();
+        r.m.series = series;
         Record::Index(r)
     });
     Ok(((index, bytes_per_key), load, notes))
@@ -518,22 +533,33 @@ fn record(
 }
 
 /// Inserts the load set in order, timing nothing itself; shows a progress bar after a second.
+///
+/// With `window > 0`, the inserts go in chunks of `window` keys, each timed, and the mean ns per
+/// insert of each chunk comes back as a [`Series`]: one clock read per chunk, nothing per key.
 fn load_exclusive<I: BenchIndex>(
     index: &mut I,
     keys: &Keys,
     mode: Mode,
     progress: bool,
     name: &str,
-) {
-    const CHUNK: usize = 1 << 16;
+    window: usize,
+) -> Option<Series> {
+    let chunk = if window > 0 { window } else { 1 << 16 };
     let started = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut windows = Vec::new();
     let mut at = 0;
+    let mut last = Instant::now();
     while at < keys.len() {
-        let end = (at + CHUNK).min(keys.len());
+        let end = (at + chunk).min(keys.len());
         match mode {
             Mode::Independent => load_chunk::<I, false>(index, keys, at, end),
             Mode::Dependent => load_chunk::<I, true>(index, keys, at, end),
+        }
+        if window > 0 {
+            let now = Instant::now();
+            windows.push((now - last).as_nanos() as f64 / (end - at) as f64);
+            last = now;
         }
         at = end;
         if progress && bar.is_none() && started.elapsed() > Duration::from_secs(1) {
@@ -558,6 +584,10 @@ fn load_exclusive<I: BenchIndex>(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    (window > 0).then_some(Series {
+        window: window as u64,
+        ns: windows,
+    })
 }
 
 #[inline(never)]
@@ -1096,6 +1126,7 @@ mod tests {
             only_round: None,
             sample_every: 16,
             batch: 1,
+            series_window: 300,
         };
         Plan::prepare(ds, &spec, Some(100.0), false).unwrap()
     }
@@ -1117,6 +1148,25 @@ mod tests {
                 .count()
         };
         assert_eq!(count("load", 1), 1);
+        // The load's latency over time: 2,000 inserts in windows of 300.
+        let load = d
+            .records
+            .iter()
+            .find(|r| r.workload_name() == "load")
+            .unwrap();
+        let series = load.m().series.as_ref().expect("a series was asked for");
+        assert_eq!((series.window, series.ns.len()), (300, 7));
+        assert!(
+            series.ns.iter().all(|&ns| ns > 0.0 && ns.is_finite()),
+            "{series:?}"
+        );
+        assert!(
+            d.records
+                .iter()
+                .filter(|r| r.workload_name() != "load")
+                .all(|r| r.m().series.is_none()),
+            "only the load has a series"
+        );
         assert_eq!(count("c", 1), 4);
         assert_eq!(count("c", 2), 4, "reads run on two threads");
         assert_eq!(count("e", 1), 4);
@@ -1164,6 +1214,7 @@ mod tests {
             only_round: Some(1),
             sample_every: 0,
             batch: 1,
+            series_window: 0,
         };
         let plan = Plan::prepare(ds, &spec, None, false).unwrap();
         let list = spec.run_list();

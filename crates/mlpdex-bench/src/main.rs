@@ -129,6 +129,10 @@ struct RunArgs {
     /// lookup overlap the group's cache misses; the others loop over it); 1 runs them one by one.
     #[arg(long, default_value_t = 1)]
     batch: usize,
+    /// Record the load's latency over time: mean ns per insert in windows of N inserts, in the
+    /// JSON's `series` (for insert-latency plots during growth); 0 turns it off.
+    #[arg(long, default_value_t = 0, value_parser = parse_count)]
+    latency_series: usize,
 }
 
 #[derive(clap::Args, Debug)]
@@ -438,6 +442,7 @@ fn run_spec(args: &RunArgs, indexes: Vec<String>, dram_ns: Option<f64>) -> Resul
         dram_ns,
         sample_every: args.sample_every,
         batch: args.batch,
+        series_window: args.latency_series,
     };
     spec.validate()?;
     Ok(spec)

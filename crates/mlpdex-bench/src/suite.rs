@@ -16,7 +16,7 @@
 //! modes = ["independent", "dependent"]
 //! threads = [1]
 //! rounds = 3
-//! # also: distribution, seed, ops, batch, sample_every
+//! # also: distribution, seed, ops, batch, sample_every, latency_series
 //!
 //! [[experiment]]
 //! kind = "filter"                         # range filters, as `mlpdex-bench filter`
@@ -110,6 +110,8 @@ pub struct Experiment {
     pub batch: Option<usize>,
     /// `run`: latency sampling interval.
     pub sample_every: Option<usize>,
+    /// `run`: the load's latency series window (inserts per window).
+    pub latency_series: Option<usize>,
     /// `filter`: query kinds.
     pub queries: Option<Vec<QueryKind>>,
 }
@@ -140,6 +142,7 @@ impl Experiment {
             ("distribution", self.distribution.is_some()),
             ("batch", self.batch.is_some()),
             ("sample_every", self.sample_every.is_some()),
+            ("latency_series", self.latency_series.is_some()),
         ];
         let spec = match self.kind {
             Kind::Run => {
@@ -169,6 +172,7 @@ impl Experiment {
                     dram_ns,
                     sample_every: self.sample_every.unwrap_or(64),
                     batch: self.batch.unwrap_or(1),
+                    series_window: self.latency_series.unwrap_or(0),
                 })
             }
             Kind::Filter => {

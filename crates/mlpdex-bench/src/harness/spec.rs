@@ -39,6 +39,9 @@ pub struct RunSpec {
     pub sample_every: usize,
     /// Reads and lower bounds go to the index in groups of up to this many (1: one by one).
     pub batch: usize,
+    /// Record the load's latency over time in windows of this many inserts (0: off).
+    #[serde(default)]
+    pub series_window: usize,
 }
 
 impl RunSpec {
@@ -56,6 +59,7 @@ impl RunSpec {
             only_round: round,
             sample_every: self.sample_every,
             batch: self.batch,
+            series_window: self.series_window,
         }
     }
 
@@ -300,6 +304,7 @@ mod tests {
             dram_ns: Some(286.5),
             sample_every: 32,
             batch: 16,
+            series_window: 100_000,
         }
     }
 
