@@ -4,12 +4,16 @@
 //! comparable at a glance.
 //!
 //! 1. **Throughput** (`throughput-<dataset>-<keys>-<distribution>-<mode>-<threads>t.svg`): one
-//!    chart per (dataset, keys, distribution, mode, threads), grouped bars with one group per
-//!    workload and one bar per index, in million operations per second.
+//!    chart per (dataset, keys, distribution, mode, threads, batch), grouped bars with one group
+//!    per workload and one bar per index, in million operations per second. Filter builds
+//!    (`build-<dataset>-<keys>.svg`) and HOPE encoders (`encode-<dataset>-<keys>.svg`) are
+//!    measured in keys per second and get bar charts of their own, never an axis shared with
+//!    operations.
 //! 2. **Latency versus memory** (`cost-<dataset>-<keys>-<workload>-<distribution>-<mode>-<threads>t.svg`):
 //!    one chart per (dataset, keys, workload, distribution, mode, threads) whose records carry
 //!    `bytes_per_key`; each index is a labelled point at (bytes per key, ns per operation) on
-//!    log-log axes. Dashed *equal-cost curves* `ns_per_op × bytes_per_key = C` pass through or
+//!    log-log axes; each index also has its own marker shape, points on one spot are set apart,
+//!    and labels take free lines near their points. Dashed *equal-cost curves* `ns_per_op × bytes_per_key = C` pass through or
 //!    near the points: the cost function `C = P·S` (latency times space) of
 //!    memory-efficient-search-trees.txt §3.7.1, which treats performance and memory as equally
 //!    important, so points on one curve are "indifferent" and lower curves are better. On log-log
@@ -18,7 +22,8 @@
 //!    when the file holds records of `mlpdex-bench filter`: the shape of
 //!    memory-efficient-search-trees.txt Figure 4.4, one chart per (dataset, keys stored, query
 //!    kind). The x axis is the filter's bits per key, the y axis its false-positive rate in per
-//!    cent; each filter family is one line through its configurations in order of size
+//!    cent on a log scale (rates span orders of magnitude; a rate of 0 sits on the bottom edge,
+//!    labelled `0%`); each filter family, with a marker shape of its own, is one line through its configurations in order of size
 //!    (SuRF-Hash, SuRF-Real and SuRF-Mixed over their suffix bits, Bloom over its bits per key),
 //!    each point labelled with its suffix bits (`4+4`: hashed + real) or Bloom bits, and
 //!    SuRF-Base is a single point. Families have fixed colours, the same on every such chart.
@@ -35,6 +40,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow};
+use plotters::coord::CoordTranslate;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -263,9 +269,33 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
     let x_lo = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let x_hi = all().map(|p| p.0).fold(0.0, f64::max);
     let (x0, x1) = ((x_lo - 1.0).floor().max(0.0), (x_hi + 1.0).ceil());
+    // A log axis: the rates span orders of magnitude (Bloom filters near 0.01%, SuRF-Base near
+    // 4%), and on a linear axis the small ones all sit on zero. A rate of exactly 0 has no
+    // place on it: such points sit on the bottom edge, labelled "0%".
     let y_hi = all().map(|p| p.1).fold(0.0, f64::max);
-    // Headroom above the highest point for its label.
-    let y1 = if y_hi > 0.0 { y_hi * 1.12 } else { 1.0 };
+    let y_lo = all()
+        .map(|p| p.1)
+        .filter(|&y| y > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let (y0, y1) = if y_lo.is_finite() {
+        (y_lo / 3.0, y_hi * 3.0)
+    } else {
+        (1e-3, 1.0)
+    };
+    let floor = y0 * 1.05;
+    for s in &mut series {
+        for p in &mut s.2 {
+            if p.1 <= 0.0 {
+                p.1 = floor;
+                p.2 = if p.2.is_empty() {
+                    "0%".into()
+                } else {
+                    format!("{} (0%)", p.2)
+                };
+            }
+        }
+    }
+    let (y_bold, y_light) = log_ticks(y0, y1);
 
     let mut svg = String::new();
     {
@@ -276,13 +306,19 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
             .margin(16)
             .x_label_area_size(50)
             .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .build_cartesian_2d(
+                x0..x1,
+                (y0..y1)
+                    .log_scale()
+                    .with_key_points(y_bold)
+                    .with_light_points(y_light),
+            )
             .map_err(plot_err)?;
         let fmt = |v: &f64| compact(*v);
         chart
             .configure_mesh()
             .x_desc("bits per key")
-            .y_desc("false positive rate (%)")
+            .y_desc("false positive rate (%, log scale)")
             .x_label_formatter(&fmt)
             .y_label_formatter(&fmt)
             .axis_desc_style(DESC_FONT)
@@ -297,7 +333,15 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
         let mut obstacles: Vec<[f64; 4]> = Vec::new();
         let mut label_boxes: Vec<[f64; 4]> = Vec::new();
         let mut widest = 0.0f64;
-        for (family, colour, points) in &series {
+        // Markers of different families on one spot are set apart.
+        let pixels: Vec<(i32, i32)> = series
+            .iter()
+            .flat_map(|s| &s.2)
+            .map(|p| chart.backend_coord(&(p.0, p.1)))
+            .collect();
+        let shifts = dodge(&pixels, 6);
+        let mut shift = shifts.iter().copied();
+        for (shape, (family, colour, points)) in series.iter().enumerate() {
             let colour = *colour;
             widest = widest.max(text_px(family, 14.0));
             if points.len() > 1 {
@@ -308,19 +352,11 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
                     ))
                     .map_err(plot_err)?;
             }
-            chart
-                .draw_series(
-                    points
-                        .iter()
-                        .map(|&(b, f, _)| Circle::new((b, f), 5, colour.filled())),
-                )
-                .map_err(plot_err)?
-                .label(family.as_str())
-                .legend(move |(x, y)| {
-                    EmptyElement::at((x, y))
-                        + PathElement::new([(0, 0), (16, 0)], colour.stroke_width(2))
-                        + Circle::new((8, 0), 4, colour.filled())
-                });
+            for (k, &(b, f, _)) in points.iter().enumerate() {
+                let dx = shift.next().unwrap_or(0);
+                let legend = (k == 0).then_some(family.as_str());
+                draw_marker(&mut chart, shape, (b, f), dx, 5, colour, legend, true)?;
+            }
             let style = TextStyle::from(("sans-serif", 12).into_font())
                 .color(&colour)
                 .pos(Pos::new(HPos::Left, VPos::Bottom));
@@ -753,6 +789,94 @@ fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
     }
 }
 
+/// Marker shapes, cycled through by series: with colour, the shape tells apart series whose
+/// points coincide or whose colours are close.
+const SHAPES: usize = 6;
+
+/// Draws a marker of `shape` (`0..SHAPES`: filled circle, triangle, square, cross, hollow
+/// circle, hollow square) of radius about `size` pixels at `at`, shifted `dx` pixels right (to
+/// set apart points that would cover each other). With `legend`, the marker is also the
+/// legend entry of that name, after a short line when `line`.
+#[allow(clippy::too_many_arguments)]
+fn draw_marker<'a, DB: DrawingBackend + 'a, CT: CoordTranslate<From = (f64, f64)>>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    shape: usize,
+    at: (f64, f64),
+    dx: i32,
+    size: i32,
+    colour: RGBColor,
+    legend: Option<&str>,
+    line: bool,
+) -> anyhow::Result<()> {
+    let outline = BLACK.stroke_width(1);
+    let fill = colour.filled();
+    let thick = colour.stroke_width(3);
+    let sq = |dx: i32, s: i32| [(dx - s, -s), (dx + s, s)];
+    macro_rules! marker {
+        ($($element:expr),+ ; $key:expr) => {{
+            let anno = chart
+                .draw_series(std::iter::once(EmptyElement::at(at) $(+ $element)+))
+                .map_err(plot_err)?;
+            if let Some(name) = legend {
+                let anno = anno.label(name);
+                if line {
+                    anno.legend(move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + PathElement::new([(0, 0), (16, 0)], colour.stroke_width(2))
+                            + $key
+                    });
+                } else {
+                    anno.legend(move |(x, y)| EmptyElement::at((x, y)) + $key);
+                }
+            }
+        }};
+    }
+    match shape % SHAPES {
+        0 => marker!(
+            Circle::new((dx, 0), size, fill),
+            Circle::new((dx, 0), size, outline);
+            Circle::new((8, 0), 5, fill)
+        ),
+        1 => marker!(
+            TriangleMarker::new((dx, 0), size + 2, fill);
+            TriangleMarker::new((8, 0), 7, fill)
+        ),
+        2 => marker!(
+            Rectangle::new(sq(dx, size), fill),
+            Rectangle::new(sq(dx, size), outline);
+            Rectangle::new(sq(8, 5), fill)
+        ),
+        3 => marker!(
+            Cross::new((dx, 0), size, thick);
+            Cross::new((8, 0), 5, thick)
+        ),
+        4 => marker!(
+            Circle::new((dx, 0), size, thick);
+            Circle::new((8, 0), 5, thick)
+        ),
+        _ => marker!(
+            Rectangle::new(sq(dx, size), thick);
+            Rectangle::new(sq(8, 5), thick)
+        ),
+    }
+    Ok(())
+}
+
+/// The horizontal pixel shift for each of `points` (pixel positions, in drawing order) that
+/// sets apart markers within `radius` pixels of an earlier one: the k-th marker on one spot
+/// moves `k · 2·radius` right, so every marker of a cluster stays visible.
+fn dodge(points: &[(i32, i32)], radius: i32) -> Vec<i32> {
+    let mut out = Vec::with_capacity(points.len());
+    for (i, &(x, y)) in points.iter().enumerate() {
+        let close = points[..i]
+            .iter()
+            .filter(|&&(px, py)| (px - x).abs() < radius && (py - y).abs() < radius)
+            .count();
+        out.push(close as i32 * 2 * radius);
+    }
+    out
+}
+
 /// Approximate pixel width of `text` at `size` (plotters' own estimate for the SVG backend).
 fn text_px(text: &str, size: f64) -> f64 {
     size / 1.24 / 1.24 * 0.7 * text.chars().count() as f64
@@ -941,19 +1065,66 @@ fn cost_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<
         }
 
         let mut widest = text_px("equal cost C = ns/op × bytes/key", 14.0);
-        for (&(index, b, ns), label) in points.iter().zip(point_labels) {
+        // Points on one spot (filters of one size and speed, say) are set apart, and each
+        // label takes the first free line near its point instead of stacking on another.
+        let pixels: Vec<(i32, i32)> = points
+            .iter()
+            .map(|&(_, b, ns)| chart.backend_coord(&(b, ns)))
+            .collect();
+        let shifts = dodge(&pixels, 7);
+        let mut label_boxes: Vec<[f64; 4]> = Vec::new();
+        for (i, (&(index, b, ns), label)) in points.iter().zip(point_labels).enumerate() {
             let colour = colours.of(index);
+            let shape = colours.rank(index) / PALETTE.len() + i % SHAPES;
             widest = widest.max(text_px(index, 14.0));
+            let px = f64::from(pixels[i].0 + shifts[i]);
+            let py = f64::from(pixels[i].1);
+            // Renderers set this font a little wider than plotters' estimate: leave room.
+            let w = text_px(&label, 14.0) * 1.15;
+            let at = |dy: i32| {
+                let top = py + f64::from(dy);
+                [px + 9.0, px + 9.0 + w, top, top + 14.0]
+            };
+            // The first line near the point that no other label covers; in a crowd, the one
+            // covered least.
+            let covered = |dy: i32| -> f64 {
+                let a = at(dy);
+                label_boxes
+                    .iter()
+                    .map(|o| {
+                        let x = (a[1].min(o[1]) - a[0].max(o[0])).max(0.0);
+                        let y = (a[3].min(o[3]) - a[2].max(o[2])).max(0.0);
+                        x * y
+                    })
+                    .sum()
+            };
+            let spots = [-18, -4, 10, -32, 24, -46, 38, -60, 52, -74, 66];
+            let dy = spots
+                .into_iter()
+                .find(|&dy| covered(dy) == 0.0)
+                .unwrap_or_else(|| {
+                    spots
+                        .into_iter()
+                        .min_by(|&a, &b| covered(a).total_cmp(&covered(b)))
+                        .unwrap_or(-18)
+                });
+            label_boxes.push(at(dy));
+            draw_marker(
+                &mut chart,
+                shape,
+                (b, ns),
+                shifts[i],
+                6,
+                colour,
+                Some(index),
+                false,
+            )?;
             chart
                 .draw_series(std::iter::once(
                     EmptyElement::at((b, ns))
-                        + Circle::new((0, 0), 6, colour.filled())
-                        + Circle::new((0, 0), 6, BLACK.stroke_width(1))
-                        + Text::new(label, (9, -18), ("sans-serif", 14).into_font()),
+                        + Text::new(label, (9 + shifts[i], dy), ("sans-serif", 14).into_font()),
                 ))
-                .map_err(plot_err)?
-                .label(index)
-                .legend(move |(x, y)| Circle::new((x + 8, y), 6, colour.filled()));
+                .map_err(plot_err)?;
         }
         let legend = (widest + 60.0, 18.0 * (points.len() + 1) as f64 + 20.0);
         chart
@@ -1141,6 +1312,43 @@ mod tests {
         let range =
             std::fs::read_to_string(dir.path().join("charts/fpr-rand-8-500-range.svg")).unwrap();
         assert!(range.contains("SuRF-Real") && !range.contains("Bloom"));
+        assert!(point.contains("log scale"), "FPR on a log axis");
+        assert!(point.contains("500 keys stored"));
+        // Builds get their own chart, in keys per second; the throughput chart has none.
+        let build =
+            std::fs::read_to_string(dir.path().join("charts/build-rand-8-500.svg")).unwrap();
+        assert!(build.contains("million keys/s"), "{build}");
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for n in names.iter().filter(|n| n.starts_with("throughput-")) {
+            let svg = std::fs::read_to_string(dir.path().join("charts").join(n)).unwrap();
+            assert!(!svg.contains(">build<"), "{n} mixes builds with queries");
+        }
+    }
+
+    #[test]
+    fn a_zero_false_positive_rate_is_drawn_on_the_log_axis_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = [
+            filter_rec("surf-real-8", "rand-8", "filter-point", 18.0, 0.001),
+            filter_rec("bloom-18", "rand-8", "filter-point", 18.0, 0.0),
+        ];
+        let json = write_lines(dir.path(), &records);
+        let written = write_report(&json, &dir.path().join("charts")).unwrap();
+        let fpr = written
+            .iter()
+            .find(|p| p.to_string_lossy().contains("fpr-"))
+            .unwrap();
+        let svg = std::fs::read_to_string(fpr).unwrap();
+        assert!(svg.contains("18 (0%)"), "the zero is labelled");
+    }
+
+    #[test]
+    fn coincident_markers_are_set_apart() {
+        let d = dodge(&[(100, 100), (101, 99), (300, 300), (100, 102)], 6);
+        assert_eq!(d, [0, 12, 0, 24]);
     }
 
     #[test]
