@@ -86,12 +86,10 @@ mod tests {
 
     #[test]
     fn allocation_statistics_track_allocations() {
-        // The statistics are process-wide, and other tests run on other threads: one freeing a
-        // few MiB between the two readings hides part of the block (seen: 7.6 MB -> 69.2 MB for
-        // a 67.1 MB block). Such a coincidence does not repeat on every attempt; statistics that
-        // do not track allocations fail them all.
+        // The counter is process-wide: tests running on other threads free memory at the same
+        // time and can hide part of the block. A few attempts; one clean one proves the point.
         let mut seen = Vec::new();
-        for _ in 0..20 {
+        for _ in 0..5 {
             let before = allocated_bytes();
             let block = vec![7u8; 64 << 20];
             let during = allocated_bytes();
@@ -101,6 +99,6 @@ mod tests {
             }
             seen.push((before, during));
         }
-        panic!("a 64 MiB block did not show in the statistics: {seen:?}");
+        panic!("a 64 MiB block never showed in the statistics: {seen:?}");
     }
 }

@@ -4,12 +4,16 @@
 //! comparable at a glance.
 //!
 //! 1. **Throughput** (`throughput-<dataset>-<keys>-<distribution>-<mode>-<threads>t.svg`): one
-//!    chart per (dataset, keys, distribution, mode, threads), grouped bars with one group per
-//!    workload and one bar per index, in million operations per second.
+//!    chart per (dataset, keys, distribution, mode, threads, batch), grouped bars with one group
+//!    per workload and one bar per index, in million operations per second. Filter builds
+//!    (`build-<dataset>-<keys>.svg`) and HOPE encoders (`encode-<dataset>-<keys>.svg`) are
+//!    measured in keys per second and get bar charts of their own, never an axis shared with
+//!    operations.
 //! 2. **Latency versus memory** (`cost-<dataset>-<keys>-<workload>-<distribution>-<mode>-<threads>t.svg`):
 //!    one chart per (dataset, keys, workload, distribution, mode, threads) whose records carry
 //!    `bytes_per_key`; each index is a labelled point at (bytes per key, ns per operation) on
-//!    log-log axes. Dashed *equal-cost curves* `ns_per_op × bytes_per_key = C` pass through or
+//!    log-log axes; each index also has its own marker shape, points on one spot are set apart,
+//!    and labels take free lines near their points. Dashed *equal-cost curves* `ns_per_op × bytes_per_key = C` pass through or
 //!    near the points: the cost function `C = P·S` (latency times space) of
 //!    memory-efficient-search-trees.txt §3.7.1, which treats performance and memory as equally
 //!    important, so points on one curve are "indifferent" and lower curves are better. On log-log
@@ -18,7 +22,8 @@
 //!    when the file holds records of `mlpdex-bench filter`: the shape of
 //!    memory-efficient-search-trees.txt Figure 4.4, one chart per (dataset, keys stored, query
 //!    kind). The x axis is the filter's bits per key, the y axis its false-positive rate in per
-//!    cent; each filter family is one line through its configurations in order of size
+//!    cent on a log scale (rates span orders of magnitude; a rate of 0 sits on the bottom edge,
+//!    labelled `0%`); each filter family, with a marker shape of its own, is one line through its configurations in order of size
 //!    (SuRF-Hash, SuRF-Real and SuRF-Mixed over their suffix bits, Bloom over its bits per key),
 //!    each point labelled with its suffix bits (`4+4`: hashed + real) or Bloom bits, and
 //!    SuRF-Base is a single point. Families have fixed colours, the same on every such chart.
@@ -35,12 +40,14 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow};
+use plotters::coord::CoordTranslate;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::filter::{FilterKind, QueryKind};
-use crate::record::Record;
+use crate::filter::QueryKind;
+use crate::markdown::thousands;
+use crate::record::{FilterOp, Record, RecordKey};
 
 /// Reads a JSON-lines results file: one [`Record`] object per line, blank lines skipped.
 ///
@@ -53,7 +60,7 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
         if line.trim().is_empty() {
             continue;
         }
-        let r: Record = serde_json::from_str(line).map_err(|e| {
+        let r = Record::from_json(line).map_err(|e| {
             anyhow!(
                 "{}: line {}: not a result record: {e}",
                 path.display(),
@@ -77,40 +84,83 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
     let mut names = FileNames::default();
     let mut written = Vec::new();
 
-    // Chart 1: throughput, grouped by everything but workload and index.
+    // Chart 1: throughput, grouped by everything but workload and index. Filter builds and
+    // encoders are measured in keys per second, not operations: they get charts of their own.
     let mut groups: BTreeMap<ThroughputGroup, Vec<&Record>> = BTreeMap::new();
     for r in &records {
+        let k = r.key();
+        let chart = match r {
+            Record::Filter(f) if f.op == FilterOp::Build => BarChart::Build,
+            Record::Encoder(_) => BarChart::Encode,
+            _ => BarChart::Throughput,
+        };
         groups
-            .entry((&r.dataset, r.keys, &r.distribution, &r.mode, r.threads))
+            .entry((
+                chart,
+                k.dataset,
+                k.keys,
+                k.distribution,
+                k.mode,
+                k.threads,
+                k.batch,
+            ))
             .or_default()
             .push(r);
     }
-    for ((dataset, keys, distribution, mode, threads), rs) in &groups {
-        let name = names.claim(&format!(
-            "throughput-{}-{keys}-{}-{}-{threads}t",
-            sanitise(dataset),
-            sanitise(distribution),
-            sanitise(mode)
-        ));
-        let title = format!(
-            "Throughput: {dataset}, {keys} keys, {distribution}, {mode}, {threads} thread{}",
-            plural(*threads)
-        );
-        let svg = throughput_chart(&title, rs, &colours)?;
+    for ((chart, dataset, keys, distribution, mode, threads, batch), rs) in &groups {
+        let batched = if *batch > 1 {
+            format!(", batches of {batch}")
+        } else {
+            String::new()
+        };
+        let (name, title, y_desc) = match chart {
+            BarChart::Throughput => (
+                format!(
+                    "throughput-{}-{keys}-{}-{}-{threads}t{}",
+                    sanitise(dataset),
+                    sanitise(distribution),
+                    sanitise(mode),
+                    if *batch > 1 {
+                        format!("-b{batch}")
+                    } else {
+                        String::new()
+                    }
+                ),
+                format!(
+                    "Throughput: {dataset}, {} keys, {distribution}, {mode}, {threads} thread{}{batched}",
+                    thousands(*keys),
+                    plural(*threads)
+                ),
+                "throughput (Mops/s)",
+            ),
+            BarChart::Build => (
+                format!("build-{}-{keys}", sanitise(dataset)),
+                format!("Build speed: {dataset}, {} keys stored", thousands(*keys)),
+                "build speed (million keys/s)",
+            ),
+            BarChart::Encode => (
+                format!("encode-{}-{keys}", sanitise(dataset)),
+                format!("HOPE encoding speed: {dataset}, {} keys", thousands(*keys)),
+                "encoding speed (million keys/s)",
+            ),
+        };
+        let name = names.claim(&name);
+        let svg = throughput_chart(&title, y_desc, rs, &colours)?;
         written.push(write_svg(out_dir, &name, &svg)?);
     }
 
     // Chart 2: latency versus memory, one chart per workload as well, only records with memory.
     let mut groups: BTreeMap<CostGroup, Vec<&Record>> = BTreeMap::new();
     for r in records.iter().filter(|r| usable_point(r).is_some()) {
+        let k = r.key();
         groups
             .entry((
-                &r.dataset,
-                r.keys,
-                &r.workload,
-                &r.distribution,
-                &r.mode,
-                r.threads,
+                k.dataset,
+                k.keys,
+                k.workload,
+                k.distribution,
+                k.mode,
+                k.threads,
             ))
             .or_default()
             .push(r);
@@ -124,8 +174,9 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
             sanitise(mode)
         ));
         let title = format!(
-            "Latency vs memory: {dataset}, {keys} keys, workload {workload}, {distribution}, \
+            "Latency vs memory: {dataset}, {} keys, workload {workload}, {distribution}, \
              {mode}, {threads} thread{}",
+            thousands(*keys),
             plural(*threads)
         );
         let svg = cost_chart(&title, rs, &colours)?;
@@ -135,19 +186,23 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
     // Chart 3: false-positive rate versus bits per key, per dataset and query kind.
     let mut groups: BTreeMap<FprGroup, Vec<&Record>> = BTreeMap::new();
     for r in &records {
-        let Some(kind) = QueryKind::from_workload(&r.workload) else {
+        let Some(f) = r.as_filter() else { continue };
+        let FilterOp::Query(kind) = f.op else {
             continue;
         };
         if fpr_point(r).is_some() {
             groups
-                .entry((&r.dataset, r.keys, kind))
+                .entry((&f.m.dataset, f.m.keys, kind))
                 .or_default()
                 .push(r);
         }
     }
     for ((dataset, keys, kind), rs) in &groups {
         let name = names.claim(&format!("fpr-{}-{keys}-{kind}", sanitise(dataset)));
-        let title = format!("False positive rate: {dataset}, {keys} keys stored, {kind} queries");
+        let title = format!(
+            "False positive rate: {dataset}, {} keys stored, {kind} queries",
+            thousands(*keys)
+        );
         let svg = fpr_chart(&title, rs)?;
         written.push(write_svg(out_dir, &name, &svg)?);
     }
@@ -160,7 +215,8 @@ type FprGroup<'a> = (&'a str, u64, QueryKind);
 
 /// `(bits_per_key, fpr in per cent)` of a filter record when both are known and finite.
 fn fpr_point(r: &Record) -> Option<(f64, f64)> {
-    let (b, f) = (r.bits_per_key?, r.fpr?);
+    let f = r.as_filter()?;
+    let (b, f) = (f.bits_per_key, f.fpr?);
     (b.is_finite() && f.is_finite()).then_some((b, f * 100.0))
 }
 
@@ -188,10 +244,15 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
         let Some((bits, fpr)) = fpr_point(r) else {
             continue;
         };
-        let (family, label) = match r.index.parse::<FilterKind>() {
-            Ok(kind) => (kind.family().to_owned(), kind.label()),
-            Err(_) => (r.index.clone(), String::new()),
-        };
+        let Some(f) = r.as_filter() else { continue };
+        let mut family = f.filter.family().to_owned();
+        if f.batched {
+            family.push_str(" (batched)");
+        }
+        if let Some(s) = f.scheme {
+            family = format!("{family} + {}", s.name());
+        }
+        let label = f.filter.label();
         match series.iter_mut().find(|s| s.0 == family) {
             Some(s) => s.2.push((bits, fpr, label)),
             None => {
@@ -208,9 +269,33 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
     let x_lo = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let x_hi = all().map(|p| p.0).fold(0.0, f64::max);
     let (x0, x1) = ((x_lo - 1.0).floor().max(0.0), (x_hi + 1.0).ceil());
+    // A log axis: the rates span orders of magnitude (Bloom filters near 0.01%, SuRF-Base near
+    // 4%), and on a linear axis the small ones all sit on zero. A rate of exactly 0 has no
+    // place on it: such points sit on the bottom edge, labelled "0%".
     let y_hi = all().map(|p| p.1).fold(0.0, f64::max);
-    // Headroom above the highest point for its label.
-    let y1 = if y_hi > 0.0 { y_hi * 1.12 } else { 1.0 };
+    let y_lo = all()
+        .map(|p| p.1)
+        .filter(|&y| y > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let (y0, y1) = if y_lo.is_finite() {
+        (y_lo / 3.0, y_hi * 3.0)
+    } else {
+        (1e-3, 1.0)
+    };
+    let floor = y0 * 1.05;
+    for s in &mut series {
+        for p in &mut s.2 {
+            if p.1 <= 0.0 {
+                p.1 = floor;
+                p.2 = if p.2.is_empty() {
+                    "0%".into()
+                } else {
+                    format!("{} (0%)", p.2)
+                };
+            }
+        }
+    }
+    let (y_bold, y_light) = log_ticks(y0, y1);
 
     let mut svg = String::new();
     {
@@ -221,13 +306,19 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
             .margin(16)
             .x_label_area_size(50)
             .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .build_cartesian_2d(
+                x0..x1,
+                (y0..y1)
+                    .log_scale()
+                    .with_key_points(y_bold)
+                    .with_light_points(y_light),
+            )
             .map_err(plot_err)?;
         let fmt = |v: &f64| compact(*v);
         chart
             .configure_mesh()
             .x_desc("bits per key")
-            .y_desc("false positive rate (%)")
+            .y_desc("false positive rate (%, log scale)")
             .x_label_formatter(&fmt)
             .y_label_formatter(&fmt)
             .axis_desc_style(DESC_FONT)
@@ -242,7 +333,15 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
         let mut obstacles: Vec<[f64; 4]> = Vec::new();
         let mut label_boxes: Vec<[f64; 4]> = Vec::new();
         let mut widest = 0.0f64;
-        for (family, colour, points) in &series {
+        // Markers of different families on one spot are set apart.
+        let pixels: Vec<(i32, i32)> = series
+            .iter()
+            .flat_map(|s| &s.2)
+            .map(|p| chart.backend_coord(&(p.0, p.1)))
+            .collect();
+        let shifts = dodge(&pixels, 6);
+        let mut shift = shifts.iter().copied();
+        for (shape, (family, colour, points)) in series.iter().enumerate() {
             let colour = *colour;
             widest = widest.max(text_px(family, 14.0));
             if points.len() > 1 {
@@ -253,19 +352,11 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
                     ))
                     .map_err(plot_err)?;
             }
-            chart
-                .draw_series(
-                    points
-                        .iter()
-                        .map(|&(b, f, _)| Circle::new((b, f), 5, colour.filled())),
-                )
-                .map_err(plot_err)?
-                .label(family.as_str())
-                .legend(move |(x, y)| {
-                    EmptyElement::at((x, y))
-                        + PathElement::new([(0, 0), (16, 0)], colour.stroke_width(2))
-                        + Circle::new((8, 0), 4, colour.filled())
-                });
+            for (k, &(b, f, _)) in points.iter().enumerate() {
+                let dx = shift.next().unwrap_or(0);
+                let legend = (k == 0).then_some(family.as_str());
+                draw_marker(&mut chart, shape, (b, f), dx, 5, colour, legend, true)?;
+            }
             let style = TextStyle::from(("sans-serif", 12).into_font())
                 .color(&colour)
                 .pos(Pos::new(HPos::Left, VPos::Bottom));
@@ -315,24 +406,22 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
     Ok(svg)
 }
 
-/// A throughput chart's records share (dataset, keys, distribution, mode, threads).
-type ThroughputGroup<'a> = (&'a str, u64, &'a str, &'a str, u32);
-/// A cost chart's records share (dataset, keys, workload, distribution, mode, threads).
-type CostGroup<'a> = (&'a str, u64, &'a str, &'a str, &'a str, u32);
+/// Which bar chart a record goes on: operations per second, or keys per second of a build or
+/// an encoding pass (never on one axis with operations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum BarChart {
+    Throughput,
+    Build,
+    Encode,
+}
 
-/// The identity of a measurement: everything but the measured values.
-type RecordKey = (String, String, u64, String, String, String, u32);
+/// A bar chart's records share (chart, dataset, keys, distribution, mode, threads, batch).
+type ThroughputGroup = (BarChart, String, u64, String, &'static str, u32, u32);
+/// A cost chart's records share (dataset, keys, workload, distribution, mode, threads).
+type CostGroup = (String, u64, String, String, &'static str, u32);
 
 fn record_key(r: &Record) -> RecordKey {
-    (
-        r.index.clone(),
-        r.dataset.clone(),
-        r.keys,
-        r.workload.clone(),
-        r.distribution.clone(),
-        r.mode.clone(),
-        r.threads,
-    )
+    r.key()
 }
 
 /// Keeps the last record of each identity, at the position where the identity first appeared
@@ -354,9 +443,14 @@ pub(crate) fn dedup_last(records: Vec<Record>) -> Vec<Record> {
 
 /// `(bytes_per_key, ns_per_op)` when both are positive and finite, i.e. plottable on log axes.
 fn usable_point(r: &Record) -> Option<(f64, f64)> {
-    let b = r.bytes_per_key?;
+    if matches!(r, Record::Encoder(_)) || matches!(r, Record::Filter(f) if f.op == FilterOp::Build)
+    {
+        return None;
+    }
+    let b = r.bytes_per_key()?;
+    let ns = r.m().ns_per_op;
     let ok = |v: f64| v.is_finite() && v > 0.0;
-    (ok(b) && ok(r.ns_per_op)).then_some((b, r.ns_per_op))
+    (ok(b) && ok(ns)).then_some((b, ns))
 }
 
 fn plural(n: u32) -> &'static str {
@@ -438,7 +532,7 @@ struct Colours {
 
 impl Colours {
     fn new(records: &[Record]) -> Colours {
-        let names: BTreeSet<&str> = records.iter().map(|r| r.index.as_str()).collect();
+        let names: BTreeSet<&str> = records.iter().map(|r| r.m().index.as_str()).collect();
         Colours {
             rank: names
                 .into_iter()
@@ -466,7 +560,7 @@ impl Colours {
 
     /// The distinct index names among `rs`, in colour-rank order.
     fn indexes_of<'a>(&self, rs: &[&'a Record]) -> Vec<&'a str> {
-        let mut names: Vec<&str> = rs.iter().map(|r| r.index.as_str()).collect();
+        let mut names: Vec<&str> = rs.iter().map(|r| r.m().index.as_str()).collect();
         names.sort_by_key(|n| (self.rank(n), *n));
         names.dedup();
         names
@@ -539,19 +633,25 @@ const TITLE_FONT: (&str, u32) = ("sans-serif", 22);
 const DESC_FONT: (&str, u32) = ("sans-serif", 17);
 const LABEL_FONT: (&str, u32) = ("sans-serif", 14);
 
-/// Grouped bars: x = workload, one bar per index, y = Mops/s.
-fn throughput_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<String> {
-    let mut workloads: Vec<&str> = Vec::new();
+/// Grouped bars: x = workload, one bar per index, y = millions per second (`y_desc`).
+fn throughput_chart(
+    title: &str,
+    y_desc: &str,
+    rs: &[&Record],
+    colours: &Colours,
+) -> anyhow::Result<String> {
+    let mut workloads: Vec<String> = Vec::new();
     for r in rs {
-        if !workloads.contains(&r.workload.as_str()) {
-            workloads.push(&r.workload);
+        let w = r.workload_name();
+        if !workloads.contains(&w) {
+            workloads.push(w);
         }
     }
     let indexes = colours.indexes_of(rs);
-    let values: HashMap<(&str, &str), f64> = rs
+    let values: HashMap<(String, &str), f64> = rs
         .iter()
-        .filter(|r| r.mops.is_finite() && r.mops >= 0.0)
-        .map(|r| ((r.workload.as_str(), r.index.as_str()), r.mops))
+        .filter(|r| r.m().mops.is_finite() && r.m().mops >= 0.0)
+        .map(|r| ((r.workload_name(), r.m().index.as_str()), r.m().mops))
         .collect();
     let max = values.values().copied().fold(0.0, f64::max);
     // Headroom above the tallest bar for the legend (upper right, about 18 px per index of a
@@ -580,16 +680,14 @@ fn throughput_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::R
             .map_err(plot_err)?;
         let x_label = |v: &f64| {
             let i = v.floor().max(0.0) as usize;
-            workloads
-                .get(i)
-                .map_or_else(String::new, |w| (*w).to_owned())
+            workloads.get(i).cloned().unwrap_or_default()
         };
         let y_label = |v: &f64| compact(*v);
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_desc("workload")
-            .y_desc("throughput (Mops/s)")
+            .y_desc(y_desc)
             .x_label_formatter(&x_label)
             .y_label_formatter(&y_label)
             .axis_desc_style(DESC_FONT)
@@ -607,8 +705,8 @@ fn throughput_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::R
             let bars: Vec<(f64, f64)> = workloads
                 .iter()
                 .enumerate()
-                .filter_map(|(i, &w)| {
-                    let v = *values.get(&(w, index))?;
+                .filter_map(|(i, w)| {
+                    let v = *values.get(&(w.clone(), index))?;
                     Some((i as f64 + 0.1 + j as f64 * slot, v))
                 })
                 .collect();
@@ -691,6 +789,94 @@ fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
     }
 }
 
+/// Marker shapes, cycled through by series: with colour, the shape tells apart series whose
+/// points coincide or whose colours are close.
+const SHAPES: usize = 6;
+
+/// Draws a marker of `shape` (`0..SHAPES`: filled circle, triangle, square, cross, hollow
+/// circle, hollow square) of radius about `size` pixels at `at`, shifted `dx` pixels right (to
+/// set apart points that would cover each other). With `legend`, the marker is also the
+/// legend entry of that name, after a short line when `line`.
+#[allow(clippy::too_many_arguments)]
+fn draw_marker<'a, DB: DrawingBackend + 'a, CT: CoordTranslate<From = (f64, f64)>>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    shape: usize,
+    at: (f64, f64),
+    dx: i32,
+    size: i32,
+    colour: RGBColor,
+    legend: Option<&str>,
+    line: bool,
+) -> anyhow::Result<()> {
+    let outline = BLACK.stroke_width(1);
+    let fill = colour.filled();
+    let thick = colour.stroke_width(3);
+    let sq = |dx: i32, s: i32| [(dx - s, -s), (dx + s, s)];
+    macro_rules! marker {
+        ($($element:expr),+ ; $key:expr) => {{
+            let anno = chart
+                .draw_series(std::iter::once(EmptyElement::at(at) $(+ $element)+))
+                .map_err(plot_err)?;
+            if let Some(name) = legend {
+                let anno = anno.label(name);
+                if line {
+                    anno.legend(move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + PathElement::new([(0, 0), (16, 0)], colour.stroke_width(2))
+                            + $key
+                    });
+                } else {
+                    anno.legend(move |(x, y)| EmptyElement::at((x, y)) + $key);
+                }
+            }
+        }};
+    }
+    match shape % SHAPES {
+        0 => marker!(
+            Circle::new((dx, 0), size, fill),
+            Circle::new((dx, 0), size, outline);
+            Circle::new((8, 0), 5, fill)
+        ),
+        1 => marker!(
+            TriangleMarker::new((dx, 0), size + 2, fill);
+            TriangleMarker::new((8, 0), 7, fill)
+        ),
+        2 => marker!(
+            Rectangle::new(sq(dx, size), fill),
+            Rectangle::new(sq(dx, size), outline);
+            Rectangle::new(sq(8, 5), fill)
+        ),
+        3 => marker!(
+            Cross::new((dx, 0), size, thick);
+            Cross::new((8, 0), 5, thick)
+        ),
+        4 => marker!(
+            Circle::new((dx, 0), size, thick);
+            Circle::new((8, 0), 5, thick)
+        ),
+        _ => marker!(
+            Rectangle::new(sq(dx, size), thick);
+            Rectangle::new(sq(8, 5), thick)
+        ),
+    }
+    Ok(())
+}
+
+/// The horizontal pixel shift for each of `points` (pixel positions, in drawing order) that
+/// sets apart markers within `radius` pixels of an earlier one: the k-th marker on one spot
+/// moves `k · 2·radius` right, so every marker of a cluster stays visible.
+fn dodge(points: &[(i32, i32)], radius: i32) -> Vec<i32> {
+    let mut out = Vec::with_capacity(points.len());
+    for (i, &(x, y)) in points.iter().enumerate() {
+        let close = points[..i]
+            .iter()
+            .filter(|&&(px, py)| (px - x).abs() < radius && (py - y).abs() < radius)
+            .count();
+        out.push(close as i32 * 2 * radius);
+    }
+    out
+}
+
 /// Approximate pixel width of `text` at `size` (plotters' own estimate for the SVG backend).
 fn text_px(text: &str, size: f64) -> f64 {
     size / 1.24 / 1.24 * 0.7 * text.chars().count() as f64
@@ -742,7 +928,7 @@ fn cost_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<
         .indexes_of(rs)
         .into_iter()
         .filter_map(|index| {
-            let r = rs.iter().find(|r| r.index == index)?;
+            let r = rs.iter().find(|r| r.m().index == index)?;
             let (b, ns) = usable_point(r)?;
             Some((index, b, ns))
         })
@@ -879,19 +1065,66 @@ fn cost_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<
         }
 
         let mut widest = text_px("equal cost C = ns/op × bytes/key", 14.0);
-        for (&(index, b, ns), label) in points.iter().zip(point_labels) {
+        // Points on one spot (filters of one size and speed, say) are set apart, and each
+        // label takes the first free line near its point instead of stacking on another.
+        let pixels: Vec<(i32, i32)> = points
+            .iter()
+            .map(|&(_, b, ns)| chart.backend_coord(&(b, ns)))
+            .collect();
+        let shifts = dodge(&pixels, 7);
+        let mut label_boxes: Vec<[f64; 4]> = Vec::new();
+        for (i, (&(index, b, ns), label)) in points.iter().zip(point_labels).enumerate() {
             let colour = colours.of(index);
+            let shape = colours.rank(index) / PALETTE.len() + i % SHAPES;
             widest = widest.max(text_px(index, 14.0));
+            let px = f64::from(pixels[i].0 + shifts[i]);
+            let py = f64::from(pixels[i].1);
+            // Renderers set this font a little wider than plotters' estimate: leave room.
+            let w = text_px(&label, 14.0) * 1.15;
+            let at = |dy: i32| {
+                let top = py + f64::from(dy);
+                [px + 9.0, px + 9.0 + w, top, top + 14.0]
+            };
+            // The first line near the point that no other label covers; in a crowd, the one
+            // covered least.
+            let covered = |dy: i32| -> f64 {
+                let a = at(dy);
+                label_boxes
+                    .iter()
+                    .map(|o| {
+                        let x = (a[1].min(o[1]) - a[0].max(o[0])).max(0.0);
+                        let y = (a[3].min(o[3]) - a[2].max(o[2])).max(0.0);
+                        x * y
+                    })
+                    .sum()
+            };
+            let spots = [-18, -4, 10, -32, 24, -46, 38, -60, 52, -74, 66];
+            let dy = spots
+                .into_iter()
+                .find(|&dy| covered(dy) == 0.0)
+                .unwrap_or_else(|| {
+                    spots
+                        .into_iter()
+                        .min_by(|&a, &b| covered(a).total_cmp(&covered(b)))
+                        .unwrap_or(-18)
+                });
+            label_boxes.push(at(dy));
+            draw_marker(
+                &mut chart,
+                shape,
+                (b, ns),
+                shifts[i],
+                6,
+                colour,
+                Some(index),
+                false,
+            )?;
             chart
                 .draw_series(std::iter::once(
                     EmptyElement::at((b, ns))
-                        + Circle::new((0, 0), 6, colour.filled())
-                        + Circle::new((0, 0), 6, BLACK.stroke_width(1))
-                        + Text::new(label, (9, -18), ("sans-serif", 14).into_font()),
+                        + Text::new(label, (9 + shifts[i], dy), ("sans-serif", 14).into_font()),
                 ))
-                .map_err(plot_err)?
-                .label(index)
-                .legend(move |(x, y)| Circle::new((x + 8, y), 6, colour.filled()));
+                .map_err(plot_err)?;
         }
         let legend = (widest + 60.0, 18.0 * (points.len() + 1) as f64 + 20.0);
         chart
@@ -912,33 +1145,14 @@ mod tests {
     use super::*;
 
     fn rec(index: &str, workload: &str, mops: f64, bytes: Option<f64>) -> Record {
-        Record {
-            index: index.into(),
-            dataset: "u64:/data/osm".into(),
-            keys: 1000,
-            workload: workload.into(),
-            distribution: "uniform".into(),
-            mode: "independent".into(),
-            threads: 1,
-            batch: 1,
-            ops: 1000,
-            seconds: 1000.0 / (mops * 1e6),
-            mops,
-            ns_per_op: 1000.0 / mops,
-            dram_rt_per_op: None,
-            bytes_per_key: bytes,
-            overhead_bytes_per_key: bytes.map(|b| b - 16.0),
-            fpr: None,
-            bits_per_key: None,
-            compression_rate: None,
-            encode_ns_per_byte: None,
-            dictionary_bytes: None,
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-            max_ns: None,
-            provenance: None,
+        let mut r = crate::record::tests::index_rec(index, workload, mops);
+        if let Record::Index(i) = &mut r {
+            i.m.dataset = "u64:/data/osm".into();
+            i.m.ops = 1000;
+            i.bytes_per_key = bytes;
+            i.overhead_bytes_per_key = bytes.map(|b| b - 16.0);
         }
+        r
     }
 
     fn write_lines(dir: &Path, records: &[Record]) -> PathBuf {
@@ -996,18 +1210,16 @@ mod tests {
     }
 
     fn filter_rec(index: &str, dataset: &str, workload: &str, bits: f64, fpr: f64) -> Record {
-        Record {
-            dataset: dataset.into(),
-            keys: 500,
-            fpr: Some(fpr),
-            bits_per_key: Some(bits),
-            compression_rate: None,
-            encode_ns_per_byte: None,
-            dictionary_bytes: None,
-            bytes_per_key: Some(bits / 8.0),
-            overhead_bytes_per_key: None,
-            ..rec(index, workload, 4.0, None)
-        }
+        let op = match workload {
+            "build" => FilterOp::Build,
+            w => FilterOp::Query(QueryKind::from_workload(w).unwrap()),
+        };
+        let mut r = crate::record::tests::filter_rec(index, op, bits, Some(fpr));
+        let m = r.m_mut();
+        m.dataset = dataset.into();
+        m.keys = 500;
+        m.mops = 4.0;
+        r
     }
 
     #[test]
@@ -1057,7 +1269,9 @@ mod tests {
             ));
             // A build record has no FPR: it makes no FPR point.
             let mut build = filter_rec("surf-base", ds, "build", base, 0.0);
-            build.fpr = None;
+            if let Record::Filter(f) = &mut build {
+                f.fpr = None;
+            }
             records.push(build);
         }
         let json = write_lines(dir.path(), &records);
@@ -1098,6 +1312,43 @@ mod tests {
         let range =
             std::fs::read_to_string(dir.path().join("charts/fpr-rand-8-500-range.svg")).unwrap();
         assert!(range.contains("SuRF-Real") && !range.contains("Bloom"));
+        assert!(point.contains("log scale"), "FPR on a log axis");
+        assert!(point.contains("500 keys stored"));
+        // Builds get their own chart, in keys per second; the throughput chart has none.
+        let build =
+            std::fs::read_to_string(dir.path().join("charts/build-rand-8-500.svg")).unwrap();
+        assert!(build.contains("million keys/s"), "{build}");
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for n in names.iter().filter(|n| n.starts_with("throughput-")) {
+            let svg = std::fs::read_to_string(dir.path().join("charts").join(n)).unwrap();
+            assert!(!svg.contains(">build<"), "{n} mixes builds with queries");
+        }
+    }
+
+    #[test]
+    fn a_zero_false_positive_rate_is_drawn_on_the_log_axis_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = [
+            filter_rec("surf-real-8", "rand-8", "filter-point", 18.0, 0.001),
+            filter_rec("bloom-18", "rand-8", "filter-point", 18.0, 0.0),
+        ];
+        let json = write_lines(dir.path(), &records);
+        let written = write_report(&json, &dir.path().join("charts")).unwrap();
+        let fpr = written
+            .iter()
+            .find(|p| p.to_string_lossy().contains("fpr-"))
+            .unwrap();
+        let svg = std::fs::read_to_string(fpr).unwrap();
+        assert!(svg.contains("18 (0%)"), "the zero is labelled");
+    }
+
+    #[test]
+    fn coincident_markers_are_set_apart() {
+        let d = dodge(&[(100, 100), (101, 99), (300, 300), (100, 102)], 6);
+        assert_eq!(d, [0, 12, 0, 24]);
     }
 
     #[test]
@@ -1128,13 +1379,17 @@ mod tests {
             rec("a", "load", 3.0, None),
             rec("a", "c", 4.0, None),
         ]);
-        let got: Vec<(&str, &str, f64)> = out
+        let got: Vec<(&str, String, f64)> = out
             .iter()
-            .map(|r| (r.index.as_str(), r.workload.as_str(), r.mops))
+            .map(|r| (r.m().index.as_str(), r.workload_name(), r.m().mops))
             .collect();
         assert_eq!(
             got,
-            [("a", "load", 3.0), ("b", "load", 2.0), ("a", "c", 4.0)]
+            [
+                ("a", "load".to_string(), 3.0),
+                ("b", "load".to_string(), 2.0),
+                ("a", "c".to_string(), 4.0)
+            ]
         );
     }
 
@@ -1160,7 +1415,7 @@ mod tests {
         let all: HashSet<(u8, u8, u8)> = records
             .iter()
             .map(|r| {
-                let c = colours.of(&r.index);
+                let c = colours.of(&r.m().index);
                 (c.0, c.1, c.2)
             })
             .collect();
