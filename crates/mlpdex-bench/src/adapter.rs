@@ -103,7 +103,7 @@ pub trait BenchIndex: Sized + Send + Sync {
 
 /// The figures of a HOPE encoder in front of an index (the JSON fields `compression_rate`,
 /// `encode_ns_per_byte`, `dictionary_bytes`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HopeFacts {
     /// Key bytes over encoded key bytes, whole load set.
     pub compression_rate: f64,
@@ -111,15 +111,6 @@ pub struct HopeFacts {
     pub encode_ns_per_byte: f64,
     /// Bytes of the dictionary.
     pub dictionary_bytes: u64,
-}
-
-impl HopeFacts {
-    /// Copies the figures into `r`.
-    pub fn apply(self, r: &mut crate::record::Record) {
-        r.compression_rate = Some(self.compression_rate);
-        r.encode_ns_per_byte = Some(self.encode_ns_per_byte);
-        r.dictionary_bytes = Some(self.dictionary_bytes);
-    }
 }
 
 /// Reached only if the runner breaks its contract of checking [`Caps`] first.

@@ -47,7 +47,7 @@ use crate::adapter::{BenchIndex, value_of};
 use crate::alloc::allocated_bytes;
 use crate::dataset::Dataset;
 use crate::keys::Keys;
-use crate::record::Record;
+use crate::record::{IndexRecord, Measurement, Record};
 use crate::workload::{Distribution, Fresh, Op, OpKind, Ops, Workload};
 
 /// How operations follow one another.
@@ -313,6 +313,16 @@ impl RunAll {
     }
 }
 
+impl RunAll {
+    /// A driver that sends exactly `requests`, in order.
+    pub fn with_requests(requests: Vec<Request>) -> RunAll {
+        RunAll {
+            queue: requests.into(),
+            ..RunAll::default()
+        }
+    }
+}
+
 impl Driver for RunAll {
     fn next(&mut self) -> Result<Option<Request>> {
         Ok(self.queue.pop_front())
@@ -384,19 +394,18 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                 let mut r = record(
                     name,
                     plan,
-                    run.workload.to_string(),
+                    run.workload,
                     run.mode,
                     threads,
                     run.ops.ops.len(),
                     secs,
                     *bytes_per_key,
                 );
-                if let Some(f) = idx.hope_facts() {
-                    f.apply(&mut r);
-                }
+                r.hope = idx.hope_facts();
                 if let Some(l) = Latency::of(&mut samples) {
-                    l.apply(&mut r);
+                    l.apply(&mut r.m);
                 }
+                let r = Record::Index(r);
                 driver.reply(Reply::Record(r))?;
             }
         }
@@ -458,17 +467,15 @@ fn load_index<I: BenchIndex>(
         let mut r = record(
             name,
             plan,
-            "load".into(),
+            Workload::Load,
             mode,
             load_threads,
             n,
             load_seconds,
             bytes_per_key,
         );
-        if let Some(f) = index.hope_facts() {
-            f.apply(&mut r);
-        }
-        r
+        r.hope = index.hope_facts();
+        Record::Index(r)
     });
     Ok(((index, bytes_per_key), load, notes))
 }
@@ -478,41 +485,35 @@ fn load_index<I: BenchIndex>(
 fn record(
     name: &str,
     plan: &Plan,
-    workload: String,
+    workload: Workload,
     mode: Mode,
     threads: usize,
     ops: usize,
     secs: f64,
     bytes_per_key: f64,
-) -> Record {
+) -> IndexRecord {
     let secs = secs.max(1e-9);
     let ns_per_op = secs * 1e9 * threads as f64 / ops.max(1) as f64;
-    Record {
-        index: name.to_string(),
-        dataset: plan.dataset.name.clone(),
-        keys: plan.dataset.keys.len() as u64,
+    IndexRecord {
+        m: Measurement {
+            index: name.to_string(),
+            dataset: plan.dataset.name.clone(),
+            keys: plan.dataset.keys.len() as u64,
+            ops: ops as u64,
+            seconds: secs,
+            mops: ops as f64 / secs / 1e6,
+            ns_per_op,
+            ..Measurement::default()
+        },
         workload,
-        distribution: plan.distribution.to_string(),
-        mode: mode.name().to_string(),
+        distribution: plan.distribution,
+        mode,
         threads: threads as u32,
         batch: plan.batch as u32,
-        ops: ops as u64,
-        seconds: secs,
-        mops: ops as f64 / secs / 1e6,
-        ns_per_op,
         dram_rt_per_op: plan.dram_ns.map(|d| ns_per_op / d),
         bytes_per_key: Some(bytes_per_key),
         overhead_bytes_per_key: Some(bytes_per_key - plan.dataset.raw_bytes_per_key()),
-        fpr: None,
-        bits_per_key: None,
-        compression_rate: None,
-        encode_ns_per_byte: None,
-        dictionary_bytes: None,
-        p50_ns: None,
-        p99_ns: None,
-        p999_ns: None,
-        max_ns: None,
-        provenance: None,
+        hope: None,
     }
 }
 
@@ -961,7 +962,7 @@ impl Latency {
     }
 
     /// Copies the percentiles into `r`.
-    pub fn apply(self, r: &mut Record) {
+    pub fn apply(self, r: &mut Measurement) {
         r.p50_ns = Some(self.p50_ns);
         r.p99_ns = Some(self.p99_ns);
         r.p999_ns = Some(self.p999_ns);
@@ -1111,7 +1112,8 @@ mod tests {
         let count = |w: &str, t: u32| {
             d.records
                 .iter()
-                .filter(|r| r.workload == w && r.threads == t)
+                .filter_map(Record::as_index)
+                .filter(|r| r.workload.to_string() == w && r.threads == t)
                 .count()
         };
         assert_eq!(count("load", 1), 1);
@@ -1124,24 +1126,25 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("skipped e with 2 thread(s)"))
         );
-        for r in &d.records {
-            assert_eq!(r.keys, 2_000);
+        for r in d.records.iter().filter_map(Record::as_index) {
+            assert_eq!(r.m.keys, 2_000);
             // Memory is exact only at realistic sizes: at 2,000 keys, thread caches and the
             // other tests allocating concurrently blur the allocator's delta.
-            assert!(r.mops > 0.0 && r.bytes_per_key.unwrap().is_finite());
-            assert_eq!(r.dram_rt_per_op, Some(r.ns_per_op / 100.0));
+            assert!(r.m.mops > 0.0 && r.bytes_per_key.unwrap().is_finite());
+            assert_eq!(r.dram_rt_per_op, Some(r.m.ns_per_op / 100.0));
         }
 
         // A static index serves no writes; a concurrent one serves them on two threads.
         let mut d = RunAll::new(&plan);
         serve::<SortedVec>("sorted-vec", &plan, &mut d).unwrap();
-        assert!(d.records.iter().all(|r| r.workload != "e"));
+        assert!(d.records.iter().all(|r| r.workload_name() != "e"));
         let mut d = RunAll::new(&plan);
         serve::<Skip<u64>>("skipmap", &plan, &mut d).unwrap();
         assert_eq!(
             d.records
                 .iter()
-                .filter(|r| r.workload == "e" && r.threads == 2)
+                .filter_map(Record::as_index)
+                .filter(|r| r.workload == Workload::E && r.threads == 2)
                 .count(),
             4
         );
@@ -1310,11 +1313,12 @@ mod tests {
         serve::<BTree<u64>>("btreemap", &plan, &mut d).unwrap();
         assert!(!d.records.is_empty());
         for r in &d.records {
+            let m = r.m();
             let (p50, p99, p999, max) = (
-                r.p50_ns.unwrap(),
-                r.p99_ns.unwrap(),
-                r.p999_ns.unwrap(),
-                r.max_ns.unwrap(),
+                m.p50_ns.unwrap(),
+                m.p99_ns.unwrap(),
+                m.p999_ns.unwrap(),
+                m.max_ns.unwrap(),
             );
             assert!(p50 <= p99 && p99 <= p999 && p999 <= max, "{r:?}");
         }

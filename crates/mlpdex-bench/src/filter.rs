@@ -27,16 +27,18 @@
 //! 4. **Ground truth**: a point query is negative when `K` is not stored, a range query when no
 //!    stored key lies in its range (binary search in the sorted stored keys); computed once,
 //!    outside any timed code. `FPR = false positives / negative queries` ([`Outcome`]). A false
-//!    negative is a library bug: [`measure`] fails, naming the first one.
+//!    negative is a library bug: [`Prepared::serve`] fails, naming the first one, and the
+//!    command fails with it.
 //!
 //! # Timing
 //!
 //! Queries are generated into flat arrays before anything is timed ([`QuerySet`]); the timed
 //! loop runs them on one thread and counts the `true` answers. That count is passed through
 //! [`black_box`] (so no call can be optimised away) and must equal the count of an untimed
-//! checking pass over the same queries. With `--repeat R` every filter is built and every query
-//! loop timed `R` times, rounds interleaved and the filter order rotated per round (speed drifts
-//! on a shared machine; see `main.rs`), and each figure is the median round by throughput.
+//! checking pass over the same queries. Each filter lives in a child process of its own for a
+//! round ([`crate::harness`]): with `--repeat R` it is built and queried in `R` fresh
+//! processes, the filters' measurements interleaved and their order rotated (speed drifts on a
+//! shared machine), and each figure is the median round by throughput with the rounds' spread.
 //! False-positive rates do not depend on the round: the filters are deterministic.
 //!
 //! # Index names
@@ -69,10 +71,11 @@ use crate::adapter::HopeFacts;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::dataset::Dataset;
+use crate::exec::{Driver, Reply, Request};
+use crate::harness::spec::FilterSpec;
 use crate::keys::Keys;
 use crate::random::below;
-use crate::record::Record;
+use crate::record::{FilterOp, FilterRecord, Measurement, Record};
 
 /// Every filter name pattern with a one-line description, for `mlpdex-bench list`.
 pub const FILTERS: &[(&str, &str)] = &[
@@ -110,8 +113,10 @@ surf-real-4,surf-real-8,surf-mixed-1-1,surf-mixed-2-2,surf-mixed-4-4,bloom-10,bl
 /// Bits per key of a `bloom` that no SuRF precedes.
 pub const BLOOM_DEFAULT_BITS: f64 = 10.0;
 
-/// What a filter name asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a filter name asks for. In records it is written as its parts
+/// (`{"family":"surf-mixed","hash_bits":4,"real_bits":4}`), never as a name to parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "FilterParts", from = "FilterParts")]
 pub enum FilterKind {
     /// A SuRF of this kind.
     Surf(SurfKind),
@@ -140,6 +145,50 @@ impl FilterKind {
             FilterKind::Surf(SurfKind::Hash(n) | SurfKind::Real(n)) => n.to_string(),
             FilterKind::Surf(SurfKind::Mixed { hash, real }) => format!("{hash}+{real}"),
             FilterKind::Bloom(Some(b)) => b.to_string(),
+        }
+    }
+}
+
+/// The serialized form of a [`FilterKind`]: its family and its bits, as fields.
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "family", rename_all = "kebab-case")]
+enum FilterParts {
+    SurfBase,
+    SurfHash { bits: u8 },
+    SurfReal { bits: u8 },
+    SurfMixed { hash_bits: u8, real_bits: u8 },
+    Bloom { bits: Option<u32> },
+}
+
+impl From<FilterKind> for FilterParts {
+    fn from(k: FilterKind) -> FilterParts {
+        match k {
+            FilterKind::Surf(SurfKind::Base) => FilterParts::SurfBase,
+            FilterKind::Surf(SurfKind::Hash(bits)) => FilterParts::SurfHash { bits },
+            FilterKind::Surf(SurfKind::Real(bits)) => FilterParts::SurfReal { bits },
+            FilterKind::Surf(SurfKind::Mixed { hash, real }) => FilterParts::SurfMixed {
+                hash_bits: hash,
+                real_bits: real,
+            },
+            FilterKind::Bloom(bits) => FilterParts::Bloom { bits },
+        }
+    }
+}
+
+impl From<FilterParts> for FilterKind {
+    fn from(p: FilterParts) -> FilterKind {
+        match p {
+            FilterParts::SurfBase => FilterKind::Surf(SurfKind::Base),
+            FilterParts::SurfHash { bits } => FilterKind::Surf(SurfKind::Hash(bits)),
+            FilterParts::SurfReal { bits } => FilterKind::Surf(SurfKind::Real(bits)),
+            FilterParts::SurfMixed {
+                hash_bits,
+                real_bits,
+            } => FilterKind::Surf(SurfKind::Mixed {
+                hash: hash_bits,
+                real: real_bits,
+            }),
+            FilterParts::Bloom { bits } => FilterKind::Bloom(bits),
         }
     }
 }
@@ -254,7 +303,10 @@ pub fn parse_indexes(list: &str) -> Result<Vec<FilterIndex>, String> {
 }
 
 /// A kind of query workload (ordered as the thesis shows them: point, range, mixed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum QueryKind {
     /// `may_contain(K)`.
     Point,
@@ -667,7 +719,7 @@ impl QueryFilter for Bloom {
         self.filter.contains(key)
     }
 
-    /// A Bloom filter cannot rule a range out: always `true` (never asked by [`measure`]).
+    /// A Bloom filter cannot rule a range out: always `true` (never asked by [`Prepared`]).
     fn range(&self, _start: &[u8], _end: Bound<&[u8]>) -> bool {
         true
     }
@@ -798,232 +850,228 @@ fn timed_batch(filter: &Surf, qs: &QuerySet) -> (f64, u64) {
     (secs, black_box(positives))
 }
 
-/// What to measure.
-#[derive(Clone, Debug)]
-pub struct FilterPlan {
-    /// Filters, in list order (a `bloom` takes its size from the SuRF before it).
-    pub indexes: Vec<FilterIndex>,
-    /// Query workloads.
-    pub queries: Vec<QueryKind>,
-    /// Queries per workload.
-    pub ops: usize,
-    /// Seed of the stored set, the queries and the Bloom filters' hashing.
-    pub seed: u64,
-    /// Rounds; each figure is the median round.
-    pub rounds: usize,
+/// One filter of a [`FilterSpec`], ready in a child process: the dataset's stored half, every
+/// query set with its ground truth, and the filter to build on `load`.
+#[derive(Debug)]
+pub struct Prepared {
+    spec: FilterSpec,
+    /// This child's filter.
+    filter: FilterIndex,
+    /// Bits per key of a Bloom filter (its own, or the SuRF's before it for `bloom`).
+    bloom_bits: f64,
+    /// Notes for the parent: query shares, the matched Bloom size.
+    notes: Vec<String>,
+    dataset: String,
+    stored: Keys,
+    workloads: Vec<(QueryKind, QuerySet, Vec<bool>)>,
+    built: Option<Built>,
+    /// Per query kind: the checked outcome, from the first time it ran.
+    outcomes: Vec<Option<Outcome>>,
 }
 
-/// Everything a measurement produced.
-#[derive(Clone, Debug)]
-pub struct FilterResults {
-    /// Keys stored in every filter.
-    pub stored: usize,
-    /// `build` records, then one record per (query kind, filter), in plan order.
-    pub records: Vec<Record>,
-    /// Facts worth telling beside the table (Bloom sizes, skipped measurements).
-    pub notes: Vec<String>,
-}
-
-/// Runs the §4.3 microbenchmark of `plan` on `dataset` (see the module docs); progress goes to
-/// stderr. Fails on a false negative, naming the filter and the query.
-pub fn measure(dataset: &Dataset, plan: &FilterPlan) -> Result<FilterResults> {
-    let n = dataset.keys.len();
-    ensure!(
-        n >= 2,
-        "the filter benchmark stores half of the keys: --keys must be at least 2"
-    );
-    ensure!(plan.ops > 0, "--ops must be at least 1");
-    ensure!(!plan.indexes.is_empty(), "no filter to measure");
-    let t = Instant::now();
-    let stored = choose_stored(&dataset.keys, plan.seed);
-    let workloads: Vec<(QueryKind, QuerySet, Vec<bool>)> = plan
-        .queries
-        .iter()
-        .map(|&kind| {
-            let qs = QuerySet::generate(&dataset.keys, kind, plan.ops, plan.seed);
-            let truth = truths(&stored, &qs);
-            (kind, qs, truth)
-        })
-        .collect();
-    eprintln!(
-        "filter: {} of {} keys of {} stored; {} queries per kind prepared in {:.1} s",
-        stored.len(),
-        n,
-        dataset.name,
-        plan.ops,
-        t.elapsed().as_secs_f64()
-    );
-    let mut notes: Vec<String> = Vec::new();
-    for (kind, _, truth) in &workloads {
-        let pos = truth.iter().filter(|&&t| t).count();
-        // The share of positive ranges depends on the key density: the thesis' integer ranges
-        // hold a key 46% of the time among 50M stored keys, far less often among fewer.
-        let note = format!(
-            "{kind}: {:.1}% of the queries have a positive answer",
-            100.0 * pos as f64 / truth.len() as f64
+impl Prepared {
+    /// Loads the dataset, chooses the stored half and prepares the queries and their truths
+    /// for filter `name` of `spec`. A `bloom` also builds the SuRF before it in the list, untimed,
+    /// to take its size.
+    pub fn new(spec: &FilterSpec, name: &str) -> Result<Prepared> {
+        let filters = parse_indexes(&spec.indexes.join(",")).map_err(anyhow::Error::msg)?;
+        let at = filters
+            .iter()
+            .position(|f| f.name == name)
+            .ok_or_else(|| anyhow::anyhow!("filter {name:?} is not in the experiment"))?;
+        let t = Instant::now();
+        let ds = crate::dataset::load(&spec.dataset, spec.keys, spec.seed)?;
+        ensure!(
+            ds.keys.len() >= 2,
+            "the filter benchmark stores half of the keys: --keys must be at least 2"
         );
-        eprintln!("  {note}");
-        notes.push(note);
-    }
-
-    let rounds = plan.rounds.max(1);
-    let m = plan.indexes.len();
-    let mut skipped: Vec<(&str, QueryKind)> = Vec::new();
-    let mut measured: Vec<Record> = Vec::new();
-    // Per (filter, query kind): the checked outcome, from the first round.
-    let mut outcomes: Vec<Vec<Option<Outcome>>> = vec![vec![None; workloads.len()]; m];
-    let mut built: Vec<Option<Built>> = (0..m).map(|_| None).collect();
-    for round in 0..rounds {
-        eprintln!("round {}/{rounds}: build", round + 1);
-        // Build in list order: a `bloom` sizes itself by the SuRF before it. The previous
-        // round's filters are dropped first, so at most one set is alive.
-        built.iter_mut().for_each(|b| *b = None);
-        let mut last_surf: Option<(usize, f64)> = None;
-        for (i, f) in plan.indexes.iter().enumerate() {
-            let bloom_bits = match f.kind {
-                FilterKind::Bloom(Some(b)) => f64::from(b),
-                FilterKind::Bloom(None) => last_surf.map_or(BLOOM_DEFAULT_BITS, |(_, b)| b),
-                FilterKind::Surf(_) => 0.0,
-            };
-            let t = Instant::now();
-            let mut filter = Built::build(f.kind, f.scheme, &stored, bloom_bits, plan.seed)
-                .map_err(|e| anyhow::anyhow!("building {}: {e}", f.name))?;
-            let secs = t.elapsed().as_secs_f64();
-            if let Built::Encoded(h, facts) = &mut filter {
-                *facts = crate::ours::hope::measure(h.encoder(), &stored).1;
-            }
-            let bpk = filter.filter().bits_per_key();
-            if matches!(f.kind, FilterKind::Surf(_)) {
-                last_surf = Some((i, bpk));
-            }
-            if round == 0 && f.kind == FilterKind::Bloom(None) {
-                notes.push(match last_surf {
-                    Some((j, _)) => format!(
-                        "{}: {bpk:.2} bits per key, the size of {} before it",
-                        f.name, plan.indexes[j].name
-                    ),
-                    None => format!(
-                        "{}: {bpk:.2} bits per key (no SuRF before it to match)",
-                        f.name
-                    ),
-                });
-            }
-            eprintln!(
-                "  {:<16} {:>8.2} Mkeys/s {:>7.2} bits/key",
-                f.name,
-                stored.len() as f64 / secs.max(1e-9) / 1e6,
-                bpk
-            );
-            let mut r = record(
-                &f.name,
-                dataset,
-                stored.len(),
-                "build",
-                stored.len(),
-                secs,
-                bpk,
-                None,
-            );
-            if let Some(h) = filter.hope_facts() {
-                h.apply(&mut r);
-            }
-            measured.push(r);
-            built[i] = Some(filter);
-        }
-
-        for (w, (kind, qs, truth)) in workloads.iter().enumerate() {
-            eprintln!("round {}/{rounds}: {kind} queries", round + 1);
-            for j in 0..m {
-                let i = (j + round) % m;
-                let f = &plan.indexes[i];
-                let Some(filter) = built[i].as_ref() else {
-                    continue;
-                };
-                if *kind != QueryKind::Point && !filter.filter().answers_ranges() {
-                    if !skipped.contains(&(&f.name, *kind)) {
-                        skipped.push((&f.name, *kind));
+        let stored = choose_stored(&ds.keys, spec.seed);
+        let mut notes = Vec::new();
+        let workloads: Vec<(QueryKind, QuerySet, Vec<bool>)> = spec
+            .queries
+            .iter()
+            .map(|&kind| {
+                let qs = QuerySet::generate(&ds.keys, kind, spec.ops, spec.seed);
+                let truth = truths(&stored, &qs);
+                // The share of positive ranges depends on the key density: the thesis' integer
+                // ranges hold a key 46% of the time among 50M stored keys, far less among fewer.
+                let pos = truth.iter().filter(|&&t| t).count();
+                notes.push(format!(
+                    "{kind}: {:.1}% of the queries have a positive answer",
+                    100.0 * pos as f64 / truth.len().max(1) as f64
+                ));
+                (kind, qs, truth)
+            })
+            .collect();
+        let filter = filters[at].clone();
+        let bloom_bits = match filter.kind {
+            FilterKind::Bloom(Some(b)) => f64::from(b),
+            FilterKind::Bloom(None) => {
+                let before = filters[..at]
+                    .iter()
+                    .rev()
+                    .find(|f| matches!(f.kind, FilterKind::Surf(_)));
+                match before {
+                    Some(s) => {
+                        let surf = Built::build(s.kind, s.scheme, &stored, 0.0, spec.seed)?;
+                        let bits = surf.filter().bits_per_key();
+                        notes.push(format!(
+                            "{name}: {bits:.2} bits per key, the size of {} before it",
+                            s.name
+                        ));
+                        bits
                     }
-                    continue;
-                }
-                let outcome = match outcomes[i][w] {
-                    Some(o) => o,
                     None => {
-                        let dyn_filter = filter.filter();
-                        let o = Outcome::tally(qs.iter().map(|q| dyn_filter.answer(q)), truth);
-                        if let Some(at) = o.first_false_negative {
-                            let q = qs.iter().nth(at).expect("query exists");
-                            bail!(
-                                "{} gave {} false negative(s) on {} {kind} queries over {} \
-                                 (the first: query #{at}, {}): a filter must never deny a \
-                                 stored key; this is a bug in the library",
-                                f.name,
-                                o.false_negatives,
-                                o.queries,
-                                dataset.name,
-                                describe(q)
-                            );
-                        }
-                        outcomes[i][w] = Some(o);
-                        o
+                        notes.push(format!(
+                            "{name}: {BLOOM_DEFAULT_BITS:.2} bits per key (no SuRF before it \
+                             to match)"
+                        ));
+                        BLOOM_DEFAULT_BITS
                     }
-                };
-                let (secs, positives) = filter.time(qs, f.batched);
-                ensure!(
-                    positives == outcome.positives,
-                    "{}: {positives} positive answers in the timed loop, {} in the checking \
-                     pass over the same {kind} queries: the filter is not deterministic",
-                    f.name,
-                    outcome.positives
-                );
-                let mut r = record(
-                    &f.name,
-                    dataset,
-                    stored.len(),
-                    kind.workload(),
-                    qs.len(),
-                    secs,
-                    filter.filter().bits_per_key(),
-                    outcome.fpr(),
-                );
-                if let Some(h) = filter.hope_facts() {
-                    h.apply(&mut r);
                 }
-                eprintln!(
-                    "  {:<16} {:>8.3} Mops/s {:>8.1} ns/op  FPR {}",
-                    f.name,
-                    r.mops,
-                    r.ns_per_op,
-                    r.fpr
-                        .map_or("-".to_string(), |p| format!("{:.4}%", p * 100.0))
-                );
-                measured.push(r);
+            }
+            FilterKind::Surf(_) => 0.0,
+        };
+        eprintln!(
+            "{name}: {} of {} keys of {} stored; {} queries per kind; prepared in {:.1} s",
+            stored.len(),
+            ds.keys.len(),
+            ds.name,
+            spec.ops,
+            t.elapsed().as_secs_f64()
+        );
+        Ok(Prepared {
+            spec: spec.clone(),
+            outcomes: vec![None; workloads.len()],
+            filter,
+            bloom_bits,
+            notes,
+            dataset: ds.name.clone(),
+            stored,
+            workloads,
+            built: None,
+        })
+    }
+
+    /// Answers `driver`'s requests: `load` builds the filter (timed: the `build` record), `run`
+    /// times query kind number `run` (its record carries the FPR). A false negative is an error
+    /// naming the query: a filter must never deny a stored key.
+    pub fn serve(mut self, driver: &mut dyn Driver) -> Result<()> {
+        while let Some(request) = driver.next()? {
+            match request {
+                Request::Load => {
+                    self.built = None;
+                    let t = Instant::now();
+                    let mut built = Built::build(
+                        self.filter.kind,
+                        self.filter.scheme,
+                        &self.stored,
+                        self.bloom_bits,
+                        self.spec.seed,
+                    )
+                    .map_err(|e| anyhow::anyhow!("building {}: {e}", self.filter.name))?;
+                    let secs = t.elapsed().as_secs_f64();
+                    if let Built::Encoded(h, facts) = &mut built {
+                        *facts = crate::ours::hope::measure(h.encoder(), &self.stored).1;
+                    }
+                    let n = self.stored.len();
+                    let r = self.record(&built, FilterOp::Build, n, secs, None);
+                    let mut notes = std::mem::take(&mut self.notes);
+                    notes.push(format!(
+                        "{}: built from {n} keys in {secs:.2} s, {:.2} bits per key",
+                        self.filter.name,
+                        built.filter().bits_per_key()
+                    ));
+                    self.built = Some(built);
+                    driver.loaded(Some(Record::Filter(r)), notes)?;
+                }
+                Request::Run { run, .. } => {
+                    let reply = self.run(run)?;
+                    driver.reply(reply)?;
+                }
             }
         }
+        Ok(())
     }
-    if !skipped.is_empty() {
-        // Filters in list order, kinds in point-range-mixed order, each once.
-        let names: Vec<&str> = plan
-            .indexes
-            .iter()
-            .map(|f| f.name.as_str())
-            .filter(|n| skipped.iter().any(|s| s.0 == *n))
-            .collect();
-        let kinds: Vec<&str> = QueryKind::ALL
-            .iter()
-            .filter(|k| skipped.iter().any(|s| s.1 == **k))
-            .map(|k| k.name())
-            .collect();
-        notes.push(format!(
-            "{}: {} queries skipped: a Bloom filter answers point queries only",
-            names.join(", "),
-            kinds.join(" and ")
-        ));
+
+    fn run(&mut self, run: usize) -> Result<Reply> {
+        let name = &self.filter.name;
+        let built = self
+            .built
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("{name}: asked to query before it was built"))?;
+        let (kind, qs, truth) = self
+            .workloads
+            .get(run)
+            .ok_or_else(|| anyhow::anyhow!("{name}: no query workload #{run}"))?;
+        if *kind != QueryKind::Point && !built.filter().answers_ranges() {
+            return Ok(Reply::Skipped(format!(
+                "{name}: {kind} queries skipped: a Bloom filter answers point queries only"
+            )));
+        }
+        let outcome = match self.outcomes[run] {
+            Some(o) => o,
+            None => {
+                let f = built.filter();
+                let o = Outcome::tally(qs.iter().map(|q| f.answer(q)), truth);
+                if let Some(at) = o.first_false_negative {
+                    let q = qs.iter().nth(at).expect("query exists");
+                    bail!(
+                        "{name} gave {} false negative(s) on {} {kind} queries over {} (the \
+                         first: query #{at}, {}): a filter must never deny a stored key; this \
+                         is a bug in the library",
+                        o.false_negatives,
+                        o.queries,
+                        self.dataset,
+                        describe(q)
+                    );
+                }
+                self.outcomes[run] = Some(o);
+                o
+            }
+        };
+        let (secs, positives) = built.time(qs, self.filter.batched);
+        ensure!(
+            positives == outcome.positives,
+            "{name}: {positives} positive answers in the timed loop, {} in the checking pass over \
+             the same {kind} queries: the filter is not deterministic",
+            outcome.positives
+        );
+        let r = self.record(built, FilterOp::Query(*kind), qs.len(), secs, outcome.fpr());
+        Ok(Reply::Record(Record::Filter(r)))
     }
-    Ok(FilterResults {
-        stored: stored.len(),
-        records: median_rounds(&measured, plan),
-        notes,
-    })
+
+    /// A record of this filter. `bytes_per_key` is implied by `bits_per_key`: a filter keeps no
+    /// keys, so nothing is overhead over raw keys.
+    fn record(
+        &self,
+        built: &Built,
+        op: FilterOp,
+        ops: usize,
+        secs: f64,
+        fpr: Option<f64>,
+    ) -> FilterRecord {
+        let secs = secs.max(1e-9);
+        FilterRecord {
+            m: Measurement {
+                index: self.filter.name.clone(),
+                dataset: self.dataset.clone(),
+                keys: self.stored.len() as u64,
+                ops: ops as u64,
+                seconds: secs,
+                mops: ops as f64 / secs / 1e6,
+                ns_per_op: secs * 1e9 / ops.max(1) as f64,
+                ..Measurement::default()
+            },
+            filter: self.filter.kind,
+            batched: self.filter.batched,
+            scheme: self.filter.scheme,
+            op,
+            fpr,
+            bits_per_key: built.filter().bits_per_key(),
+            hope: built.hope_facts(),
+        }
+    }
 }
 
 /// A query for an error message, keys in hex.
@@ -1037,71 +1085,6 @@ fn describe(q: Query<'_>) -> String {
             Bound::Unbounded => format!("range [{}, ∞)", hex(start)),
         },
     }
-}
-
-/// A filter measurement record. `bytes_per_key` is the filter's size in bytes per stored key;
-/// nothing is overhead over raw keys, as a filter keeps none.
-#[allow(clippy::too_many_arguments)]
-fn record(
-    index: &str,
-    dataset: &Dataset,
-    stored: usize,
-    workload: &str,
-    ops: usize,
-    secs: f64,
-    bits_per_key: f64,
-    fpr: Option<f64>,
-) -> Record {
-    let secs = secs.max(1e-9);
-    Record {
-        index: index.to_string(),
-        dataset: dataset.name.clone(),
-        keys: stored as u64,
-        workload: workload.to_string(),
-        distribution: "uniform".into(),
-        mode: "independent".into(),
-        threads: 1,
-        batch: 1,
-        ops: ops as u64,
-        seconds: secs,
-        mops: ops as f64 / secs / 1e6,
-        ns_per_op: secs * 1e9 / ops.max(1) as f64,
-        dram_rt_per_op: None,
-        bytes_per_key: Some(bits_per_key / 8.0),
-        overhead_bytes_per_key: None,
-        fpr,
-        bits_per_key: Some(bits_per_key),
-        compression_rate: None,
-        encode_ns_per_byte: None,
-        dictionary_bytes: None,
-        p50_ns: None,
-        p99_ns: None,
-        p999_ns: None,
-        max_ns: None,
-        provenance: None,
-    }
-}
-
-/// For each (index, workload), the median round by throughput (the lower middle one for an
-/// even count); `build` records first, then each query kind, filters in plan order.
-fn median_rounds(records: &[Record], plan: &FilterPlan) -> Vec<Record> {
-    let mut workloads = vec!["build"];
-    workloads.extend(plan.queries.iter().map(|k| k.workload()));
-    let mut out = Vec::new();
-    for w in workloads {
-        for f in &plan.indexes {
-            let mut rounds: Vec<&Record> = records
-                .iter()
-                .filter(|r| r.workload == w && r.index == f.name)
-                .collect();
-            if rounds.is_empty() {
-                continue;
-            }
-            rounds.sort_by(|a, b| a.mops.total_cmp(&b.mops));
-            out.push(rounds[(rounds.len() - 1) / 2].clone());
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -1275,33 +1258,58 @@ mod tests {
         assert_ne!(stored, choose_stored(&ds.keys, 10));
     }
 
+    /// Serves every filter of `spec` in this process, as children would: load, then each
+    /// query kind.
+    fn serve_all(spec: &FilterSpec) -> crate::exec::RunAll {
+        let mut all = crate::exec::RunAll::default();
+        for name in &spec.indexes {
+            let mut requests = vec![Request::Load];
+            requests.extend((0..spec.queries.len()).map(|run| Request::Run { run, threads: 1 }));
+            let mut driver = crate::exec::RunAll::with_requests(requests);
+            Prepared::new(spec, name)
+                .unwrap()
+                .serve(&mut driver)
+                .unwrap();
+            all.records.extend(driver.records);
+            all.notes.extend(driver.notes);
+        }
+        all
+    }
+
     #[test]
     fn end_to_end_has_no_false_negatives() {
         for dataset in ["rand-8", "email"] {
-            let ds = crate::dataset::load(dataset, 4000, 7).unwrap();
-            let plan = FilterPlan {
-                indexes: parse_indexes("surf-base,surf-hash-8,surf-real-8,bloom").unwrap(),
+            let spec = FilterSpec {
+                indexes: ["surf-base", "surf-hash-8", "surf-real-8", "bloom"]
+                    .map(String::from)
+                    .to_vec(),
+                dataset: dataset.into(),
+                keys: 4000,
                 queries: QueryKind::ALL.to_vec(),
                 ops: 3000,
                 seed: 7,
-                rounds: 2,
+                rounds: 1,
             };
-            let res = measure(&ds, &plan).unwrap();
-            assert_eq!(res.stored, 2000);
-            let rows = |w: &str| res.records.iter().filter(|r| r.workload == w).count();
+            let res = serve_all(&spec);
+            let rows = |w: &str| {
+                res.records
+                    .iter()
+                    .filter(|r| r.workload_name() == w)
+                    .count()
+            };
             assert_eq!(rows("build"), 4);
             assert_eq!(rows("filter-point"), 4);
             assert_eq!(rows("filter-range"), 3, "{dataset}: Bloom skips ranges");
             assert_eq!(rows("filter-mixed"), 3);
             for r in &res.records {
-                assert_eq!(r.keys, 2000);
-                let bpk = r.bits_per_key.unwrap();
-                assert!(bpk > 0.0 && bpk.is_finite(), "{r:?}");
-                if r.workload == "build" {
-                    assert!(r.fpr.is_none());
+                let f = r.as_filter().unwrap();
+                assert_eq!(f.m.keys, 2000);
+                assert!(f.bits_per_key > 0.0 && f.bits_per_key.is_finite(), "{r:?}");
+                if f.op == FilterOp::Build {
+                    assert!(f.fpr.is_none());
                 } else {
-                    assert_eq!(r.ops, 3000);
-                    let fpr = r.fpr.expect("negative queries exist");
+                    assert_eq!(f.m.ops, 3000);
+                    let fpr = f.fpr.expect("negative queries exist");
                     assert!((0.0..=1.0).contains(&fpr), "{r:?}");
                 }
             }
@@ -1309,12 +1317,18 @@ mod tests {
             let bpk = |index: &str| {
                 res.records
                     .iter()
-                    .find(|r| r.index == index && r.workload == "build")
-                    .and_then(|r| r.bits_per_key)
+                    .filter_map(Record::as_filter)
+                    .find(|r| r.m.index == index && r.op == FilterOp::Build)
                     .unwrap()
+                    .bits_per_key
             };
             assert!((bpk("bloom") - bpk("surf-real-8")).abs() < 0.1);
             assert!(res.notes.iter().any(|n| n.contains("skipped")));
+            assert!(
+                res.notes
+                    .iter()
+                    .any(|n| n.contains("the size of surf-real-8"))
+            );
         }
     }
 

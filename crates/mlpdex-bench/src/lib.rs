@@ -10,7 +10,9 @@
 //! 1. [`probe::dram_latency_ns`] gives the latency of one dependent DRAM access (cached after
 //!    the first probe), the unit of the `dram_rt_per_op` column.
 //! 2. [`dataset::load`] builds the load set and a reserve of further keys.
-//! 3. [`harness::parent::run`] takes the experiment, a [`harness::spec::RunSpec`]. Every round,
+//! 3. [`harness::parent::run`] takes the experiment, a [`harness::spec::Experiment`] (indexes
+//!    under workloads, range filters, or HOPE encoders: `run`, `filter` and `hope` share the
+//!    engine; `suite` runs a file of them, see [`suite`]). Every round,
 //!    each index is loaded in a fresh child process of its own (`mlpdex-bench child`), which gets
 //!    the spec whole over the [`harness::protocol`] (JSON lines, never re-parsed command-line
 //!    arguments), builds the dataset and [`exec::Plan::prepare`]s that round's operation lists
@@ -18,18 +20,21 @@
 //!    index's memory read from the allocator.
 //! 4. The parent asks the children for measurements round-robin (one (workload, mode, threads)
 //!    across all indexes within seconds, order rotated), for `--repeat` rounds, and keeps the
-//!    median round: ratios between indexes then hold on a machine whose speed drifts. A run
-//!    that measures nothing is an error.
-//! 5. [`table::format_table`] prints the comparison; [`table::append_json`] writes
-//!    [`record::Record`]s; [`report::write_report`] draws SVG charts from them later.
+//!    median round with the spread of all rounds: ratios between indexes then hold on a machine
+//!    whose speed drifts. A run that measures nothing is an error, and so is a child that fails
+//!    mid-run (after the measurements taken are written).
+//! 5. [`table::format_records`] prints the comparison; [`table::append_json`] writes
+//!    [`record::Record`]s, a tagged enum with typed fields; [`report::write_report`] and
+//!    [`markdown::render`] read them later and parse no names.
 //!
 //! # Filters
 //!
 //! `mlpdex-bench filter` measures approximate-membership filters instead of indexes: SuRF
 //! variants against a Bloom filter, for false-positive rate, query speed and build speed at
-//! each filter's bits per key (memory-efficient-search-trees.txt §4.3). It runs in one process,
-//! without children or the DRAM probe: see [`filter`]. `report` draws its false-positive rates
-//! as Figure 4.4.
+//! each filter's bits per key (memory-efficient-search-trees.txt §4.3). A child process per
+//! filter and round prepares the queries and their ground truth, builds its filter on `load` and
+//! times a query kind per `run`: see [`filter::Prepared`]. `report` draws its false-positive
+//! rates as Figure 4.4, on a log axis.
 //!
 //! # Adding an index
 //!

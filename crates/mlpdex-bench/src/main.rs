@@ -2,14 +2,11 @@
 //! in one run. See `mlpdex-bench --help` and the crate README.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use mlpdex_bench::harness::spec::RunSpec;
-use mlpdex_bench::provenance::Provenance;
-use mlpdex_bench::record::Record;
+use mlpdex_bench::harness::spec::{Experiment, FilterSpec, HopeSpec, RunSpec};
 use mlpdex_bench::workload::Workload;
 use mlpdex_bench::{
     alloc, dataset, exec, filter, harness, markdown, probe, registry, report, table,
@@ -342,20 +339,34 @@ fn run(args: RunArgs) -> Result<()> {
         dram_ns.map_or("not probed".to_string(), |d| format!("{d:.0} ns"))
     );
     let exe = std::env::current_exe().context("locating this executable to run children")?;
-    let all = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
+    let (distribution, rounds) = (spec.distribution, spec.rounds);
+    let measured = harness::parent::measure(&Experiment::Run(spec), &exe, exec::progress_wanted())?;
     if let Some(path) = &args.json {
-        table::append_json(path, &all)?;
+        table::append_json(path, &measured.records)?;
     }
     println!(
-        "\n{} keys of {} ({} distribution); median of {} round(s); DRAM latency {}\n",
-        all.first().map_or(args.keys as u64, |r| r.keys),
+        "\n{} keys of {} ({distribution} distribution); median of {rounds} round(s), ± the \
+         spread of the rounds; DRAM latency {}\n",
+        measured
+            .records
+            .first()
+            .map_or(args.keys as u64, |r| r.m().keys),
         args.dataset,
-        spec.distribution,
-        spec.rounds,
         dram_ns.map_or("not probed".into(), |d| format!("{d:.0} ns"))
     );
-    print!("{}", table::format_table(&all));
-    Ok(())
+    print!("{}", table::format_table(&measured.records));
+    print_notes(&measured);
+    measured.check()
+}
+
+/// The skipped measurements, after the table.
+fn print_notes(measured: &harness::parent::Measured) {
+    if !measured.skipped.is_empty() {
+        println!();
+        for why in &measured.skipped {
+            println!("note: {why}");
+        }
+    }
 }
 
 /// `suite`: every experiment of the suite on the engine, the records to `<out>/<name>.json`
@@ -369,20 +380,22 @@ fn run_suite(args: SuiteArgs) -> Result<()> {
     };
     let exe = std::env::current_exe().context("locating this executable to run children")?;
     let mut all = Vec::new();
+    let mut failures = Vec::new();
     for (i, e) in suite.experiments.iter().enumerate() {
         let spec = e.spec(dram_ns)?;
         eprintln!(
-            "suite {}: experiment {}/{}: {} on {} ({} keys)",
+            "suite {}: experiment {}/{}: {:?} of {}",
             args.name,
             i + 1,
             suite.experiments.len(),
-            spec.indexes.join(","),
-            spec.dataset,
-            spec.keys
+            e.kind,
+            spec.indexes().join(","),
         );
-        let rows = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
-        print!("{}", table::format_table(&rows));
-        all.extend(rows);
+        let measured = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
+        print!("{}", table::format_records(&measured.records));
+        print_notes(&measured);
+        failures.extend(measured.failures);
+        all.extend(measured.records);
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -395,14 +408,12 @@ fn run_suite(args: SuiteArgs) -> Result<()> {
     let md = markdown::render(&json, None, &suite.title)?;
     std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
     println!("{}\n{}", json.display(), md_path.display());
+    anyhow::ensure!(
+        failures.is_empty(),
+        "measurements failed: {}",
+        failures.join("; ")
+    );
     Ok(())
-}
-
-/// Gives every record without provenance `p` (in-process measurements: `filter`, `hope`).
-fn stamp(records: &mut [Record], p: Provenance) {
-    for r in records {
-        r.provenance.get_or_insert_with(|| p.clone());
-    }
 }
 
 /// The experiment `run`'s arguments describe.
@@ -432,63 +443,53 @@ fn run_spec(args: &RunArgs, indexes: Vec<String>, dram_ns: Option<f64>) -> Resul
     Ok(spec)
 }
 
-/// `filter`: builds the filters from a random half of the dataset in this process (filters are
-/// small and static, so no child processes), times the query loops, prints a table and
-/// optionally appends JSON. A false negative fails the command.
+/// `filter`: the range-filter experiment on the engine: a child process per filter and
+/// round builds it from a random half of the dataset and times its query loops, rounds
+/// round-robin; prints the median round of each measurement and optionally appends JSON. A
+/// false negative fails the command (after the results are written).
 fn filter_bench(args: FilterArgs) -> Result<()> {
     let indexes = filter::parse_indexes(&args.index).map_err(anyhow::Error::msg)?;
-    let queries: Vec<filter::QueryKind> = parse_list(&args.query)?;
-    if queries.is_empty() {
-        bail!("--query needs at least one of point, range, mixed");
-    }
-    let t = Instant::now();
-    let ds = dataset::load(&args.dataset, args.keys, args.seed)?;
-    eprintln!(
-        "dataset {}: {} keys (mean {:.1} bytes, {} range queries), built in {:.1} s",
-        ds.name,
-        ds.keys.len(),
-        ds.keys.mean_len(),
-        if ds.keys.fixed_width() == Some(8) {
-            "integer"
-        } else {
-            "string"
-        },
-        t.elapsed().as_secs_f64()
-    );
-    let plan = filter::FilterPlan {
-        indexes,
-        queries,
+    let spec = Experiment::Filter(FilterSpec {
+        indexes: indexes.into_iter().map(|f| f.name).collect(),
+        dataset: args.dataset.clone(),
+        keys: args.keys,
+        queries: parse_list(&args.query)?,
         ops: args.ops,
         seed: args.seed,
-        rounds: args.repeat.max(1),
-    };
-    let results = filter::measure(&ds, &plan)?;
+        rounds: args.repeat,
+    });
+    spec.validate()?;
+    let exe = std::env::current_exe().context("locating this executable to run children")?;
+    let measured = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
     if let Some(path) = &args.json {
-        let mut records = results.records.clone();
-        stamp(
-            &mut records,
-            Provenance::now(args.seed, args.repeat, args.keys),
-        );
-        table::append_json(path, &records)?;
+        table::append_json(path, &measured.records)?;
     }
     println!(
-        "\n{} of {} keys of {} stored; {} queries per workload; median of {} round(s)\n",
-        results.stored,
-        ds.keys.len(),
-        ds.name,
+        "\n{} keys of {} stored; {} queries per workload; median of {} round(s), ± the spread \
+         of the rounds\n",
+        measured.records.first().map_or(0, |r| r.m().keys),
+        args.dataset,
         args.ops,
-        plan.rounds
+        args.repeat
     );
-    print!("{}", table::format_filter_table(&results.records));
-    if !results.notes.is_empty() {
+    print!("{}", table::format_filter_table(&measured.records));
+    let notes: Vec<&String> = measured
+        .notes
+        .iter()
+        .filter(|n| n.contains("positive answer") || n.contains("bits per key, the size"))
+        .chain(&measured.skipped)
+        .collect();
+    if !notes.is_empty() {
         println!();
-        for n in &results.notes {
+        for n in notes {
             println!("note: {n}");
         }
     }
-    Ok(())
+    measured.check()
 }
 
+/// `hope`: the HOPE encoder experiment on the engine: a child process per encoder and round
+/// builds the dictionary from a 1% sample and times the encoding of the whole dataset.
 fn hope_bench(args: HopeArgs) -> Result<()> {
     use mlpdex::hope::Scheme;
     let schemes: Vec<Scheme> = if args.scheme.trim() == "all" {
@@ -505,82 +506,28 @@ fn hope_bench(args: HopeArgs) -> Result<()> {
         .split(',')
         .map(|s| parse_count_binary(s).map_err(anyhow::Error::msg))
         .collect::<Result<_>>()?;
-    let ds = dataset::load(&args.dataset, args.keys, args.seed)?;
-    eprintln!(
-        "dataset {}: {} keys, mean {:.1} bytes",
-        ds.name,
-        ds.keys.len(),
-        ds.keys.mean_len()
-    );
-    let rows = mlpdex_bench::ours::hope::sweep(&ds.keys, &schemes, &limits, args.repeat)?;
-    println!(
-        "\n{} keys of {}; dictionaries from a 1% sample; encode time median of {} pass(es)\n",
-        ds.keys.len(),
-        ds.name,
-        args.repeat.max(1)
-    );
-    println!(
-        "{:<13} {:>7} {:>8} {:>10} {:>6} {:>9} {:>8}",
-        "scheme", "limit", "entries", "dict KiB", "CPR", "ns/byte", "build s"
-    );
-    let mut records = Vec::new();
-    for r in &rows {
-        let limit = if r.scheme.has_limit() {
-            r.limit.to_string()
-        } else {
-            "-".into()
-        };
-        println!(
-            "{:<13} {:>7} {:>8} {:>10.1} {:>6.2} {:>9.2} {:>8.2}",
-            r.scheme.name(),
-            limit,
-            r.entries,
-            r.facts.dictionary_bytes as f64 / 1024.0,
-            r.facts.compression_rate,
-            r.facts.encode_ns_per_byte,
-            r.build_seconds
-        );
-        let bytes = ds.keys.total_key_bytes() as f64;
-        let secs = r.facts.encode_ns_per_byte * bytes / 1e9;
-        let n = ds.keys.len();
-        let mut rec = Record {
-            index: format!("{}-{}", r.scheme.name(), r.entries),
-            dataset: ds.name.clone(),
-            keys: n as u64,
-            workload: "encode".into(),
-            distribution: "uniform".into(),
-            mode: "independent".into(),
-            threads: 1,
-            batch: 1,
-            ops: n as u64,
-            seconds: secs,
-            mops: n as f64 / secs.max(1e-9) / 1e6,
-            ns_per_op: secs * 1e9 / n.max(1) as f64,
-            dram_rt_per_op: None,
-            bytes_per_key: None,
-            overhead_bytes_per_key: None,
-            fpr: None,
-            bits_per_key: None,
-            compression_rate: None,
-            encode_ns_per_byte: None,
-            dictionary_bytes: None,
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-            max_ns: None,
-            provenance: None,
-        };
-        r.facts.apply(&mut rec);
-        records.push(rec);
-    }
+    let spec = Experiment::Hope(HopeSpec {
+        indexes: mlpdex_bench::ours::hope::encoder_names(&schemes, &limits),
+        dataset: args.dataset.clone(),
+        keys: args.keys,
+        seed: args.seed,
+        rounds: args.repeat,
+    });
+    spec.validate()?;
+    let exe = std::env::current_exe().context("locating this executable to run children")?;
+    let measured = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
     if let Some(path) = &args.json {
-        stamp(
-            &mut records,
-            Provenance::now(args.seed, args.repeat, args.keys),
-        );
-        table::append_json(path, &records)?;
+        table::append_json(path, &measured.records)?;
     }
-    Ok(())
+    println!(
+        "\n{} keys of {}; dictionaries from a 1% sample; encoding time median of {} round(s)\n",
+        measured.records.first().map_or(0, |r| r.m().keys),
+        args.dataset,
+        args.repeat
+    );
+    print!("{}", table::format_encoder_table(&measured.records));
+    print_notes(&measured);
+    measured.check()
 }
 
 /// Parses `64k`-style sizes with binary multipliers (dictionary entries).

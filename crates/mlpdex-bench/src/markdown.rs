@@ -20,16 +20,18 @@ use crate::record::Record;
 use crate::report::{dedup_last, read_records};
 
 /// The group a table stands for: dataset, keys, distribution, workload, mode, threads.
-type Group = (String, u64, String, String, String, u32);
+type Group = (String, u64, String, String, &'static str, u32, u32);
 
 fn group_of(r: &Record) -> Group {
+    let k = r.key();
     (
-        r.dataset.clone(),
-        r.keys,
-        r.distribution.clone(),
-        r.workload.clone(),
-        r.mode.clone(),
-        r.threads,
+        k.dataset,
+        k.keys,
+        k.distribution,
+        k.workload,
+        k.mode,
+        k.threads,
+        k.batch,
     )
 }
 
@@ -40,7 +42,7 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
     let old: HashMap<(Group, String), Record> = match before {
         Some(p) => dedup_last(read_records(p)?)
             .into_iter()
-            .map(|r| ((group_of(&r), r.index.clone()), r))
+            .map(|r| ((group_of(&r), r.m().index.clone()), r))
             .collect(),
         None => HashMap::new(),
     };
@@ -67,24 +69,40 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
             .map(|b| format!(", compared with `{}`", b.display()))
             .unwrap_or_default()
     )?;
+    if let Some(p) = provenance_line(&records) {
+        writeln!(out, "{p}\n")?;
+    }
     for (at, rs) in &groups {
-        let (dataset, keys, distribution, workload, mode, threads) = &order[*at];
-        writeln!(
-            out,
-            "## {dataset}, {keys} keys, workload `{workload}`, {distribution}, {mode}, \
-             {threads} thread{}\n",
-            if *threads == 1 { "" } else { "s" }
-        )?;
-        let filters = rs
-            .iter()
-            .any(|r| r.fpr.is_some() || r.bits_per_key.is_some());
-        let hope = rs.iter().any(|r| r.compression_rate.is_some());
+        let (dataset, keys, distribution, workload, mode, threads, batch) = &order[*at];
+        let keys = thousands(*keys);
+        let heading = match rs[0] {
+            Record::Index(_) => format!(
+                "{dataset}, {keys} keys, workload `{workload}`, {distribution}, {mode}, \
+                 {threads} thread{}{}",
+                if *threads == 1 { "" } else { "s" },
+                if *batch > 1 {
+                    format!(", batches of {batch}")
+                } else {
+                    String::new()
+                }
+            ),
+            Record::Filter(_) => format!("{dataset}, {keys} keys stored, `{workload}`"),
+            Record::Encoder(_) => format!("{dataset}, {keys} keys, HOPE encoders"),
+        };
+        writeln!(out, "## {heading}\n")?;
+        let filters = rs.iter().any(|r| r.as_filter().is_some());
+        let hope = rs.iter().any(|r| r.hope().is_some());
+        let latency = rs.iter().any(|r| r.m().p50_ns.is_some());
         let reference = rs
             .iter()
-            .find(|r| r.index == "btreemap")
+            .find(|r| r.m().index == "btreemap")
             .or(rs.first())
             .copied();
-        let mut head = vec!["index", "Mops/s", "ns/op", "DRAM rt", "B/key"];
+        let mut head = vec!["index", "Mops/s", "±", "ns/op"];
+        if latency {
+            head.extend(["p50 ns", "p99 ns"]);
+        }
+        head.extend(["DRAM rt", "B/key"]);
         if filters {
             head.extend(["FPR", "bits/key"]);
         }
@@ -97,31 +115,44 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
         }
         writeln!(out, "| {} |", head.join(" | "))?;
         writeln!(out, "|{}", "---|".repeat(head.len()))?;
-        let old_ref = reference.and_then(|r| old.get(&(group_of(r), r.index.clone())));
+        let old_ref = reference.and_then(|r| old.get(&(group_of(r), r.m().index.clone())));
         for r in rs {
+            let m = r.m();
             let mut row = vec![
-                format!("`{}`", r.index),
-                format!("{:.3}", r.mops),
-                format!("{:.1}", r.ns_per_op),
-                opt(r.dram_rt_per_op, 2),
-                opt(r.bytes_per_key, 1),
+                format!("`{}`", m.index),
+                format!("{:.3}", m.mops),
+                m.spread.map_or("—".into(), |s| {
+                    format!("±{:.0}%", s.relative(m.mops) * 100.0)
+                }),
+                format!("{:.1}", m.ns_per_op),
             ];
+            if latency {
+                row.push(opt(m.p50_ns, 0));
+                row.push(opt(m.p99_ns, 0));
+            }
+            row.push(opt(r.as_index().and_then(|i| i.dram_rt_per_op), 2));
+            row.push(opt(r.bytes_per_key(), 1));
             if filters {
-                row.push(r.fpr.map_or("—".into(), |f| format!("{:.3}%", f * 100.0)));
-                row.push(opt(r.bits_per_key, 2));
+                let f = r.as_filter();
+                row.push(
+                    f.and_then(|f| f.fpr)
+                        .map_or("—".into(), |p| format!("{:.3}%", p * 100.0)),
+                );
+                row.push(opt(f.map(|f| f.bits_per_key), 2));
             }
             if hope {
-                row.push(opt(r.compression_rate, 2));
-                row.push(opt(r.encode_ns_per_byte, 1));
-                row.push(opt(r.dictionary_bytes.map(|b| b as f64 / 1024.0), 0));
+                let h = r.hope();
+                row.push(opt(h.map(|h| h.compression_rate), 2));
+                row.push(opt(h.map(|h| h.encode_ns_per_byte), 1));
+                row.push(opt(h.map(|h| h.dictionary_bytes as f64 / 1024.0), 0));
             }
-            let ratio = reference.map(|x| r.mops / x.mops);
+            let ratio = reference.map(|x| m.mops / x.m().mops);
             row.push(ratio.map_or("—".into(), |x| format!("{x:.2}×")));
             if before.is_some() {
-                match old.get(&(group_of(r), r.index.clone())) {
+                match old.get(&(group_of(r), m.index.clone())) {
                     Some(o) => {
-                        row.push(format!("{:.1}", o.ns_per_op));
-                        let old_ratio = old_ref.map(|x| o.mops / x.mops);
+                        row.push(format!("{:.1}", o.m().ns_per_op));
+                        let old_ratio = old_ref.map(|x| o.m().mops / x.m().mops);
                         row.push(old_ratio.map_or("—".into(), |x| format!("{x:.2}×")));
                         row.push(match (ratio, old_ratio) {
                             (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
@@ -146,6 +177,49 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
     Ok(out)
 }
 
+/// `10000000` as `10,000,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Where the records come from, in one sentence per distinct (commit, host) pair.
+fn provenance_line(records: &[Record]) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for r in records {
+        let Some(p) = &r.m().provenance else { continue };
+        let dirty = if p.dirty == Some(true) {
+            " (with uncommitted changes)"
+        } else {
+            ""
+        };
+        let s = format!(
+            "commit `{}`{dirty} on {} ({}, {} cores; {}), {}{}",
+            p.commit.get(..12).unwrap_or(&p.commit),
+            p.host,
+            p.cpu,
+            p.cores,
+            p.huge_pages,
+            p.date.get(..10).unwrap_or(&p.date),
+            p.dram
+                .as_ref()
+                .map(|d| format!("; DRAM latency {d}"))
+                .unwrap_or_default()
+        );
+        if !seen.contains(&s) {
+            seen.push(s);
+        }
+    }
+    (!seen.is_empty()).then(|| format!("Measured at {}.", seen.join("; and at ")))
+}
+
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("—".into(), |x| format!("{x:.digits$}"))
 }
@@ -155,22 +229,11 @@ mod tests {
     use super::*;
 
     fn rec(index: &str, mops: f64) -> Record {
-        Record {
-            index: index.into(),
-            dataset: "rand-8".into(),
-            keys: 1000,
-            workload: "c".into(),
-            distribution: "uniform".into(),
-            mode: "independent".into(),
-            threads: 1,
-            batch: 1,
-            ops: 100,
-            seconds: 1.0,
-            mops,
-            ns_per_op: 1000.0 / mops,
-            bytes_per_key: Some(10.0),
-            ..Record::default()
+        let mut r = crate::record::tests::index_rec(index, "c", mops);
+        if let Record::Index(i) = &mut r {
+            i.bytes_per_key = Some(10.0);
         }
+        r
     }
 
     fn write(dir: &Path, name: &str, rs: &[Record]) -> std::path::PathBuf {
@@ -192,15 +255,24 @@ mod tests {
         let md = render(&now, Some(&old), "T").unwrap();
         // fst: 2.00x btreemap now, 1.50x before, so 1.33 relative to before.
         assert!(
-            md.contains("| `fst` | 3.000 | 333.3 | — | 10.0 | 2.00× | 666.7 | 1.50× | 1.33 |"),
+            md.contains("| `fst` | 3.000 | — | 333.3 | — | 10.0 | 2.00× | 666.7 | 1.50× | 1.33 |"),
             "{md}"
         );
         assert!(
             md.contains(
-                "| `btreemap` | 1.500 | 666.7 | — | 10.0 | 1.00× | 1000.0 | 1.00× | 1.00 |"
+                "| `btreemap` | 1.500 | — | 666.7 | — | 10.0 | 1.00× | 1000.0 | 1.00× | 1.00 |"
             ),
             "{md}"
         );
+        assert!(md.contains("## rand-8, 1,000 keys, workload `c`"), "{md}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(5_000_000), "5,000,000");
     }
 }

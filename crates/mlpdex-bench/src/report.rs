@@ -39,8 +39,9 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::filter::{FilterKind, QueryKind};
-use crate::record::Record;
+use crate::filter::QueryKind;
+use crate::markdown::thousands;
+use crate::record::{FilterOp, Record, RecordKey};
 
 /// Reads a JSON-lines results file: one [`Record`] object per line, blank lines skipped.
 ///
@@ -53,7 +54,7 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
         if line.trim().is_empty() {
             continue;
         }
-        let r: Record = serde_json::from_str(line).map_err(|e| {
+        let r = Record::from_json(line).map_err(|e| {
             anyhow!(
                 "{}: line {}: not a result record: {e}",
                 path.display(),
@@ -77,40 +78,83 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
     let mut names = FileNames::default();
     let mut written = Vec::new();
 
-    // Chart 1: throughput, grouped by everything but workload and index.
+    // Chart 1: throughput, grouped by everything but workload and index. Filter builds and
+    // encoders are measured in keys per second, not operations: they get charts of their own.
     let mut groups: BTreeMap<ThroughputGroup, Vec<&Record>> = BTreeMap::new();
     for r in &records {
+        let k = r.key();
+        let chart = match r {
+            Record::Filter(f) if f.op == FilterOp::Build => BarChart::Build,
+            Record::Encoder(_) => BarChart::Encode,
+            _ => BarChart::Throughput,
+        };
         groups
-            .entry((&r.dataset, r.keys, &r.distribution, &r.mode, r.threads))
+            .entry((
+                chart,
+                k.dataset,
+                k.keys,
+                k.distribution,
+                k.mode,
+                k.threads,
+                k.batch,
+            ))
             .or_default()
             .push(r);
     }
-    for ((dataset, keys, distribution, mode, threads), rs) in &groups {
-        let name = names.claim(&format!(
-            "throughput-{}-{keys}-{}-{}-{threads}t",
-            sanitise(dataset),
-            sanitise(distribution),
-            sanitise(mode)
-        ));
-        let title = format!(
-            "Throughput: {dataset}, {keys} keys, {distribution}, {mode}, {threads} thread{}",
-            plural(*threads)
-        );
-        let svg = throughput_chart(&title, rs, &colours)?;
+    for ((chart, dataset, keys, distribution, mode, threads, batch), rs) in &groups {
+        let batched = if *batch > 1 {
+            format!(", batches of {batch}")
+        } else {
+            String::new()
+        };
+        let (name, title, y_desc) = match chart {
+            BarChart::Throughput => (
+                format!(
+                    "throughput-{}-{keys}-{}-{}-{threads}t{}",
+                    sanitise(dataset),
+                    sanitise(distribution),
+                    sanitise(mode),
+                    if *batch > 1 {
+                        format!("-b{batch}")
+                    } else {
+                        String::new()
+                    }
+                ),
+                format!(
+                    "Throughput: {dataset}, {} keys, {distribution}, {mode}, {threads} thread{}{batched}",
+                    thousands(*keys),
+                    plural(*threads)
+                ),
+                "throughput (Mops/s)",
+            ),
+            BarChart::Build => (
+                format!("build-{}-{keys}", sanitise(dataset)),
+                format!("Build speed: {dataset}, {} keys stored", thousands(*keys)),
+                "build speed (million keys/s)",
+            ),
+            BarChart::Encode => (
+                format!("encode-{}-{keys}", sanitise(dataset)),
+                format!("HOPE encoding speed: {dataset}, {} keys", thousands(*keys)),
+                "encoding speed (million keys/s)",
+            ),
+        };
+        let name = names.claim(&name);
+        let svg = throughput_chart(&title, y_desc, rs, &colours)?;
         written.push(write_svg(out_dir, &name, &svg)?);
     }
 
     // Chart 2: latency versus memory, one chart per workload as well, only records with memory.
     let mut groups: BTreeMap<CostGroup, Vec<&Record>> = BTreeMap::new();
     for r in records.iter().filter(|r| usable_point(r).is_some()) {
+        let k = r.key();
         groups
             .entry((
-                &r.dataset,
-                r.keys,
-                &r.workload,
-                &r.distribution,
-                &r.mode,
-                r.threads,
+                k.dataset,
+                k.keys,
+                k.workload,
+                k.distribution,
+                k.mode,
+                k.threads,
             ))
             .or_default()
             .push(r);
@@ -124,8 +168,9 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
             sanitise(mode)
         ));
         let title = format!(
-            "Latency vs memory: {dataset}, {keys} keys, workload {workload}, {distribution}, \
+            "Latency vs memory: {dataset}, {} keys, workload {workload}, {distribution}, \
              {mode}, {threads} thread{}",
+            thousands(*keys),
             plural(*threads)
         );
         let svg = cost_chart(&title, rs, &colours)?;
@@ -135,19 +180,23 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
     // Chart 3: false-positive rate versus bits per key, per dataset and query kind.
     let mut groups: BTreeMap<FprGroup, Vec<&Record>> = BTreeMap::new();
     for r in &records {
-        let Some(kind) = QueryKind::from_workload(&r.workload) else {
+        let Some(f) = r.as_filter() else { continue };
+        let FilterOp::Query(kind) = f.op else {
             continue;
         };
         if fpr_point(r).is_some() {
             groups
-                .entry((&r.dataset, r.keys, kind))
+                .entry((&f.m.dataset, f.m.keys, kind))
                 .or_default()
                 .push(r);
         }
     }
     for ((dataset, keys, kind), rs) in &groups {
         let name = names.claim(&format!("fpr-{}-{keys}-{kind}", sanitise(dataset)));
-        let title = format!("False positive rate: {dataset}, {keys} keys stored, {kind} queries");
+        let title = format!(
+            "False positive rate: {dataset}, {} keys stored, {kind} queries",
+            thousands(*keys)
+        );
         let svg = fpr_chart(&title, rs)?;
         written.push(write_svg(out_dir, &name, &svg)?);
     }
@@ -160,7 +209,8 @@ type FprGroup<'a> = (&'a str, u64, QueryKind);
 
 /// `(bits_per_key, fpr in per cent)` of a filter record when both are known and finite.
 fn fpr_point(r: &Record) -> Option<(f64, f64)> {
-    let (b, f) = (r.bits_per_key?, r.fpr?);
+    let f = r.as_filter()?;
+    let (b, f) = (f.bits_per_key, f.fpr?);
     (b.is_finite() && f.is_finite()).then_some((b, f * 100.0))
 }
 
@@ -188,10 +238,15 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
         let Some((bits, fpr)) = fpr_point(r) else {
             continue;
         };
-        let (family, label) = match r.index.parse::<FilterKind>() {
-            Ok(kind) => (kind.family().to_owned(), kind.label()),
-            Err(_) => (r.index.clone(), String::new()),
-        };
+        let Some(f) = r.as_filter() else { continue };
+        let mut family = f.filter.family().to_owned();
+        if f.batched {
+            family.push_str(" (batched)");
+        }
+        if let Some(s) = f.scheme {
+            family = format!("{family} + {}", s.name());
+        }
+        let label = f.filter.label();
         match series.iter_mut().find(|s| s.0 == family) {
             Some(s) => s.2.push((bits, fpr, label)),
             None => {
@@ -315,24 +370,22 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
     Ok(svg)
 }
 
-/// A throughput chart's records share (dataset, keys, distribution, mode, threads).
-type ThroughputGroup<'a> = (&'a str, u64, &'a str, &'a str, u32);
-/// A cost chart's records share (dataset, keys, workload, distribution, mode, threads).
-type CostGroup<'a> = (&'a str, u64, &'a str, &'a str, &'a str, u32);
+/// Which bar chart a record goes on: operations per second, or keys per second of a build or
+/// an encoding pass (never on one axis with operations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum BarChart {
+    Throughput,
+    Build,
+    Encode,
+}
 
-/// The identity of a measurement: everything but the measured values.
-type RecordKey = (String, String, u64, String, String, String, u32);
+/// A bar chart's records share (chart, dataset, keys, distribution, mode, threads, batch).
+type ThroughputGroup = (BarChart, String, u64, String, &'static str, u32, u32);
+/// A cost chart's records share (dataset, keys, workload, distribution, mode, threads).
+type CostGroup = (String, u64, String, String, &'static str, u32);
 
 fn record_key(r: &Record) -> RecordKey {
-    (
-        r.index.clone(),
-        r.dataset.clone(),
-        r.keys,
-        r.workload.clone(),
-        r.distribution.clone(),
-        r.mode.clone(),
-        r.threads,
-    )
+    r.key()
 }
 
 /// Keeps the last record of each identity, at the position where the identity first appeared
@@ -354,9 +407,14 @@ pub(crate) fn dedup_last(records: Vec<Record>) -> Vec<Record> {
 
 /// `(bytes_per_key, ns_per_op)` when both are positive and finite, i.e. plottable on log axes.
 fn usable_point(r: &Record) -> Option<(f64, f64)> {
-    let b = r.bytes_per_key?;
+    if matches!(r, Record::Encoder(_)) || matches!(r, Record::Filter(f) if f.op == FilterOp::Build)
+    {
+        return None;
+    }
+    let b = r.bytes_per_key()?;
+    let ns = r.m().ns_per_op;
     let ok = |v: f64| v.is_finite() && v > 0.0;
-    (ok(b) && ok(r.ns_per_op)).then_some((b, r.ns_per_op))
+    (ok(b) && ok(ns)).then_some((b, ns))
 }
 
 fn plural(n: u32) -> &'static str {
@@ -438,7 +496,7 @@ struct Colours {
 
 impl Colours {
     fn new(records: &[Record]) -> Colours {
-        let names: BTreeSet<&str> = records.iter().map(|r| r.index.as_str()).collect();
+        let names: BTreeSet<&str> = records.iter().map(|r| r.m().index.as_str()).collect();
         Colours {
             rank: names
                 .into_iter()
@@ -466,7 +524,7 @@ impl Colours {
 
     /// The distinct index names among `rs`, in colour-rank order.
     fn indexes_of<'a>(&self, rs: &[&'a Record]) -> Vec<&'a str> {
-        let mut names: Vec<&str> = rs.iter().map(|r| r.index.as_str()).collect();
+        let mut names: Vec<&str> = rs.iter().map(|r| r.m().index.as_str()).collect();
         names.sort_by_key(|n| (self.rank(n), *n));
         names.dedup();
         names
@@ -539,19 +597,25 @@ const TITLE_FONT: (&str, u32) = ("sans-serif", 22);
 const DESC_FONT: (&str, u32) = ("sans-serif", 17);
 const LABEL_FONT: (&str, u32) = ("sans-serif", 14);
 
-/// Grouped bars: x = workload, one bar per index, y = Mops/s.
-fn throughput_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<String> {
-    let mut workloads: Vec<&str> = Vec::new();
+/// Grouped bars: x = workload, one bar per index, y = millions per second (`y_desc`).
+fn throughput_chart(
+    title: &str,
+    y_desc: &str,
+    rs: &[&Record],
+    colours: &Colours,
+) -> anyhow::Result<String> {
+    let mut workloads: Vec<String> = Vec::new();
     for r in rs {
-        if !workloads.contains(&r.workload.as_str()) {
-            workloads.push(&r.workload);
+        let w = r.workload_name();
+        if !workloads.contains(&w) {
+            workloads.push(w);
         }
     }
     let indexes = colours.indexes_of(rs);
-    let values: HashMap<(&str, &str), f64> = rs
+    let values: HashMap<(String, &str), f64> = rs
         .iter()
-        .filter(|r| r.mops.is_finite() && r.mops >= 0.0)
-        .map(|r| ((r.workload.as_str(), r.index.as_str()), r.mops))
+        .filter(|r| r.m().mops.is_finite() && r.m().mops >= 0.0)
+        .map(|r| ((r.workload_name(), r.m().index.as_str()), r.m().mops))
         .collect();
     let max = values.values().copied().fold(0.0, f64::max);
     // Headroom above the tallest bar for the legend (upper right, about 18 px per index of a
@@ -580,16 +644,14 @@ fn throughput_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::R
             .map_err(plot_err)?;
         let x_label = |v: &f64| {
             let i = v.floor().max(0.0) as usize;
-            workloads
-                .get(i)
-                .map_or_else(String::new, |w| (*w).to_owned())
+            workloads.get(i).cloned().unwrap_or_default()
         };
         let y_label = |v: &f64| compact(*v);
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_desc("workload")
-            .y_desc("throughput (Mops/s)")
+            .y_desc(y_desc)
             .x_label_formatter(&x_label)
             .y_label_formatter(&y_label)
             .axis_desc_style(DESC_FONT)
@@ -607,8 +669,8 @@ fn throughput_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::R
             let bars: Vec<(f64, f64)> = workloads
                 .iter()
                 .enumerate()
-                .filter_map(|(i, &w)| {
-                    let v = *values.get(&(w, index))?;
+                .filter_map(|(i, w)| {
+                    let v = *values.get(&(w.clone(), index))?;
                     Some((i as f64 + 0.1 + j as f64 * slot, v))
                 })
                 .collect();
@@ -742,7 +804,7 @@ fn cost_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<
         .indexes_of(rs)
         .into_iter()
         .filter_map(|index| {
-            let r = rs.iter().find(|r| r.index == index)?;
+            let r = rs.iter().find(|r| r.m().index == index)?;
             let (b, ns) = usable_point(r)?;
             Some((index, b, ns))
         })
@@ -912,33 +974,14 @@ mod tests {
     use super::*;
 
     fn rec(index: &str, workload: &str, mops: f64, bytes: Option<f64>) -> Record {
-        Record {
-            index: index.into(),
-            dataset: "u64:/data/osm".into(),
-            keys: 1000,
-            workload: workload.into(),
-            distribution: "uniform".into(),
-            mode: "independent".into(),
-            threads: 1,
-            batch: 1,
-            ops: 1000,
-            seconds: 1000.0 / (mops * 1e6),
-            mops,
-            ns_per_op: 1000.0 / mops,
-            dram_rt_per_op: None,
-            bytes_per_key: bytes,
-            overhead_bytes_per_key: bytes.map(|b| b - 16.0),
-            fpr: None,
-            bits_per_key: None,
-            compression_rate: None,
-            encode_ns_per_byte: None,
-            dictionary_bytes: None,
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-            max_ns: None,
-            provenance: None,
+        let mut r = crate::record::tests::index_rec(index, workload, mops);
+        if let Record::Index(i) = &mut r {
+            i.m.dataset = "u64:/data/osm".into();
+            i.m.ops = 1000;
+            i.bytes_per_key = bytes;
+            i.overhead_bytes_per_key = bytes.map(|b| b - 16.0);
         }
+        r
     }
 
     fn write_lines(dir: &Path, records: &[Record]) -> PathBuf {
@@ -996,18 +1039,16 @@ mod tests {
     }
 
     fn filter_rec(index: &str, dataset: &str, workload: &str, bits: f64, fpr: f64) -> Record {
-        Record {
-            dataset: dataset.into(),
-            keys: 500,
-            fpr: Some(fpr),
-            bits_per_key: Some(bits),
-            compression_rate: None,
-            encode_ns_per_byte: None,
-            dictionary_bytes: None,
-            bytes_per_key: Some(bits / 8.0),
-            overhead_bytes_per_key: None,
-            ..rec(index, workload, 4.0, None)
-        }
+        let op = match workload {
+            "build" => FilterOp::Build,
+            w => FilterOp::Query(QueryKind::from_workload(w).unwrap()),
+        };
+        let mut r = crate::record::tests::filter_rec(index, op, bits, Some(fpr));
+        let m = r.m_mut();
+        m.dataset = dataset.into();
+        m.keys = 500;
+        m.mops = 4.0;
+        r
     }
 
     #[test]
@@ -1057,7 +1098,9 @@ mod tests {
             ));
             // A build record has no FPR: it makes no FPR point.
             let mut build = filter_rec("surf-base", ds, "build", base, 0.0);
-            build.fpr = None;
+            if let Record::Filter(f) = &mut build {
+                f.fpr = None;
+            }
             records.push(build);
         }
         let json = write_lines(dir.path(), &records);
@@ -1128,13 +1171,17 @@ mod tests {
             rec("a", "load", 3.0, None),
             rec("a", "c", 4.0, None),
         ]);
-        let got: Vec<(&str, &str, f64)> = out
+        let got: Vec<(&str, String, f64)> = out
             .iter()
-            .map(|r| (r.index.as_str(), r.workload.as_str(), r.mops))
+            .map(|r| (r.m().index.as_str(), r.workload_name(), r.m().mops))
             .collect();
         assert_eq!(
             got,
-            [("a", "load", 3.0), ("b", "load", 2.0), ("a", "c", 4.0)]
+            [
+                ("a", "load".to_string(), 3.0),
+                ("b", "load".to_string(), 2.0),
+                ("a", "c".to_string(), 4.0)
+            ]
         );
     }
 
@@ -1160,7 +1207,7 @@ mod tests {
         let all: HashSet<(u8, u8, u8)> = records
             .iter()
             .map(|r| {
-                let c = colours.of(&r.index);
+                let c = colours.of(&r.m().index);
                 (c.0, c.1, c.2)
             })
             .collect();

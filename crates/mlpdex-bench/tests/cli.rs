@@ -58,8 +58,9 @@ fn run_prints_a_table_and_writes_json_for_every_index() {
     assert_eq!(rows("sorted-vec", "e"), 0, "static index serves no inserts");
     assert_eq!(rows("hashmap", "e"), 0, "hash map serves no scans");
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 25);
+        assert_eq!(r["kind"], "index", "{r}");
         assert_eq!(r["keys"], 3000);
+        assert_eq!(r["spread"]["rounds"], 2, "the spread of both rounds: {r}");
         // Provenance: the code, the machine, the settings and the command behind the number.
         let p = &r["provenance"];
         assert!(p["commit"].as_str().unwrap().len() >= 7, "{p}");
@@ -215,8 +216,16 @@ fn filter_prints_a_table_writes_json_and_reports_fpr_charts() {
         stdout.contains("FPR %") && stdout.contains("surf-real-4"),
         "{stdout}"
     );
+    for kind in ["range", "mixed"] {
+        assert!(
+            stdout.contains(&format!(
+                "bloom: {kind} queries skipped: a Bloom filter answers point queries only"
+            )),
+            "{stdout}"
+        );
+    }
     assert!(
-        stdout.contains("range and mixed queries skipped"),
+        stdout.contains("the size of surf-real-4 before it"),
         "{stdout}"
     );
     let records: Vec<serde_json::Value> = std::fs::read_to_string(&json)
@@ -227,14 +236,15 @@ fn filter_prints_a_table_writes_json_and_reports_fpr_charts() {
     // 3 builds, 3 point rows, 2 range and 2 mixed rows (the Bloom filter answers points only).
     assert_eq!(records.len(), 10);
     for r in &records {
-        assert_eq!(r.as_object().unwrap().len(), 25);
+        assert_eq!(r["kind"], "filter", "{r}");
         assert!(
             r["provenance"]["commit"].is_string(),
             "filter records carry provenance too"
         );
         assert_eq!(r["keys"], 1500);
         assert!(r["bits_per_key"].as_f64().unwrap() > 0.0);
-        assert_eq!(r["fpr"].is_null(), r["workload"] == "build", "{r}");
+        assert!(r["filter"]["family"].is_string(), "typed, not a name: {r}");
+        assert_eq!(r["fpr"].is_null(), r["op"] == "build", "{r}");
     }
     let charts = dir.path().join("charts");
     let out = bench()
@@ -305,11 +315,12 @@ fn encoded_indexes_and_the_hope_sweep_report_hope_fields() {
         assert!(!mine.is_empty(), "{index} has no records");
         for r in mine {
             let encoded = index.contains('+');
-            assert_eq!(r["compression_rate"].is_number(), encoded, "{r}");
-            assert_eq!(r["dictionary_bytes"].is_number(), encoded, "{r}");
+            let hope = &r["hope"];
+            assert_eq!(hope["compression_rate"].is_number(), encoded, "{r}");
+            assert_eq!(hope["dictionary_bytes"].is_number(), encoded, "{r}");
             if encoded {
-                assert!(r["compression_rate"].as_f64().unwrap() > 1.0, "{r}");
-                assert!(r["encode_ns_per_byte"].as_f64().unwrap() > 0.0, "{r}");
+                assert!(hope["compression_rate"].as_f64().unwrap() > 1.0, "{r}");
+                assert!(hope["encode_ns_per_byte"].as_f64().unwrap() > 0.0, "{r}");
             }
         }
     }
@@ -345,9 +356,16 @@ fn encoded_indexes_and_the_hope_sweep_report_hope_fields() {
     // Single-Char once (fixed size), the other two at both limits.
     assert_eq!(records.len(), 5);
     for r in &records {
-        assert_eq!(r["workload"], "encode");
-        assert!(r["compression_rate"].as_f64().unwrap() > 1.0, "{r}");
-        assert!(r["dictionary_bytes"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r["kind"], "encoder", "{r}");
+        assert!(r["hope"]["compression_rate"].as_f64().unwrap() > 1.0, "{r}");
+        assert!(r["hope"]["dictionary_bytes"].as_u64().unwrap() > 0, "{r}");
+    }
+    let names: Vec<&str> = records
+        .iter()
+        .map(|r| r["index"].as_str().unwrap())
+        .collect();
+    for n in ["single-char", "3-grams-300", "alm-improved-1024"] {
+        assert!(names.contains(&n), "{n} in {names:?}");
     }
 
     let out = bench()
@@ -385,6 +403,18 @@ ops = 1000
 workloads = ["load", "lower-bound"]
 modes = ["dependent"]
 rounds = 2
+[[experiment]]
+kind = "filter"
+indexes = ["surf-base", "bloom-8"]
+keys = 2000
+ops = 500
+queries = ["point"]
+rounds = 1
+[[experiment]]
+kind = "hope"
+indexes = "double-char"
+keys = 2000
+rounds = 1
 "#,
     )
     .unwrap();
@@ -407,8 +437,14 @@ rounds = 2
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // Experiment 1: 2 indexes x c; experiment 2: load and lower-bound.
-    assert_eq!(records.len(), 4, "{json}");
+    // Experiment 1: 2 indexes x c; experiment 2: load and lower-bound; experiment 3: 2
+    // builds and 2 point-query loops; experiment 4: one encoder.
+    assert_eq!(records.len(), 9, "{json}");
+    let kinds = |k: &str| records.iter().filter(|r| r["kind"] == k).count();
+    assert_eq!(
+        (kinds("index"), kinds("filter"), kinds("encoder")),
+        (4, 4, 1)
+    );
     assert!(
         records
             .iter()
@@ -422,10 +458,15 @@ rounds = 2
     let md = std::fs::read_to_string(out.join("tiny.md")).unwrap();
     assert!(md.starts_with("# Tiny suite"), "{md}");
     assert!(md.contains("`fst`") && md.contains("email"), "{md}");
+    assert!(md.contains("FPR") && md.contains("HOPE encoders"), "{md}");
+    assert!(
+        md.contains("Measured at commit"),
+        "provenance in the table's file: {md}"
+    );
     // Running it again replaces the records rather than appending.
     assert!(run("tiny").status.success());
     let again = std::fs::read_to_string(out.join("tiny.json")).unwrap();
-    assert_eq!(again.lines().count(), 4);
+    assert_eq!(again.lines().count(), 9);
     // An unknown suite names the ones there are.
     let o = run("tinny");
     assert!(!o.status.success());

@@ -1,4 +1,5 @@
-//! The child's side: read the spec, prepare the round's operations, load the index, answer.
+//! The child's side: read the spec, prepare the round's operations (or queries, or sample),
+//! load the index (build the filter or dictionary), answer.
 
 use std::io::{BufRead, StdinLock, StdoutLock, Write};
 use std::time::Instant;
@@ -6,10 +7,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::protocol::{FromChild, recv, send};
-use super::spec::ChildSpec;
+use super::spec::{ChildSpec, Experiment, RunSpec};
 use crate::exec::{self, Plan, Reply, Request};
 use crate::record::Record;
-use crate::{dataset, registry};
+use crate::{dataset, filter, registry};
 
 /// A [`exec::Driver`] over the protocol: requests from the parent, answers to it.
 struct Pipe<R, W> {
@@ -54,11 +55,30 @@ pub fn serve() -> Result<()> {
 }
 
 fn serve_spec<R: BufRead, W: Write>(spec: &ChildSpec, pipe: &mut Pipe<R, W>) -> Result<()> {
+    match &spec.spec {
+        Experiment::Run(run) => serve_index(run, spec, pipe),
+        Experiment::Filter(f) => {
+            let prepared = filter::Prepared::new(f, &spec.index)?;
+            send(&mut pipe.output, &FromChild::Ready)?;
+            prepared.serve(pipe)
+        }
+        Experiment::Hope(h) => {
+            let prepared = crate::ours::hope::PreparedEncoder::new(h, &spec.index)?;
+            send(&mut pipe.output, &FromChild::Ready)?;
+            prepared.serve(pipe)
+        }
+    }
+}
+
+fn serve_index<R: BufRead, W: Write>(
+    run: &RunSpec,
+    spec: &ChildSpec,
+    pipe: &mut Pipe<R, W>,
+) -> Result<()> {
     let entry = registry::resolve(&spec.index).map_err(anyhow::Error::msg)?;
     let [entry] = entry.as_slice() else {
         anyhow::bail!("a child serves exactly one index, not {:?}", spec.index);
     };
-    let run = &spec.spec;
     let t = Instant::now();
     let ds = dataset::load(&run.dataset, run.keys, run.seed)?;
     eprintln!(

@@ -21,10 +21,10 @@ use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 use super::protocol::{FromChild, recv, send};
-use super::spec::{ChildSpec, RunSpec};
+use super::spec::{ChildSpec, Experiment};
 use crate::exec::Request;
 use crate::provenance::{Provenance, rfc3339_utc};
-use crate::record::Record;
+use crate::record::{Record, RecordKey, Spread};
 
 /// What an experiment measured.
 #[derive(Debug, Default)]
@@ -33,6 +33,41 @@ pub struct Outcome {
     pub rounds: Vec<Record>,
     /// Why some (index, run) pairs were not measured, each reason once.
     pub skipped: Vec<String>,
+    /// Facts the children reported beside their measurements (load times, memory, query
+    /// shares), each once.
+    pub notes: Vec<String>,
+    /// Children that failed after they started measuring, with why: a crash, or a wrong answer
+    /// a check caught. The measurements they did take are kept; the command must still fail.
+    pub failures: Vec<String>,
+}
+
+/// The median round of every measurement, and what else the experiment said.
+#[derive(Debug)]
+pub struct Measured {
+    /// One record per measurement: the median round, with its spread over the rounds.
+    pub records: Vec<Record>,
+    /// Reasons for skipped measurements.
+    pub skipped: Vec<String>,
+    /// Facts reported beside the measurements.
+    pub notes: Vec<String>,
+    /// Failures (see [`Outcome::failures`]).
+    pub failures: Vec<String>,
+}
+
+impl Measured {
+    /// An error listing the failures, if any: call it after the results are written, so a
+    /// failure never loses the measurements taken.
+    pub fn check(&self) -> Result<()> {
+        if self.failures.is_empty() {
+            Ok(())
+        } else {
+            bail!(
+                "{} measurement(s) failed: {}",
+                self.failures.len(),
+                self.failures.join("; ")
+            )
+        }
+    }
 }
 
 /// A child process holding one loaded index.
@@ -85,34 +120,38 @@ impl Child {
 }
 
 /// Runs `spec`: every round starts a child per index (`exe child`), loads them one at a time,
-/// then takes each (workload, mode, threads) measurement across all children, rotating their
-/// order. Progress goes to stderr.
-pub fn run(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Outcome> {
+/// then takes each measurement across all children, rotating their order. Progress goes to
+/// stderr.
+///
+/// In the first round, loads go in list order: a `bloom` filter is sized after the SuRF before
+/// it, and its child, which builds that SuRF itself to learn the size, comes after it anyway.
+pub fn run(spec: &Experiment, exe: &Path, progress: bool) -> Result<Outcome> {
     spec.validate()?;
     let mut out = Outcome::default();
-    let skip = |out: &mut Outcome, why: String| {
-        if !out.skipped.contains(&why) {
+    let note = |list: &mut Vec<String>, why: String| {
+        if !list.contains(&why) {
             eprintln!("  {why}");
-            out.skipped.push(why);
+            list.push(why);
         }
     };
-    let runs = spec.plan_spec(None).run_list();
-    let mut base = Provenance::now(spec.seed, spec.rounds, spec.keys);
-    base.dram = spec.dram_ns.map(|d| format!("{d:.1} ns"));
+    let rounds = spec.rounds();
+    let (seed, keys) = spec.seed_and_keys();
+    let mut base = Provenance::now(seed, rounds, keys);
+    base.dram = spec.dram_ns().map(|d| format!("{d:.1} ns"));
     // Every record names its round and the moment it was taken.
     let stamped = |mut r: Record, round: usize| {
-        r.provenance = Some(Provenance {
+        r.m_mut().provenance = Some(Provenance {
             round: Some(round as u32),
             date: rfc3339_utc(std::time::SystemTime::now()),
             ..base.clone()
         });
         r
     };
-    for round in 0..spec.rounds {
+    for round in 0..rounds {
         // The children build datasets and operations in parallel; loads and measurements are
         // then strictly one at a time.
         let mut started = Vec::new();
-        for index in &spec.indexes {
+        for index in spec.indexes() {
             let child = ChildSpec {
                 spec: spec.clone(),
                 index: index.clone(),
@@ -126,35 +165,46 @@ pub fn run(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Outcome> {
             match child.read() {
                 Ok(FromChild::Ready) => children.push(Some(child)),
                 Ok(FromChild::Failed { message }) => {
-                    skip(&mut out, format!("{}: skipped: {message}", child.name));
+                    note(
+                        &mut out.skipped,
+                        format!("{}: skipped: {message}", child.name),
+                    );
                     child.finish();
                 }
                 Ok(other) => bail!("child {} answered {other:?} before ready", child.name),
                 Err(e) => {
-                    skip(&mut out, format!("{}: skipped: {e:#}", child.name));
+                    note(&mut out.skipped, format!("{}: skipped: {e:#}", child.name));
                     child.finish();
                 }
             }
         }
         let n = children.len();
-        eprintln!("round {}/{}: load", round + 1, spec.rounds);
+        eprintln!("round {}/{rounds}: load", round + 1);
         for j in 0..n {
             let slot = &mut children[(j + round) % n];
             let Some(child) = slot.as_mut() else { continue };
             match child.ask(Request::Load) {
                 Ok(FromChild::Loaded { record, notes }) => {
-                    for note in notes {
-                        eprintln!("  {note}");
+                    for n in notes {
+                        // Load times and memory differ per round: print them, keep the first.
+                        if round == 0 {
+                            note(&mut out.notes, n);
+                        } else {
+                            eprintln!("  {n}");
+                        }
                     }
                     out.rounds.extend(record.map(|r| stamped(r, round)));
                 }
                 Ok(FromChild::Failed { message }) => {
-                    skip(&mut out, format!("{}: skipped: {message}", child.name));
+                    note(
+                        &mut out.skipped,
+                        format!("{}: skipped: {message}", child.name),
+                    );
                     *slot = None;
                 }
                 Ok(other) => bail!("child {} answered {other:?} to load", child.name),
                 Err(e) => {
-                    skip(&mut out, format!("{}: skipped: {e:#}", child.name));
+                    note(&mut out.skipped, format!("{}: skipped: {e:#}", child.name));
                     *slot = None;
                 }
             }
@@ -163,31 +213,41 @@ pub fn run(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Outcome> {
             // Every index refused the dataset or failed to load; later rounds would repeat it.
             break;
         }
-        for (k, &(_, w, mode)) in runs.iter().enumerate().filter(|(_, r)| r.0 == round) {
-            for &threads in &spec.threads {
-                eprintln!("round {}/{}: {w} {mode} {threads}t", round + 1, spec.rounds);
+        for slot_spec in spec.runs(round) {
+            let k = slot_spec.run;
+            for &threads in &slot_spec.threads {
+                eprintln!(
+                    "round {}/{rounds}: {} {threads}t",
+                    round + 1,
+                    slot_spec.label
+                );
                 for j in 0..n {
-                    let slot = &mut children[(j + k) % n];
+                    let slot = &mut children[(j + k + round) % n];
                     let Some(child) = slot.as_mut() else { continue };
                     match child.ask(Request::Run { run: k, threads }) {
                         Ok(FromChild::Measured { record: r }) => {
                             eprintln!(
-                                "  {:<12} {:>9.3} Mops/s {:>9.1} ns/op",
-                                r.index, r.mops, r.ns_per_op
+                                "  {:<16} {:>9.3} Mops/s {:>9.1} ns/op",
+                                r.m().index,
+                                r.m().mops,
+                                r.m().ns_per_op
                             );
                             out.rounds.push(stamped(r, round));
                         }
-                        Ok(FromChild::Skipped { why }) => skip(&mut out, why),
+                        Ok(FromChild::Skipped { why }) => note(&mut out.skipped, why),
                         Ok(FromChild::Failed { message }) => {
-                            eprintln!(
-                                "  {}: failed, dropped from this round: {message}",
-                                child.name
-                            );
+                            let why =
+                                format!("{}: failed in round {}: {message}", child.name, round + 1);
+                            eprintln!("  {why}; dropped from this round");
+                            out.failures.push(why);
                             *slot = None;
                         }
                         Ok(other) => bail!("child {} answered {other:?} to run", child.name),
                         Err(e) => {
-                            eprintln!("  {}: failed, dropped from this round: {e:#}", child.name);
+                            let why =
+                                format!("{}: failed in round {}: {e:#}", child.name, round + 1);
+                            eprintln!("  {why}; dropped from this round");
+                            out.failures.push(why);
                             *slot = None;
                         }
                     }
@@ -204,17 +264,22 @@ pub fn run(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Outcome> {
 /// Runs `spec` and returns the median round of every measurement: rows in the order the
 /// indexes were asked for (measurement order rotates), groups in the order they ran. A run that
 /// measured nothing is an error naming why each index was skipped.
-pub fn measure(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Vec<Record>> {
+pub fn measure(spec: &Experiment, exe: &Path, progress: bool) -> Result<Measured> {
     let outcome = run(spec, exe, progress)?;
     if outcome.rounds.is_empty() {
+        let mut why = outcome.skipped.clone();
+        why.extend(outcome.failures.iter().cloned());
         bail!(
             "nothing was measured: every index was skipped ({})",
-            outcome.skipped.join("; ")
+            why.join("; ")
         );
     }
     let mut all = median_rounds(&outcome.rounds);
-    let position = |name: &str| spec.indexes.iter().position(|e| e == name);
-    let group = |r: &Record| (r.workload.clone(), r.mode.clone(), r.threads, r.batch);
+    let position = |name: &str| spec.indexes().iter().position(|e| e == name);
+    let group = |r: &Record| {
+        let k = r.key();
+        (k.workload, k.distribution, k.mode, k.threads, k.batch)
+    };
     let mut groups = Vec::new();
     for r in &all {
         if !groups.contains(&group(r)) {
@@ -224,45 +289,37 @@ pub fn measure(spec: &RunSpec, exe: &Path, progress: bool) -> Result<Vec<Record>
     all.sort_by_key(|r| {
         (
             groups.iter().position(|g| *g == group(r)),
-            position(&r.index),
+            position(&r.m().index),
         )
     });
-    Ok(all)
+    Ok(Measured {
+        records: all,
+        skipped: outcome.skipped,
+        notes: outcome.notes,
+        failures: outcome.failures,
+    })
 }
 
-/// For each measurement (index, workload, distribution, mode, threads), the record of the
-/// median round by throughput (the lower middle one for an even count), in first-seen order.
+/// For each measurement (same [`Record::key`]), the record of the median round by throughput
+/// (the lower middle one for an even count), with the spread of all its rounds, in first-seen
+/// order.
 pub fn median_rounds(records: &[Record]) -> Vec<Record> {
-    let mut groups: Vec<Vec<&Record>> = Vec::new();
+    let mut groups: Vec<(RecordKey, Vec<&Record>)> = Vec::new();
     for r in records {
-        let same = |g: &&mut Vec<&Record>| {
-            let f = g[0];
-            (
-                &f.index,
-                &f.workload,
-                &f.distribution,
-                &f.mode,
-                f.threads,
-                f.batch,
-            ) == (
-                &r.index,
-                &r.workload,
-                &r.distribution,
-                &r.mode,
-                r.threads,
-                r.batch,
-            )
-        };
-        match groups.iter_mut().find(|g| same(g)) {
-            Some(g) => g.push(r),
-            None => groups.push(vec![r]),
+        let key = r.key();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(r),
+            None => groups.push((key, vec![r])),
         }
     }
     groups
         .into_iter()
-        .map(|mut g| {
-            g.sort_by(|a, b| a.mops.total_cmp(&b.mops));
-            g[(g.len() - 1) / 2].clone()
+        .map(|(_, mut g)| {
+            g.sort_by(|a, b| a.m().mops.total_cmp(&b.m().mops));
+            let mops: Vec<f64> = g.iter().map(|r| r.m().mops).collect();
+            let mut median = g[(g.len() - 1) / 2].clone();
+            median.m_mut().spread = Spread::of(&mops);
+            median
         })
         .collect()
 }
@@ -270,39 +327,10 @@ pub fn median_rounds(records: &[Record]) -> Vec<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rec(index: &str, workload: &str, mops: f64) -> Record {
-        Record {
-            index: index.into(),
-            dataset: "rand-8".into(),
-            keys: 10,
-            workload: workload.into(),
-            distribution: "uniform".into(),
-            mode: "independent".into(),
-            threads: 1,
-            batch: 1,
-            ops: 10,
-            seconds: 10.0 / mops / 1e6,
-            mops,
-            ns_per_op: 1e3 / mops,
-            dram_rt_per_op: None,
-            bytes_per_key: None,
-            overhead_bytes_per_key: None,
-            fpr: None,
-            bits_per_key: None,
-            compression_rate: None,
-            encode_ns_per_byte: None,
-            dictionary_bytes: None,
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-            max_ns: None,
-            provenance: None,
-        }
-    }
+    use crate::record::tests::index_rec as rec;
 
     #[test]
-    fn median_round_is_kept_per_measurement() {
+    fn median_round_is_kept_per_measurement_with_its_spread() {
         let rounds = [
             rec("a", "c", 3.0),
             rec("b", "c", 9.0),
@@ -313,13 +341,23 @@ mod tests {
             rec("b", "c", 4.0),
         ];
         let m = median_rounds(&rounds);
-        let got: Vec<(&str, &str, f64)> = m
+        let got: Vec<(&str, String, f64)> = m
             .iter()
-            .map(|r| (r.index.as_str(), r.workload.as_str(), r.mops))
+            .map(|r| (r.m().index.as_str(), r.workload_name(), r.m().mops))
             .collect();
-        assert_eq!(got, [("a", "c", 2.0), ("b", "c", 4.0), ("a", "e", 5.0)]);
+        assert_eq!(
+            got,
+            [
+                ("a", "c".to_string(), 2.0),
+                ("b", "c".to_string(), 4.0),
+                ("a", "e".to_string(), 5.0)
+            ]
+        );
+        let s = m[0].m().spread.unwrap();
+        assert_eq!((s.rounds, s.min_mops, s.max_mops), (3, 1.0, 3.0));
+        assert_eq!(m[2].m().spread, None, "one round has no spread");
         // Even counts take the lower middle: never an average, always a measured record.
         let m = median_rounds(&[rec("a", "c", 1.0), rec("a", "c", 3.0)]);
-        assert_eq!(m[0].mops, 1.0);
+        assert_eq!(m[0].m().mops, 1.0);
     }
 }

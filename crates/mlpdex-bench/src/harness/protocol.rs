@@ -80,12 +80,7 @@ mod tests {
 
     #[test]
     fn every_message_round_trips_on_one_line() {
-        let record = Record {
-            index: "fst".into(),
-            workload: "c".into(),
-            mops: 3.5,
-            ..Record::default()
-        };
+        let record = crate::record::tests::index_rec("fst", "c", 3.5);
         let replies = vec![
             FromChild::Ready,
             FromChild::Loaded {

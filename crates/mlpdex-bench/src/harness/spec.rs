@@ -1,6 +1,8 @@
-//! What an experiment is: the parent builds a [`RunSpec`] from the command line (or a suite
-//! file), and every child gets it whole, as JSON, with the index and round it serves
-//! ([`ChildSpec`]).
+//! What an experiment is: the parent builds an [`Experiment`] from the command line (or a
+//! suite file), and every child gets it whole, as JSON, with the index and round it serves
+//! ([`ChildSpec`]). Three kinds share the engine: [`RunSpec`] (ordered indexes under
+//! workloads), [`FilterSpec`] (range filters, `filter`) and [`HopeSpec`] (HOPE encoders,
+//! `hope`).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -83,11 +85,175 @@ impl RunSpec {
     }
 }
 
-/// What one child serves: one index, one round of a [`RunSpec`].
+/// One `filter` experiment (memory-efficient-search-trees.txt §4.3): every filter is built
+/// from a random half of the dataset and answers point, range or mixed queries drawn from all
+/// of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FilterSpec {
+    /// Filter names as `filter --index` takes them, in the order rows are reported (a `bloom`
+    /// takes its size from the SuRF before it).
+    pub indexes: Vec<String>,
+    /// Dataset name.
+    pub dataset: String,
+    /// Dataset size; half of it is stored.
+    pub keys: usize,
+    /// Query workloads, in order.
+    pub queries: Vec<crate::filter::QueryKind>,
+    /// Queries per workload.
+    pub ops: usize,
+    /// Seed of the dataset, the stored half, the queries and the Bloom filters' hashing.
+    pub seed: u64,
+    /// Rounds; each figure reported is the median round.
+    pub rounds: usize,
+}
+
+/// One `hope` experiment (memory-efficient-search-trees.txt ch. 6): each encoder's dictionary
+/// is built from a 1% sample of the dataset, then the whole dataset is encoded, timed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HopeSpec {
+    /// Encoder names: a scheme (`double-char`) or, for schemes with a dictionary size limit,
+    /// `<scheme>-<limit>` (`alm-improved-4096`); see [`crate::ours::hope::parse_encoder`].
+    pub indexes: Vec<String>,
+    /// Dataset name.
+    pub dataset: String,
+    /// Dataset size.
+    pub keys: usize,
+    /// Seed of the dataset.
+    pub seed: u64,
+    /// Rounds; each figure reported is the median round.
+    pub rounds: usize,
+}
+
+/// Any experiment the engine runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "experiment", rename_all = "kebab-case")]
+pub enum Experiment {
+    /// Ordered indexes under workloads.
+    Run(RunSpec),
+    /// Range filters.
+    Filter(FilterSpec),
+    /// HOPE encoders.
+    Hope(HopeSpec),
+}
+
+/// One measurement each child takes per round: its position (the `run` of
+/// [`crate::exec::Request::Run`]) and the thread counts to take it with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSlot {
+    /// Position among the experiment's measurements.
+    pub run: usize,
+    /// What it is, for progress lines (`c dependent`, `point queries`, `encode`).
+    pub label: String,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+}
+
+impl Experiment {
+    /// The indexes (filters, encoders), in report order.
+    pub fn indexes(&self) -> &[String] {
+        match self {
+            Experiment::Run(s) => &s.indexes,
+            Experiment::Filter(s) => &s.indexes,
+            Experiment::Hope(s) => &s.indexes,
+        }
+    }
+
+    /// Rounds.
+    pub fn rounds(&self) -> usize {
+        match self {
+            Experiment::Run(s) => s.rounds,
+            Experiment::Filter(s) => s.rounds,
+            Experiment::Hope(s) => s.rounds,
+        }
+    }
+
+    /// (seed, keys asked for), for provenance.
+    pub fn seed_and_keys(&self) -> (u64, usize) {
+        match self {
+            Experiment::Run(s) => (s.seed, s.keys),
+            Experiment::Filter(s) => (s.seed, s.keys),
+            Experiment::Hope(s) => (s.seed, s.keys),
+        }
+    }
+
+    /// The DRAM latency figure the records are scaled by, if any.
+    pub fn dram_ns(&self) -> Option<f64> {
+        match self {
+            Experiment::Run(s) => s.dram_ns,
+            _ => None,
+        }
+    }
+
+    /// The measurements of `round`, after the load.
+    pub fn runs(&self, round: usize) -> Vec<RunSlot> {
+        match self {
+            Experiment::Run(s) => s
+                .plan_spec(None)
+                .run_list()
+                .into_iter()
+                .enumerate()
+                .filter(|(_, r)| r.0 == round)
+                .map(|(k, (_, w, mode))| RunSlot {
+                    run: k,
+                    label: format!("{w} {mode}"),
+                    threads: s.threads.clone(),
+                })
+                .collect(),
+            Experiment::Filter(s) => s
+                .queries
+                .iter()
+                .enumerate()
+                .map(|(k, q)| RunSlot {
+                    run: k,
+                    label: format!("{q} queries"),
+                    threads: vec![1],
+                })
+                .collect(),
+            Experiment::Hope(_) => vec![RunSlot {
+                run: 0,
+                label: "encode".into(),
+                threads: vec![1],
+            }],
+        }
+    }
+
+    /// Checks what the parsers cannot: non-empty lists, positive counts.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        match self {
+            Experiment::Run(s) => s.validate(),
+            Experiment::Filter(s) => {
+                anyhow::ensure!(!s.indexes.is_empty(), "no filter to measure");
+                anyhow::ensure!(
+                    !s.queries.is_empty(),
+                    "--query needs at least one of point, range, mixed"
+                );
+                anyhow::ensure!(
+                    s.keys >= 2,
+                    "the filter benchmark stores half of the keys: --keys must be at least 2"
+                );
+                anyhow::ensure!(s.ops > 0, "--ops must be at least 1");
+                anyhow::ensure!(s.rounds > 0, "--repeat must be at least 1");
+                crate::filter::parse_indexes(&s.indexes.join(",")).map_err(anyhow::Error::msg)?;
+                Ok(())
+            }
+            Experiment::Hope(s) => {
+                anyhow::ensure!(!s.indexes.is_empty(), "no encoder to measure");
+                anyhow::ensure!(s.keys > 0, "--keys must be at least 1");
+                anyhow::ensure!(s.rounds > 0, "--repeat must be at least 1");
+                for name in &s.indexes {
+                    crate::ours::hope::parse_encoder(name).map_err(anyhow::Error::msg)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// What one child serves: one index, one round of an [`Experiment`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChildSpec {
     /// The experiment.
-    pub spec: RunSpec,
+    pub spec: Experiment,
     /// The index this child loads.
     pub index: String,
     /// The round whose operations it prepares and runs.
@@ -140,7 +306,7 @@ mod tests {
     #[test]
     fn a_spec_round_trips_through_the_protocol_as_names() {
         let child = ChildSpec {
-            spec: sample(),
+            spec: Experiment::Run(sample()),
             index: "fst".into(),
             round: 2,
             progress: false,
@@ -151,6 +317,39 @@ mod tests {
         assert!(line.contains(r#""modes":["independent","dependent"]"#));
         assert!(line.contains(r#""distribution":"zipfian""#));
         assert_eq!(serde_json::from_str::<ChildSpec>(&line).unwrap(), child);
+    }
+
+    #[test]
+    fn filter_and_hope_specs_round_trip_too() {
+        let specs = [
+            Experiment::Filter(FilterSpec {
+                indexes: vec!["surf-real-8+double-char".into(), "bloom".into()],
+                dataset: "email".into(),
+                keys: 1000,
+                queries: vec![crate::filter::QueryKind::Range],
+                ops: 10,
+                seed: 3,
+                rounds: 2,
+            }),
+            Experiment::Hope(HopeSpec {
+                indexes: vec!["double-char".into(), "alm-improved-4096".into()],
+                dataset: "email".into(),
+                keys: 1000,
+                seed: 3,
+                rounds: 1,
+            }),
+        ];
+        for spec in specs {
+            spec.validate().unwrap();
+            let child = ChildSpec {
+                spec,
+                index: "bloom".into(),
+                round: 1,
+                progress: true,
+            };
+            let line = serde_json::to_string(&child).unwrap();
+            assert_eq!(serde_json::from_str::<ChildSpec>(&line).unwrap(), child);
+        }
     }
 
     #[test]

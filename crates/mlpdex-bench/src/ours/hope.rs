@@ -17,7 +17,10 @@ use std::time::Instant;
 use mlpdex::hope::{DEFAULT_LIMIT, Encoder, Scheme};
 
 use crate::adapter::{BenchIndex, HopeFacts};
+use crate::exec::{Driver, Reply, Request};
+use crate::harness::spec::HopeSpec;
 use crate::keys::Keys;
+use crate::record::{EncoderRecord, Measurement, Record};
 
 /// Fewest sample keys a dictionary is built from.
 pub const MIN_SAMPLE: usize = 10_000;
@@ -181,60 +184,200 @@ impl<I: BenchIndex> BenchIndex for Encoded<I> {
     }
 }
 
-/// One row of the `hope` sweep: an encoder's figures on a dataset.
-#[derive(Clone, Debug)]
-pub struct SweepRow {
-    /// Scheme.
-    pub scheme: Scheme,
-    /// Dictionary size limit asked for.
-    pub limit: usize,
-    /// Entries the dictionary got.
-    pub entries: usize,
-    /// Compression rate, encode ns/byte (median round), dictionary bytes.
-    pub facts: HopeFacts,
-    /// Seconds to build the dictionary from the sample.
-    pub build_seconds: f64,
+/// The encoder a `hope` experiment names: a scheme (`double-char`, its default dictionary
+/// limit) or `<scheme>-<limit>` (`alm-improved-4096`) for a scheme with a size limit.
+pub fn parse_encoder(name: &str) -> Result<(Scheme, usize), String> {
+    if let Some(s) = Scheme::from_name(name) {
+        return Ok((s, DEFAULT_LIMIT));
+    }
+    let known = || {
+        Scheme::ALL
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (scheme, limit) = name
+        .rsplit_once('-')
+        .ok_or_else(|| format!("unknown encoder {name:?} (schemes: {})", known()))?;
+    let scheme = Scheme::from_name(scheme)
+        .ok_or_else(|| format!("unknown encoder {name:?} (schemes: {})", known()))?;
+    if !scheme.has_limit() {
+        return Err(format!(
+            "encoder {name:?}: {} has a fixed dictionary; name it without a limit",
+            scheme.name()
+        ));
+    }
+    let limit: usize = limit
+        .parse()
+        .map_err(|_| format!("encoder {name:?}: {limit:?} is not a dictionary size limit"))?;
+    Ok((scheme, limit))
 }
 
-/// Builds every `scheme` × `limit` dictionary from the sample of `keys` and measures it;
-/// the encode time is the median of `rounds` passes over the whole set.
-pub fn sweep(
-    keys: &Keys,
-    schemes: &[Scheme],
-    limits: &[usize],
-    rounds: usize,
-) -> anyhow::Result<Vec<SweepRow>> {
-    let sample = sample(keys);
-    let mut rows = Vec::new();
-    for &scheme in schemes {
-        let limits: &[usize] = if scheme.has_limit() {
-            limits
+/// The encoder names of every `scheme` × `limit` (one name for a scheme without a limit).
+pub fn encoder_names(schemes: &[Scheme], limits: &[usize]) -> Vec<String> {
+    let mut names = Vec::new();
+    for &s in schemes {
+        if s.has_limit() {
+            names.extend(limits.iter().map(|l| format!("{}-{l}", s.name())));
         } else {
-            &[DEFAULT_LIMIT]
-        };
-        for &limit in limits {
-            let start = Instant::now();
-            let enc = Encoder::build_with_limit(scheme, sample.iter().copied(), limit)?;
-            let build_seconds = start.elapsed().as_secs_f64();
-            let mut times = Vec::new();
-            let mut facts = None;
-            for _ in 0..rounds.max(1) {
-                let (encoded, f) = measure(&enc, keys);
-                drop(encoded);
-                times.push(f.encode_ns_per_byte);
-                facts = Some(f);
-            }
-            times.sort_by(f64::total_cmp);
-            let mut facts = facts.expect("at least one round");
-            facts.encode_ns_per_byte = times[times.len() / 2];
-            rows.push(SweepRow {
-                scheme,
-                limit,
-                entries: enc.entries(),
-                facts,
-                build_seconds,
-            });
+            names.push(s.name().to_string());
         }
     }
-    Ok(rows)
+    names
+}
+
+/// One encoder of a [`HopeSpec`], ready in a child process: the dataset and its sample.
+#[derive(Debug)]
+pub struct PreparedEncoder {
+    name: String,
+    scheme: Scheme,
+    limit: usize,
+    dataset: crate::dataset::Dataset,
+    encoder: Option<(Encoder, f64)>,
+}
+
+impl PreparedEncoder {
+    /// Loads the dataset for encoder `name` of `spec`.
+    pub fn new(spec: &HopeSpec, name: &str) -> anyhow::Result<PreparedEncoder> {
+        anyhow::ensure!(
+            spec.indexes.iter().any(|n| n == name),
+            "encoder {name:?} is not in the experiment"
+        );
+        let (scheme, limit) = parse_encoder(name).map_err(anyhow::Error::msg)?;
+        let t = Instant::now();
+        let dataset = crate::dataset::load(&spec.dataset, spec.keys, spec.seed)?;
+        eprintln!(
+            "{name}: dataset {}: {} keys, mean {:.1} bytes, built in {:.1} s",
+            dataset.name,
+            dataset.keys.len(),
+            dataset.keys.mean_len(),
+            t.elapsed().as_secs_f64()
+        );
+        Ok(PreparedEncoder {
+            name: name.to_string(),
+            scheme,
+            limit,
+            dataset,
+            encoder: None,
+        })
+    }
+
+    /// Answers `driver`'s requests: `load` builds the dictionary from a 1% sample (its time
+    /// and size are notes), `run` 0 encodes the whole dataset, timed.
+    pub fn serve(mut self, driver: &mut dyn Driver) -> anyhow::Result<()> {
+        while let Some(request) = driver.next()? {
+            match request {
+                Request::Load => {
+                    self.encoder = None;
+                    let keys = &self.dataset.keys;
+                    let sample = sample(keys);
+                    let start = Instant::now();
+                    let enc =
+                        Encoder::build_with_limit(self.scheme, sample.iter().copied(), self.limit)?;
+                    let secs = start.elapsed().as_secs_f64();
+                    let note = format!(
+                        "{}: {} dictionary entries ({:.1} KiB) from a sample of {} keys, built \
+                         in {secs:.2} s",
+                        self.name,
+                        enc.entries(),
+                        enc.dictionary_bytes() as f64 / 1024.0,
+                        sample.len()
+                    );
+                    self.encoder = Some((enc, secs));
+                    driver.loaded(None, vec![note])?;
+                }
+                Request::Run { run: 0, .. } => {
+                    let Some((enc, build_seconds)) = &self.encoder else {
+                        anyhow::bail!(
+                            "{}: asked to encode before the dictionary was built",
+                            self.name
+                        );
+                    };
+                    let keys = &self.dataset.keys;
+                    let (encoded, facts) = measure(enc, keys);
+                    drop(encoded);
+                    let n = keys.len();
+                    let secs =
+                        (facts.encode_ns_per_byte * keys.total_key_bytes() as f64 / 1e9).max(1e-9);
+                    let r = EncoderRecord {
+                        m: Measurement {
+                            index: self.name.clone(),
+                            dataset: self.dataset.name.clone(),
+                            keys: n as u64,
+                            ops: n as u64,
+                            seconds: secs,
+                            mops: n as f64 / secs / 1e6,
+                            ns_per_op: secs * 1e9 / n.max(1) as f64,
+                            ..Measurement::default()
+                        },
+                        scheme: self.scheme,
+                        limit: self.scheme.has_limit().then_some(self.limit as u64),
+                        entries: enc.entries() as u64,
+                        build_seconds: *build_seconds,
+                        hope: facts,
+                    };
+                    driver.reply(Reply::Record(Record::Encoder(r)))?;
+                }
+                Request::Run { run, .. } => {
+                    anyhow::bail!("{}: an encoder has one measurement, not #{run}", self.name)
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoder_names_parse_and_typos_are_errors() {
+        assert_eq!(parse_encoder("double-char").unwrap().0, Scheme::DoubleChar);
+        assert_eq!(
+            parse_encoder("alm-improved-4096").unwrap(),
+            (Scheme::AlmImproved, 4096)
+        );
+        for bad in ["double-char-4096", "alm-improved-x", "quad-char", ""] {
+            assert!(parse_encoder(bad).is_err(), "{bad}");
+        }
+        let names = encoder_names(&[Scheme::SingleChar, Scheme::AlmImproved], &[1024, 4096]);
+        assert_eq!(
+            names,
+            ["single-char", "alm-improved-1024", "alm-improved-4096"]
+        );
+        for n in &names {
+            parse_encoder(n).unwrap();
+        }
+    }
+
+    #[test]
+    fn an_encoder_child_builds_then_encodes() {
+        let spec = HopeSpec {
+            indexes: vec!["3-grams-1024".into()],
+            dataset: "email".into(),
+            keys: 20_000,
+            seed: 1,
+            rounds: 1,
+        };
+        let mut d = crate::exec::RunAll::with_requests(vec![
+            Request::Load,
+            Request::Run { run: 0, threads: 1 },
+        ]);
+        PreparedEncoder::new(&spec, "3-grams-1024")
+            .unwrap()
+            .serve(&mut d)
+            .unwrap();
+        let [Record::Encoder(r)] = d.records.as_slice() else {
+            panic!("{:?}", d.records);
+        };
+        assert_eq!(
+            (r.scheme, r.limit, r.m.ops),
+            (Scheme::ThreeGrams, Some(1024), 20_000)
+        );
+        assert!(r.entries > 0 && r.entries <= 1024, "{r:?}");
+        assert!(r.hope.compression_rate > 1.0, "{r:?}");
+        assert!(d.notes.iter().any(|n| n.contains("dictionary entries")));
+    }
 }
