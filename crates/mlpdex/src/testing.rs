@@ -112,6 +112,9 @@
 //! linearizability checks, range visits under churn, values dropped exactly once) are in
 //! [`concurrent`].
 //!
+//! [`internals`] wraps the crate-internal primitives (rank and select, the SIMD label search,
+//! the Cuckoo Trie's and MlpIndex's prefix hashes) for the micro-benchmarks in `benches/`.
+//!
 //! [`Bound`]: core::ops::Bound
 //! [`ConcurrentOrderedMap`]: crate::ConcurrentOrderedMap
 //! [`Error`]: crate::Error
@@ -122,6 +125,7 @@
 //! [`StaticMapBuilder`]: crate::StaticMapBuilder
 
 pub mod concurrent;
+pub mod internals;
 
 #[doc(no_inline)]
 pub use proptest;

@@ -117,6 +117,11 @@ mod iter;
 mod raw;
 mod record;
 
+// The prefix hash and the key-to-symbol reader of the search, for `testing::internals` (the
+// micro-benchmarks).
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use raw::{table::Hasher, trie::Syms};
+
 pub use concurrent::ConcurrentCuckooTrie;
 pub use entry::{Entry, OccupiedEntry, VacantEntry};
 pub use iter::{IntoIter, IntoKeys, IntoValues, IterMut, Keys, Values, ValuesMut};

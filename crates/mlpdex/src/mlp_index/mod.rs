@@ -148,6 +148,10 @@ mod iter;
 mod raw;
 mod traits;
 
+// The node-name hash of the tables, for `testing::internals` (the micro-benchmarks).
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use raw::hash::{Geo, MIN_LEN, mix, prefix};
+
 use core::ops::{Bound, RangeBounds, RangeInclusive};
 
 use raw::paper::PaperTable;

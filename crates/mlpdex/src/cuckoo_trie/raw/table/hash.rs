@@ -44,7 +44,7 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 }
 
 impl Hasher {
-    pub(super) fn new(buckets: usize, seed: u64) -> Hasher {
+    pub(crate) fn new(buckets: usize, seed: u64) -> Hasher {
         let s = buckets as u64;
         let n = s * TAGS;
         debug_assert!(n <= MAX_HASHES);
@@ -141,7 +141,7 @@ impl Hasher {
 
     /// Primary and secondary bucket of hash `h`.
     #[inline(always)]
-    pub(super) fn buckets(&self, h: u64) -> (usize, usize) {
+    pub(crate) fn buckets(&self, h: u64) -> (usize, usize) {
         let b1 = h / TAGS;
         let mut b2 = b1 + self.alt[(h % TAGS) as usize];
         if b2 >= self.s {
