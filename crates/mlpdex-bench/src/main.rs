@@ -328,11 +328,12 @@ fn run(args: RunArgs) -> Result<()> {
         Some(probe::dram_figure(args.reprobe)?)
     };
     let dram_ns = dram.as_ref().map(|d| d.ns);
-    let spec = run_spec(
+    let mut spec = run_spec(
         &args,
         indexes.iter().map(|e| e.name.to_string()).collect(),
         dram_ns,
     )?;
+    spec.dram_source = dram.as_ref().map(|d| d.describe());
     eprintln!(
         "mlpdex-bench: jemalloc thp:{}, mlpdex regions huge pages: {}, DRAM latency {}",
         alloc::thp_mode(),
@@ -395,7 +396,10 @@ fn run_suite(args: SuiteArgs) -> Result<()> {
     let mut all = Vec::new();
     let mut failures = Vec::new();
     for (i, e) in suite.experiments.iter().enumerate() {
-        let spec = e.spec(dram_ns)?;
+        let mut spec = e.spec(dram_ns)?;
+        if let Experiment::Run(s) = &mut spec {
+            s.dram_source = dram.as_ref().map(|d| d.describe());
+        }
         eprintln!(
             "suite {}: experiment {}/{}: {:?} of {}",
             args.name,
@@ -449,6 +453,7 @@ fn run_spec(args: &RunArgs, indexes: Vec<String>, dram_ns: Option<f64>) -> Resul
         threads,
         rounds: args.repeat,
         dram_ns,
+        dram_source: None,
         sample_every: args.sample_every,
         batch: args.batch,
         series_window: args.latency_series,

@@ -34,9 +34,37 @@ pub struct Entry {
     pub about: &'static str,
     /// A main index, or a configuration variant for a sweep.
     pub kind: Kind,
+    /// The keys it takes.
+    pub keys: KeyWidth,
     /// Loads the index with the plan's load set and serves the driver's measurements
     /// ([`exec::serve`] for the dataset's key representation).
     pub run: Runner,
+}
+
+/// The keys an index takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyWidth {
+    /// Byte strings of any length.
+    Any,
+    /// 8-byte keys only (big-endian integers).
+    Eight,
+}
+
+impl KeyWidth {
+    /// Whether keys of `width` (`None`: of varying length) fit.
+    pub fn accepts(self, width: Option<usize>) -> bool {
+        self == KeyWidth::Any || width == Some(8)
+    }
+}
+
+/// The main indexes that take keys of `width` (`None`: of varying length), for the message of
+/// a run that measured nothing.
+pub fn main_indexes_taking(width: Option<usize>) -> Vec<&'static str> {
+    INDEXES
+        .iter()
+        .filter(|e| !e.is_variant() && e.keys.accepts(width))
+        .map(|e| e.name)
+        .collect()
 }
 
 /// What `all` and `mlpdex-bench list` make of an [`Entry`].
@@ -93,6 +121,7 @@ macro_rules! cuckoo_variant {
             name: $name,
             about: concat!("Cuckoo Trie with prefetch depth ", $d),
             kind: CUCKOO_DEPTHS,
+            keys: KeyWidth::Any,
             run: exec::serve::<Cuckoo<$d>>,
         }
     };
@@ -105,6 +134,7 @@ macro_rules! skiplist_variant {
             name: $name,
             about: concat!("mlpdex lock-free skip list, iterator prefetch depth ", $k),
             kind: SKIPLIST_DEPTHS,
+            keys: KeyWidth::Any,
             run: exec::serve::<Skiplist<$k>>,
         }
     };
@@ -116,6 +146,7 @@ pub const INDEXES: &[Entry] = &[
         name: "btreemap",
         about: "std BTreeMap (u64 keys on 8-byte datasets, Box<[u8]> otherwise)",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<BTree<u64>>(name, plan, driver)
@@ -128,6 +159,7 @@ pub const INDEXES: &[Entry] = &[
         name: "skipmap",
         about: "crossbeam-skiplist SkipMap, lock-free, concurrent",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<Skip<u64>>(name, plan, driver)
@@ -140,12 +172,14 @@ pub const INDEXES: &[Entry] = &[
         name: "congee",
         about: "congee concurrent ART with optimistic lock coupling (8-byte keys only)",
         kind: Kind::Main,
+        keys: KeyWidth::Eight,
         run: exec::serve::<Art>,
     },
     Entry {
         name: "hashmap",
         about: "hashbrown HashMap (point operations only)",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: |name, plan, driver| {
             if integer_keys(plan) {
                 exec::serve::<Hash<u64>>(name, plan, driver)
@@ -158,66 +192,77 @@ pub const INDEXES: &[Entry] = &[
         name: "sorted-vec",
         about: "static sorted array with binary search (built once)",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: exec::serve::<SortedVec>,
     },
     Entry {
         name: "fst-crate",
         about: "the fst crate's static Map (built once)",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: exec::serve::<FstMap>,
     },
     Entry {
         name: "fst-crate-set",
         about: "the fst crate's static Set (keys only: its size is the structure without values)",
         kind: ONE_OFF,
+        keys: KeyWidth::Any,
         run: exec::serve::<FstSet>,
     },
     Entry {
         name: "fst",
         about: "mlpdex Fast Succinct Trie (memory-efficient-search-trees.txt ch. 3), complete keys",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: exec::serve::<FstIndex>,
     },
     Entry {
         name: "cuckoo-trie",
         about: "mlpdex Cuckoo Trie (cuckoo-trie.txt), default configuration",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: exec::serve::<Cuckoo<0>>,
     },
     Entry {
         name: "cuckoo-trie-concurrent",
         about: "mlpdex Cuckoo Trie for many threads (cuckoo-trie.txt §5), default configuration",
         kind: ONE_OFF,
+        keys: KeyWidth::Any,
         run: exec::serve::<ConcurrentCuckoo>,
     },
     Entry {
         name: "mlp-index",
         about: "mlpdex MlpIndex (mlp-data-structures.txt §4), 8-byte keys, default layout",
         kind: Kind::Main,
+        keys: KeyWidth::Eight,
         run: exec::serve::<Mlp<0>>,
     },
     Entry {
         name: "mlp-index-bucketized",
         about: "mlpdex MlpIndex, bucketized layout (16-byte entries, 4-entry buckets)",
         kind: MLP_LAYOUTS,
+        keys: KeyWidth::Eight,
         run: exec::serve::<Mlp<1>>,
     },
     Entry {
         name: "mlp-index-paper",
         about: "mlpdex MlpIndex, the paper's layout (24-byte slots, two-choice cuckoo)",
         kind: MLP_LAYOUTS,
+        keys: KeyWidth::Eight,
         run: exec::serve::<Mlp<2>>,
     },
     Entry {
         name: "skiplist",
         about: "mlpdex lock-free skip list (mlp-data-structures.txt §3), prefetching iterator",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: exec::serve::<Skiplist<{ usize::MAX }>>,
     },
     Entry {
         name: "skiplist-plain",
         about: "mlpdex lock-free skip list with the plain iterator (prefetch depth 0)",
         kind: Kind::Main,
+        keys: KeyWidth::Any,
         run: exec::serve::<Skiplist<0>>,
     },
     skiplist_variant!("skiplist-k1", 1),
@@ -271,6 +316,7 @@ fn encoded_entry(name: &str) -> Option<Entry> {
         name,
         about: "an mlpdex-bench index behind a HOPE encoder",
         kind: ONE_OFF,
+        keys: KeyWidth::Any,
         run,
     })
 }

@@ -170,6 +170,7 @@ impl Experiment {
                     threads: self.threads.clone().unwrap_or_else(|| vec![1]),
                     rounds: self.rounds.unwrap_or(3),
                     dram_ns,
+                    dram_source: None,
                     sample_every: self.sample_every.unwrap_or(64),
                     batch: self.batch.unwrap_or(1),
                     series_window: self.latency_series.unwrap_or(0),

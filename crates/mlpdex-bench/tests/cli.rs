@@ -146,6 +146,14 @@ fn a_run_that_measures_nothing_fails_and_says_why() {
         "{stderr}"
     );
     assert!(
+        stderr.contains("the indexes that take variable-length keys: btreemap, skipmap"),
+        "names the indexes that can: {stderr}"
+    );
+    assert!(
+        !stderr.contains("keys: btreemap, skipmap, congee"),
+        "{stderr}"
+    );
+    assert!(
         !stderr.contains("round 2/2"),
         "no second round once every index is known to be skipped: {stderr}"
     );

@@ -137,7 +137,7 @@ pub fn run(spec: &Experiment, exe: &Path, progress: bool) -> Result<Outcome> {
     let rounds = spec.rounds();
     let (seed, keys) = spec.seed_and_keys();
     let mut base = Provenance::now(seed, rounds, keys);
-    base.dram = spec.dram_ns().map(|d| format!("{d:.1} ns"));
+    base.dram = spec.dram_description();
     // Every record names its round and the moment it was taken.
     let stamped = |mut r: Record, round: usize| {
         r.m_mut().provenance = Some(Provenance {
@@ -270,8 +270,9 @@ pub fn measure(spec: &Experiment, exe: &Path, progress: bool) -> Result<Measured
         let mut why = outcome.skipped.clone();
         why.extend(outcome.failures.iter().cloned());
         bail!(
-            "nothing was measured: every index was skipped ({})",
-            why.join("; ")
+            "nothing was measured: every index was skipped ({}){}",
+            why.join("; "),
+            indexes_that_can(spec)
         );
     }
     let mut all = median_rounds(&outcome.rounds);
@@ -298,6 +299,27 @@ pub fn measure(spec: &Experiment, exe: &Path, progress: bool) -> Result<Measured
         notes: outcome.notes,
         failures: outcome.failures,
     })
+}
+
+/// For a `run` whose every index refused the dataset: the main indexes that take its keys,
+/// as the end of the error message (a few keys of the dataset are built to learn their width).
+fn indexes_that_can(spec: &Experiment) -> String {
+    let Experiment::Run(run) = spec else {
+        return String::new();
+    };
+    let Ok(sample) = crate::dataset::load(&run.dataset, 64, run.seed) else {
+        return String::new();
+    };
+    let width = sample.keys.fixed_width();
+    let can = crate::registry::main_indexes_taking(width);
+    format!(
+        "; the indexes that take {} keys: {}",
+        match width {
+            Some(w) => format!("{w}-byte"),
+            None => "variable-length".into(),
+        },
+        can.join(", ")
+    )
 }
 
 /// For each measurement (same [`Record::key`]), the record of the median round by throughput

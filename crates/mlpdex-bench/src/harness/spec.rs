@@ -35,6 +35,10 @@ pub struct RunSpec {
     pub rounds: usize,
     /// Latency of one dependent DRAM access, for the `DRAM rt` column; `None` when not probed.
     pub dram_ns: Option<f64>,
+    /// Where that figure comes from (`274 ns (cached, probed 3 h ago at load 0.12)`), for the
+    /// records' provenance.
+    #[serde(default)]
+    pub dram_source: Option<String>,
     /// Time every `sample_every`-th operation for latency percentiles (a power of two; 0: off).
     pub sample_every: usize,
     /// Reads and lower bounds go to the index in groups of up to this many (1: one by one).
@@ -188,6 +192,17 @@ impl Experiment {
         }
     }
 
+    /// The DRAM figure with its source, as the records' provenance states it.
+    pub fn dram_description(&self) -> Option<String> {
+        match self {
+            Experiment::Run(s) => s
+                .dram_source
+                .clone()
+                .or_else(|| s.dram_ns.map(|d| format!("{d:.1} ns"))),
+            _ => None,
+        }
+    }
+
     /// The measurements of `round`, after the load.
     pub fn runs(&self, round: usize) -> Vec<RunSlot> {
         match self {
@@ -302,6 +317,7 @@ mod tests {
             threads: vec![1, 2, 4],
             rounds: 3,
             dram_ns: Some(286.5),
+            dram_source: Some("286.5 ns (probed now, load 0.10)".into()),
             sample_every: 32,
             batch: 16,
             series_window: 100_000,
