@@ -261,7 +261,8 @@ pub const INDEXES: &[Entry] = &[
     Entry {
         name: "skiplist-plain",
         about: "mlpdex lock-free skip list with the plain iterator (prefetch depth 0)",
-        kind: Kind::Main,
+        // The prefetch sweep's depth 0: the scans and skip list suites name it.
+        kind: ONE_OFF,
         keys: KeyWidth::Any,
         run: exec::serve::<Skiplist<0>>,
     },
@@ -569,6 +570,7 @@ mod tests {
                 "fst-crate-set",
                 "cuckoo-trie-concurrent",
                 "mlp-index-{bucketized,paper}",
+                "skiplist-plain",
                 "skiplist-k{1,2,3,4,5,6}",
                 "cuckoo-trie-d{1,2,3,4,5,6,8,10}",
             ]
