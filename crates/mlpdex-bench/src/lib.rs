@@ -56,6 +56,10 @@
 //! - `p50 ns` and `p99 ns` (and `p999_ns`, `max_ns` in the JSON) are percentiles of operations
 //!   timed one by one, every `--sample-every`-th (see [`exec::Latency`]).
 //! - `batch` above 1 (`--batch N`): reads and lower bounds went to the index in groups of N.
+//! - `±` is the spread of the rounds: half the range of their Mops/s over the median round's
+//!   (`spread` in the JSON: rounds, slowest and fastest Mops/s).
+//! - `series` (with `--latency-series N`): the load's mean ns per insert in windows of N
+//!   inserts, in order, for plots of latency as the structure grows.
 //! - Every JSON record carries its [`provenance::Provenance`]: commit and dirty flag, date,
 //!   host, CPU, cores, huge pages, seed, round and the command line.
 
