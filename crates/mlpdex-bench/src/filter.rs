@@ -852,7 +852,8 @@ fn timed_batch(filter: &Surf, qs: &QuerySet) -> (f64, u64) {
 /// query set with its ground truth, and the filter to build on `load`.
 #[derive(Debug)]
 pub struct Prepared {
-    spec: FilterSpec,
+    /// Seed of the Bloom filters' hashing.
+    seed: u64,
     /// This child's filter.
     filter: FilterIndex,
     /// Bits per key of a Bloom filter (its own, or the SuRF's before it for `bloom`).
@@ -939,7 +940,7 @@ impl Prepared {
             t.elapsed().as_secs_f64()
         );
         Ok(Prepared {
-            spec: spec.clone(),
+            seed: spec.seed,
             outcomes: vec![None; workloads.len()],
             filter,
             bloom_bits,
@@ -965,7 +966,7 @@ impl Prepared {
                         self.filter.scheme,
                         &self.stored,
                         self.bloom_bits,
-                        self.spec.seed,
+                        self.seed,
                     )
                     .map_err(|e| anyhow::anyhow!("building {}: {e}", self.filter.name))?;
                     let secs = t.elapsed().as_secs_f64();

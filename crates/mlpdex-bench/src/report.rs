@@ -420,20 +420,16 @@ type ThroughputGroup = (BarChart, String, u64, String, &'static str, u32, u32);
 /// A cost chart's records share (dataset, keys, workload, distribution, mode, threads).
 type CostGroup = (String, u64, String, String, &'static str, u32);
 
-fn record_key(r: &Record) -> RecordKey {
-    r.key()
-}
-
 /// Keeps the last record of each identity, at the position where the identity first appeared
 /// (so workloads keep the order in which the harness ran them).
 pub(crate) fn dedup_last(records: Vec<Record>) -> Vec<Record> {
     let mut at: HashMap<RecordKey, usize> = HashMap::new();
     let mut out: Vec<Record> = Vec::with_capacity(records.len());
     for r in records {
-        match at.get(&record_key(&r)) {
-            Some(&i) => out[i] = r,
-            None => {
-                at.insert(record_key(&r), out.len());
+        match at.entry(r.key()) {
+            std::collections::hash_map::Entry::Occupied(e) => out[*e.get()] = r,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(out.len());
                 out.push(r);
             }
         }

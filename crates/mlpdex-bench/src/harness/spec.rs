@@ -184,14 +184,6 @@ impl Experiment {
         }
     }
 
-    /// The DRAM latency figure the records are scaled by, if any.
-    pub fn dram_ns(&self) -> Option<f64> {
-        match self {
-            Experiment::Run(s) => s.dram_ns,
-            _ => None,
-        }
-    }
-
     /// The DRAM figure with its source, as the records' provenance states it.
     pub fn dram_description(&self) -> Option<String> {
         match self {
