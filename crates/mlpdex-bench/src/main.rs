@@ -345,12 +345,8 @@ fn run(args: RunArgs) -> Result<()> {
         dram.as_ref()
             .map_or("not probed".to_string(), |d| d.describe())
     );
-    let exe = std::env::current_exe().context("locating this executable to run children")?;
     let (distribution, rounds) = (spec.distribution, spec.rounds);
-    let measured = harness::parent::measure(&Experiment::Run(spec), &exe, exec::progress_wanted())?;
-    if let Some(path) = &args.json {
-        table::append_json(path, &measured.records)?;
-    }
+    let measured = execute(&Experiment::Run(spec), args.json.as_deref())?;
     println!(
         "\n{} keys of {} ({distribution} distribution); median of {rounds} round(s), ± the \
          spread of the rounds; DRAM latency {}\n",
@@ -364,6 +360,17 @@ fn run(args: RunArgs) -> Result<()> {
     print!("{}", table::format_table(&measured.records));
     print_notes(&measured);
     measured.check()
+}
+
+/// Runs `spec` on the engine (it validates the spec; children are this executable) and
+/// appends the records to `json`, if given, before any failure is reported.
+fn execute(spec: &Experiment, json: Option<&std::path::Path>) -> Result<harness::parent::Measured> {
+    let exe = std::env::current_exe().context("locating this executable to run children")?;
+    let measured = harness::parent::measure(spec, &exe, exec::progress_wanted())?;
+    if let Some(path) = json {
+        table::append_json(path, &measured.records)?;
+    }
+    Ok(measured)
 }
 
 /// The skipped measurements, after the table.
@@ -392,7 +399,6 @@ fn run_suite(args: SuiteArgs) -> Result<()> {
             .map_or("not probed".to_string(), |d| d.describe())
     );
     let dram_ns = dram.as_ref().map(|d| d.ns);
-    let exe = std::env::current_exe().context("locating this executable to run children")?;
     let mut all = Vec::new();
     let mut failures = Vec::new();
     for (i, e) in suite.experiments.iter().enumerate() {
@@ -408,7 +414,7 @@ fn run_suite(args: SuiteArgs) -> Result<()> {
             e.kind,
             spec.indexes().join(","),
         );
-        let measured = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
+        let measured = execute(&spec, None)?;
         print!("{}", table::format_records(&measured.records));
         print_notes(&measured);
         failures.extend(measured.failures);
@@ -477,12 +483,7 @@ fn filter_bench(args: FilterArgs) -> Result<()> {
         seed: args.seed,
         rounds: args.repeat,
     });
-    spec.validate()?;
-    let exe = std::env::current_exe().context("locating this executable to run children")?;
-    let measured = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
-    if let Some(path) = &args.json {
-        table::append_json(path, &measured.records)?;
-    }
+    let measured = execute(&spec, args.json.as_deref())?;
     println!(
         "\n{} keys of {} stored; {} queries per workload; median of {} round(s), ± the spread \
          of the rounds\n",
@@ -532,12 +533,7 @@ fn hope_bench(args: HopeArgs) -> Result<()> {
         seed: args.seed,
         rounds: args.repeat,
     });
-    spec.validate()?;
-    let exe = std::env::current_exe().context("locating this executable to run children")?;
-    let measured = harness::parent::measure(&spec, &exe, exec::progress_wanted())?;
-    if let Some(path) = &args.json {
-        table::append_json(path, &measured.records)?;
-    }
+    let measured = execute(&spec, args.json.as_deref())?;
     println!(
         "\n{} keys of {}; dictionaries from a 1% sample; encoding time median of {} round(s)\n",
         measured.records.first().map_or(0, |r| r.m().keys),
