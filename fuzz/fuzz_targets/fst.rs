@@ -16,7 +16,7 @@ use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage};
 use mlpdex::key::{Escaped, show_bound};
 use mlpdex::testing::{KeyShape, check_static};
 use mlpdex_fuzz::{
-    BoundSpec, KeySpec, Pool, WalkSpec, check_fst, check_static_query, dense_ratio, key_set,
+    BoundSpec, KeySpec, Pool, WalkSpec, check_static_map, check_static_query, dense_ratio, key_set,
     key_storage,
 };
 
@@ -63,7 +63,7 @@ fuzz_target!(|input: Input| {
     let fst = b.finish().expect("finish");
     let what = format!("fst {config:?} of {} keys", oracle.len());
 
-    let entries = check_fst(&fst, &what);
+    let entries = check_static_map(&fst, &what);
     assert_eq!(fst.len(), oracle.len(), "{what}: len");
     match config.keys {
         KeyStorage::Complete => {
@@ -149,7 +149,7 @@ fuzz_target!(|input: Input| {
         "{what}: from_shared(to_bytes) differs from the original"
     );
     assert!(
-        check_fst(&shared, &what) == entries,
+        check_static_map(&shared, &what) == entries,
         "{what}: the loaded map iterates differently"
     );
 });

@@ -16,7 +16,7 @@ use libfuzzer_sys::fuzz_target;
 use mlpdex::StaticMapBuilder;
 use mlpdex::fst::{Config, Fst, FstBuilder};
 use mlpdex_fuzz::{
-    KeySpec, Mutation, Oracle, Pool, check_fst, dense_ratio, graft, key_set, key_storage,
+    KeySpec, Mutation, Oracle, Pool, check_static_map, dense_ratio, graft, key_set, key_storage,
     load_both, mutate,
 };
 
@@ -93,9 +93,9 @@ fuzz_target!(|input: Input| {
     if let (Some(orig), true) = (&built, untouched) {
         assert!(&copied == orig, "an unmutated image loads a different map");
     }
-    let entries = check_fst(&copied, "from_bytes");
+    let entries = check_static_map(&copied, "from_bytes");
     assert!(
-        check_fst(&shared, "from_shared") == entries,
+        check_static_map(&shared, "from_shared") == entries,
         "from_bytes and from_shared iterate differently"
     );
     for p in input.probes.iter().take(16) {

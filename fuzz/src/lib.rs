@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::{Bound, Range};
 
 use arbitrary::Arbitrary;
-use mlpdex::fst::{Fst, KeyStorage};
+use mlpdex::fst::KeyStorage;
 use mlpdex::key::{Escaped, in_range, show_bound};
 use mlpdex::surf::{Surf, SurfKind};
 use mlpdex::testing::{KeyShape, MapOp, TestRng, Walk};
@@ -613,10 +613,10 @@ fn walk<C: RangeCursor>(mut c: C, back: bool, bound: usize, what: &str) -> Vec<(
     out
 }
 
-/// What every FST check asserts: iteration is strictly sorted and holds `len` entries,
-/// forward equals reversed backward, `get` and both seeks find every iterated key with its
-/// value; returns the entries.
-pub fn check_fst(m: &Fst, what: &str) -> Vec<(Vec<u8>, u64)> {
+/// What every check of a static map (FST, compact B-tree) asserts: iteration is strictly
+/// sorted and holds `len` entries, forward equals reversed backward, `get` and both seeks find
+/// every iterated key with its value; returns the entries.
+pub fn check_static_map<M: StaticMap>(m: &M, what: &str) -> Vec<(Vec<u8>, u64)> {
     let fwd = walk(m.cursor(..), false, m.len(), what);
     let bwd = walk(m.cursor(..), true, m.len(), what);
     assert_eq!(

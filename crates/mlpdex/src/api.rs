@@ -356,6 +356,17 @@ pub trait StaticMap {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Seek: the first entry within `bound` from below (`≥ k`, `> k`, or the first entry).
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
+        self.range((bound, Bound::Unbounded)).next()
+    }
+
+    /// Predecessor seek: the last entry within `bound` from above (`≤ k`, `< k`, or the last
+    /// entry).
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
+        self.range((Bound::Unbounded, bound)).next_back()
+    }
 }
 
 /// Builds a [`StaticMap`] from keys given in strictly increasing order.
