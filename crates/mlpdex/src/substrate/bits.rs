@@ -237,6 +237,52 @@ fn iter_ones(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
+/// The low `width` bits (`width ≤ 64`) of a mask.
+#[inline(always)]
+pub fn low_mask(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+/// The `width`-bit field (`width ≤ 64`) whose least significant bit is bit `bit` of `words`
+/// (the packed arrays of the compact B-tree: field `i` of width `w` starts at bit `i * w`).
+/// Bits past the end of `words` read as zero, so a field never panics.
+#[inline]
+pub fn field(words: &[u64], bit: usize, width: u32) -> u64 {
+    if width == 0 {
+        return 0;
+    }
+    let (at, shift) = (bit / 64, (bit % 64) as u32);
+    let lo = words.get(at).copied().unwrap_or(0) >> shift;
+    let v = if shift + width > 64 {
+        lo | words.get(at + 1).copied().unwrap_or(0) << (64 - shift)
+    } else {
+        lo
+    };
+    v & low_mask(width)
+}
+
+/// Writes the low `width` bits of `value` as the field at bit `bit` of `words` (see [`field`]),
+/// over zero bits: the caller writes each field once into zeroed words.
+///
+/// # Panics
+///
+/// When the field runs past the end of `words`.
+pub fn put_field(words: &mut [u64], bit: usize, width: u32, value: u64) {
+    if width == 0 {
+        return;
+    }
+    let value = value & low_mask(width);
+    let (at, shift) = (bit / 64, (bit % 64) as u32);
+    words[at] |= value << shift;
+    if shift + width > 64 {
+        words[at + 1] |= value >> (64 - shift);
+    }
+}
+
 impl FromIterator<bool> for BitVec {
     fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Self {
         let mut v = BitVec::new();
@@ -251,6 +297,22 @@ impl FromIterator<bool> for BitVec {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(crate::substrate::proptest_config())]
+        #[test]
+        fn fields_read_back_what_was_put(width in 0u32..=64, values in proptest::collection::vec(any::<u64>(), 0..40)) {
+            let mut words = vec![0u64; (values.len() * width as usize).div_ceil(64)];
+            for (i, &v) in values.iter().enumerate() {
+                put_field(&mut words, i * width as usize, width, v);
+            }
+            for (i, &v) in values.iter().enumerate() {
+                prop_assert_eq!(field(&words, i * width as usize, width), v & low_mask(width));
+            }
+            // Past the end reads zeros instead of panicking.
+            prop_assert_eq!(field(&words, words.len() * 64 + 3, width), 0);
+        }
+    }
 
     proptest! {
         #![proptest_config(crate::substrate::proptest_config())]

@@ -331,7 +331,7 @@ pub fn select_in_word(w: u64, r: u32) -> u32 {
 
 /// [`select_in_word`] with the popcount of `p`.
 #[inline(always)]
-fn select_in_word_with<P: Popcount>(p: P, w: u64, r: u32) -> u32 {
+pub(crate) fn select_in_word_with<P: Popcount>(p: P, w: u64, r: u32) -> u32 {
     let mut s = w - ((w >> 1) & 0x5555_5555_5555_5555);
     s = (s & 0x3333_3333_3333_3333) + ((s >> 2) & 0x3333_3333_3333_3333);
     s = (s + (s >> 4)) & 0x0F0F_0F0F_0F0F_0F0F;
