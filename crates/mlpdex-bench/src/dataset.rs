@@ -5,6 +5,9 @@
 //!
 //! - `rand-8`, `rand-16`: uniform random 8- and 16-byte keys, the Cuckoo Trie's worst case for
 //!   tries and best case for hashing (Cuckoo Trie paper §4, Table 1).
+//! - `mono-8`: consecutive integers as 8-byte big-endian keys, loaded in increasing order: the
+//!   "monotonically increasing integers" of memory-efficient-search-trees.txt §2.5 and §5.3, an
+//!   append-only primary key. Its reserve continues the sequence, so inserts keep appending.
 //! - `dec-a`, `dec-b`: the "decimal distributions" A and B of the MLP-data-structures paper (§4.4):
 //!   8-byte keys drawn byte by byte, each byte from a small candidate set for its position, so
 //!   the trie has both high- and low-fanout levels and path compression cannot flatten it.
@@ -15,7 +18,8 @@
 //!   Cuckoo Trie's worst case (its §4.7).
 //!
 //! File datasets read real key sets: `u64:PATH` (the SOSD binary layout) and `lines:PATH` (one key
-//! per line). As in the Cuckoo Trie paper, every dataset is deduplicated and in random order.
+//! per line). As in the Cuckoo Trie paper, every dataset is deduplicated and in random order,
+//! `mono-8` excepted.
 //!
 //! A [`Dataset`] has a load set, `keys`, and a `reserve` of more distinct keys none of which is in
 //! the load set. Workloads (see [`crate::workload`]) insert from the reserve's first half and
@@ -57,6 +61,10 @@ pub const DATASETS: &[(&str, &str)] = &[
         "uniform random u64 as 8-byte big-endian keys (Cuckoo Trie rand-8)",
     ),
     ("rand-16", "16 uniform random bytes (Cuckoo Trie rand-16)"),
+    (
+        "mono-8",
+        "consecutive u64 as 8-byte keys, in increasing order (monotonic primary keys)",
+    ),
     (
         "dec-a",
         "8 bytes; 6 candidates for each of bytes 0..6, 100 for bytes 6..8 (MLP paper §4.4, A)",
@@ -112,6 +120,7 @@ pub fn load(spec: &str, n: usize, seed: u64) -> Result<Dataset> {
             "rand-8" => generate(spec, n, reserve, seed, 8, |rng, buf| {
                 buf.extend_from_slice(&rng.next_u64().to_be_bytes())
             })?,
+            "mono-8" => monotonic(n, reserve, seed),
             "rand-16" => generate(spec, n, reserve, seed, 16, |rng, buf| {
                 buf.extend_from_slice(&rng.next_u64().to_be_bytes());
                 buf.extend_from_slice(&rng.next_u64().to_be_bytes());
@@ -248,6 +257,23 @@ fn generate(
         }
     }
     Ok((keys, spare))
+}
+
+/// `mono-8`: `n + reserve` consecutive integers from a start drawn from `seed` (below 2^40, so
+/// the sequence never wraps), the first `n` the load set, in increasing order.
+fn monotonic(n: usize, reserve: usize, seed: u64) -> (Keys, Keys) {
+    let start = hash_u64(seed, 0x6d6f_6e6f) >> 24;
+    let mut keys = Keys::with_capacity(n * 8);
+    let mut spare = Keys::with_capacity(reserve * 8);
+    for i in 0..(n + reserve) as u64 {
+        let key = (start + i).to_be_bytes();
+        if i < n as u64 {
+            keys.push(&key);
+        } else {
+            spare.push(&key);
+        }
+    }
+    (keys, spare)
 }
 
 /// Candidates per byte in the decimal distributions: few for the narrow positions, many for the
@@ -686,7 +712,9 @@ mod tests {
     use hashbrown::HashSet;
     use std::io::Write;
 
-    const GENERATED: &[&str] = &["rand-8", "rand-16", "dec-a", "dec-b", "email", "az"];
+    const GENERATED: &[&str] = &[
+        "rand-8", "mono-8", "rand-16", "dec-a", "dec-b", "email", "az",
+    ];
 
     fn check_distinct(ds: &Dataset) {
         let keys: HashSet<&[u8]> = ds.keys.iter().collect();
@@ -740,6 +768,19 @@ mod tests {
         // Random order: not sorted.
         let k: Vec<&[u8]> = ds.keys.iter().take(100).collect();
         assert!(k.windows(2).any(|w| w[0] > w[1]) && k.windows(2).any(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn monotonic_keys_count_up_into_the_reserve() {
+        let ds = load("mono-8", 5000, 7).unwrap();
+        let all: Vec<u64> = ds
+            .keys
+            .iter()
+            .chain(ds.reserve.iter())
+            .map(|k| u64::from_be_bytes(k.try_into().unwrap()))
+            .collect();
+        assert_eq!(all.len(), 5000 + 1250);
+        assert!(all.windows(2).all(|w| w[1] == w[0] + 1));
     }
 
     fn distinct_per_position(keys: &Keys) -> Vec<usize> {

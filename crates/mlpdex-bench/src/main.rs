@@ -76,7 +76,7 @@ struct RunArgs {
     /// Comma-separated index names, or `all`.
     #[arg(long, default_value = "all")]
     index: String,
-    /// Dataset: rand-8, rand-16, dec-a, dec-b, email, az, u64:PATH, lines:PATH.
+    /// Dataset: rand-8, mono-8, rand-16, dec-a, dec-b, email, az, u64:PATH, lines:PATH.
     #[arg(long, default_value = "rand-8")]
     dataset: String,
     /// Keys to load (accepts 10M, 500k, 2G).

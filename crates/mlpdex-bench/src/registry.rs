@@ -16,6 +16,7 @@ use crate::baselines::{
 };
 use crate::exec::{self, Driver, Plan};
 use crate::names;
+use crate::ours::compact_btree::CompactBTreeIndex;
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 use crate::ours::fst::FstIndex;
 use crate::ours::hope::{Encoded, select_scheme, split_name};
@@ -217,6 +218,13 @@ pub const INDEXES: &[Entry] = &[
         run: exec::serve::<FstIndex>,
     },
     Entry {
+        name: "compact-btree",
+        about: "mlpdex compact B-tree (memory-efficient-search-trees.txt ch. 2), built once",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: exec::serve::<CompactBTreeIndex>,
+    },
+    Entry {
         name: "cuckoo-trie",
         about: "mlpdex Cuckoo Trie (cuckoo-trie.txt), default configuration",
         kind: Kind::Main,
@@ -302,6 +310,7 @@ pub const ENCODABLE: &[(&str, Runner)] = &[
     ("sorted-vec", encoded!(SortedVec)),
     ("fst-crate", encoded!(FstMap)),
     ("fst", encoded!(FstIndex)),
+    ("compact-btree", encoded!(CompactBTreeIndex)),
     ("cuckoo-trie", encoded!(Cuckoo<0>)),
     ("cuckoo-trie-concurrent", encoded!(ConcurrentCuckoo)),
     ("skiplist", encoded!(Skiplist<{ usize::MAX }>)),
