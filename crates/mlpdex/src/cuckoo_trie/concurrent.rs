@@ -65,8 +65,8 @@
 //! loads scale like a single writer); long scans, where the skip list's prefetching iterator
 //! is faster; keys with long shared prefixes (see [`cuckoo_trie`](super)); a single thread,
 //! where [`CuckooTrie`](super::CuckooTrie) is faster without read sessions. Measured numbers,
-//! the concurrent map's scaling included, are in
-//! [`docs/results/cuckoo_trie.md`](../../../../../docs/results/cuckoo_trie.md).
+//! the concurrent map's scaling on 1 and 2 threads included, are in
+//! [`docs/results/cuckoo-trie.md`](../../../../docs/results/cuckoo-trie.md).
 //!
 //! # Contract
 //!

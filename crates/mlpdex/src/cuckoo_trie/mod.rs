@@ -51,8 +51,10 @@
 //! concurrent map serializes its writers.
 //!
 //! Measured against `BTreeMap`, `congee` and `crossbeam-skiplist` (lookups, loads, scans,
-//! the concurrent map's scaling, the prefetch depth sweep): see
-//! [`docs/results/cuckoo_trie.md`](../../../../docs/results/cuckoo_trie.md).
+//! the concurrent map's scaling, the prefetch depth sweep), as the suite
+//! `bench/suites/cuckoo-trie.toml` wrote them:
+//! [`docs/results/cuckoo-trie.md`](../../../../docs/results/cuckoo-trie.md); at 50M keys:
+//! [`docs/results/50m.md`](../../../../docs/results/50m.md).
 //!
 //! # Contract
 //!

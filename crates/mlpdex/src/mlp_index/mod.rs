@@ -40,8 +40,10 @@
 //! - insert-heavy loads: an insert costs more than a `BTreeMap`'s, growth included;
 //! - many writer threads: it is single-threaded (see below).
 //!
-//! Measured speeds and sizes, against the baselines and the Cuckoo Trie, are in
-//! [`docs/results/mlp_index.md`](../../../../docs/results/mlp_index.md).
+//! Measured speeds and sizes of its layouts, against the baselines and the Cuckoo Trie, on
+//! uniform and clustered keys, as the suite `bench/suites/mlp-index.toml` wrote them:
+//! [`docs/results/mlp-index.md`](../../../../docs/results/mlp-index.md); at 50M keys:
+//! [`docs/results/50m.md`](../../../../docs/results/50m.md).
 //!
 //! # API
 //!

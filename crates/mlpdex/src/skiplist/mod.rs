@@ -51,9 +51,12 @@
 //! or three round trips. Not for small keys where memory matters: each node takes at least a
 //! cache line. Single-threaded maps are faster without the atomics and reclamation.
 //!
-//! Measured scans, point operations, memory and the prefetch-depth sweep, against the plain
-//! iterator and crossbeam's `SkipMap`: see
-//! [`docs/results/skiplist.md`](../../../../docs/results/skiplist.md).
+//! Measured scans, point operations, memory, two threads and the prefetch-depth sweep,
+//! against the plain iterator and crossbeam's `SkipMap`, as the suite
+//! `bench/suites/skiplist.toml` wrote them:
+//! [`docs/results/skiplist.md`](../../../../docs/results/skiplist.md); scans of 10 to 1000
+//! keys beside the other ordered indexes:
+//! [`docs/results/scans.md`](../../../../docs/results/scans.md).
 //!
 //! # Contract
 //!
