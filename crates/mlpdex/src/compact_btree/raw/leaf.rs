@@ -84,17 +84,34 @@ pub(crate) struct Split<'k> {
 impl<'k> Split<'k> {
     #[inline]
     pub(crate) fn of(key: &'k [u8]) -> Self {
-        let mut h = [0u8; 8];
-        let n = key.len().min(8);
-        h[..n].copy_from_slice(&key[..n]);
+        Split::at(key, 0)
+    }
+
+    /// The split of `key[skip..]` (`skip ≤ key.len()`), reading its head without a variable-
+    /// length copy when the key has 8 bytes to read: the head of a rest `r < 8` bytes long is
+    /// then the key's last 8 bytes shifted up by the `8 - r` that precede the rest.
+    #[inline]
+    pub(crate) fn at(key: &'k [u8], skip: usize) -> Self {
+        let rest = key.get(skip..).unwrap_or(&[]);
+        let head = if let Some(b) = rest.first_chunk::<8>() {
+            u64::from_be_bytes(*b)
+        } else if let Some(b) = key.last_chunk::<8>() {
+            u64::from_be_bytes(*b)
+                .checked_shl(8 * (8 - rest.len()) as u32)
+                .unwrap_or(0)
+        } else {
+            rest.iter()
+                .enumerate()
+                .fold(0, |h, (i, &b)| h | (b as u64) << (56 - 8 * i))
+        };
         Split {
-            head: u64::from_be_bytes(h),
-            class: if key.len() > 8 {
+            head,
+            class: if rest.len() > 8 {
                 LONG
             } else {
-                key.len() as u32
+                rest.len() as u32
             },
-            tail: key.get(8..).unwrap_or(&[]),
+            tail: rest.get(8..).unwrap_or(&[]),
         }
     }
 
@@ -185,20 +202,25 @@ pub(crate) struct Leaf<'a> {
 
 impl<'a> Leaf<'a> {
     /// The leaf of `n` keys whose words are `words` (exactly: header and sections); `None`
-    /// when the words do not match the header (invariant 1).
-    #[inline]
+    /// when the words do not match the header (invariant 1). `inline(always)`: see
+    /// `Layer::leaf`.
+    #[inline(always)]
     pub(crate) fn new(words: &'a [u64], n: usize) -> Option<Leaf<'a>> {
-        let header = Header::decode(*words.first()?)?;
-        let tail_at = usize::try_from(*words.get(1)?).ok()?;
-        let skip = usize::try_from(*words.get(2)?).ok()?;
-        let base = *words.get(3)?;
-        let (pre, rest) = words
-            .get(HEADER_WORDS..)?
-            .split_at_checked(skip.div_ceil(8))?;
-        let (high, rest) = rest.split_at_checked((n + header.top + 1).div_ceil(64))?;
-        let (lows, rest) = rest.split_at_checked((n * header.low as usize).div_ceil(64))?;
-        let (shorts, ends) = rest.split_at_checked((n * header.short as usize).div_ceil(64))?;
-        if ends.len() != (n * header.ends as usize).div_ceil(64) {
+        let &[h, tail_at, skip, base] = words.first_chunk::<HEADER_WORDS>()?;
+        let header = Header::decode(h)?;
+        let (tail_at, skip) = (usize::try_from(tail_at).ok()?, usize::try_from(skip).ok()?);
+        // Only the prefix length is unbounded (the other sizes follow from fields of at most
+        // 32 bits and from n ≤ 2^16): bound it first, so no sum below can overflow.
+        let pre_words = skip.div_ceil(8);
+        if pre_words > words.len() {
+            return None;
+        }
+        let o1 = HEADER_WORDS + pre_words;
+        let o2 = o1 + (n + header.top + 1).div_ceil(64);
+        let o3 = o2 + (n * header.low as usize).div_ceil(64);
+        let o4 = o3 + (n * header.short as usize).div_ceil(64);
+        let o5 = o4 + (n * header.ends as usize).div_ceil(64);
+        if words.len() != o5 {
             return None;
         }
         Some(Leaf {
@@ -207,11 +229,11 @@ impl<'a> Leaf<'a> {
             header,
             tail_at,
             skip,
-            pre,
-            high,
-            lows,
-            shorts,
-            ends,
+            pre: &words[HEADER_WORDS..o1],
+            high: &words[o1..o2],
+            lows: &words[o2..o3],
+            shorts: &words[o3..o4],
+            ends: &words[o4..o5],
         })
     }
 
@@ -244,9 +266,17 @@ impl<'a> Leaf<'a> {
     /// it sorts before (a proper prefix of the prefix included), `Greater` after.
     #[inline]
     pub(crate) fn prefix_order(&self, key: &[u8]) -> Ordering {
-        let m = key.len().min(self.skip);
-        for (chunk, w) in key[..m].chunks(8).zip(self.pre) {
-            match chunk.cmp(&w.to_le_bytes()[..chunk.len()]) {
+        // Word by word as big-endian integers: the prefix's padding and a short key's missing
+        // bytes both read as zeros, and a key that ties with the prefix but is shorter sorts
+        // before it.
+        for (k, &w) in self.pre.iter().enumerate() {
+            let at = 8 * k;
+            let keep = !low_mask(64 - 8 * (self.skip - at).min(8) as u32);
+            let kv = match key.get(at..).and_then(|b| b.first_chunk::<8>()) {
+                Some(b) => u64::from_be_bytes(*b),
+                None => Split::at(key, at.min(key.len())).head,
+            } & keep;
+            match kv.cmp(&w.swap_bytes()) {
                 Ordering::Equal => {}
                 o => return o,
             }
@@ -453,10 +483,13 @@ impl<'a> Leaf<'a> {
             Ordering::Greater => return (self.n, false),
             Ordering::Equal => {}
         }
-        let q = Split::of(&key[self.skip..]);
+        let q = Split::at(key, self.skip);
         let (a, b) = self.head_range(p, q.head);
         let at = self.rest_bound(a, b, q.class, q.tail, tails, false);
-        let equal = at < b && self.rest(at, tails) == (q.class, q.tail);
+        let equal = at < b && {
+            let (class, tail) = self.rest(at, tails);
+            class == q.class && (class != LONG || tail == q.tail)
+        };
         (at + (strict && equal) as usize, equal)
     }
 
@@ -504,7 +537,11 @@ impl<'a> Leaf<'a> {
     ) -> usize {
         partition(a, b, |i| {
             let (c, t) = self.rest(i, tails);
-            match c.cmp(&class).then_with(|| t.cmp(tail)) {
+            let order = match c.cmp(&class) {
+                Ordering::Equal if c == LONG => t.cmp(tail),
+                o => o,
+            };
+            match order {
                 Ordering::Less => true,
                 Ordering::Equal => strict,
                 Ordering::Greater => false,
@@ -674,6 +711,30 @@ mod tests {
             let mut out = Vec::new();
             Split::of(a).write(&mut out);
             assert_eq!(out, a);
+        }
+    }
+
+    #[test]
+    fn splits_at_an_offset_read_the_rest_alone() {
+        let key: Vec<u8> = (1..=20).collect();
+        for len in 0..=key.len() {
+            let k = &key[..len];
+            for skip in 0..=len {
+                let rest = &k[skip..];
+                let mut h = [0u8; 8];
+                h[..rest.len().min(8)].copy_from_slice(&rest[..rest.len().min(8)]);
+                let s = Split::at(k, skip);
+                assert_eq!(s.head, u64::from_be_bytes(h), "len {len} skip {skip}");
+                assert_eq!(
+                    s.class,
+                    if rest.len() > 8 {
+                        LONG
+                    } else {
+                        rest.len() as u32
+                    }
+                );
+                assert_eq!(s.tail, rest.get(8..).unwrap_or(&[]));
+            }
         }
     }
 
