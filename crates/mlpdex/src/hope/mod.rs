@@ -37,7 +37,9 @@
 //! structure saves. A dictionary never needs rebuilding for correctness when the key
 //! distribution drifts; only the compression rate suffers (§6.4.5).
 //!
-//! Measured compression rates and speeds: [docs/results/hope.md](../../docs/results/hope.md).
+//! Measured compression rates, encoding speeds and dictionary sizes of every scheme, and the
+//! FST, the Cuckoo Trie and SuRF with and without an encoder in front, as the suite
+//! `bench/suites/hope.toml` wrote them: [`docs/results/hope.md`](../../../../docs/results/hope.md).
 //!
 //! # What it is
 //!
