@@ -192,7 +192,9 @@ pub fn thousands(n: u64) -> String {
 
 /// Where the records come from, in one sentence per distinct (commit, host) pair.
 fn provenance_line(records: &[Record]) -> Option<String> {
-    let mut seen: Vec<String> = Vec::new();
+    // Each distinct build, machine and date once, with the DRAM figure of the records that
+    // have one (filter and encoder records have none, and would otherwise repeat the build).
+    let mut seen: Vec<(String, Option<String>)> = Vec::new();
     for r in records {
         let Some(p) = &r.m().provenance else { continue };
         let dirty = if p.dirty == Some(true) {
@@ -201,23 +203,31 @@ fn provenance_line(records: &[Record]) -> Option<String> {
             ""
         };
         let s = format!(
-            "commit `{}`{dirty} on {} ({}, {} cores; {}), {}{}",
+            "commit `{}`{dirty} on {} ({}, {} cores; {}), {}",
             p.commit.get(..12).unwrap_or(&p.commit),
             p.host,
             p.cpu,
             p.cores,
             p.huge_pages,
             p.date.get(..10).unwrap_or(&p.date),
-            p.dram
-                .as_ref()
-                .map(|d| format!("; DRAM latency {d}"))
-                .unwrap_or_default()
         );
-        if !seen.contains(&s) {
-            seen.push(s);
+        match seen.iter_mut().find(|(b, _)| *b == s) {
+            Some((_, dram)) => {
+                if dram.is_none() {
+                    dram.clone_from(&p.dram);
+                }
+            }
+            None => seen.push((s, p.dram.clone())),
         }
     }
-    (!seen.is_empty()).then(|| format!("Measured at {}.", seen.join("; and at ")))
+    let parts: Vec<String> = seen
+        .into_iter()
+        .map(|(s, dram)| match dram {
+            Some(d) => format!("{s}; DRAM latency {d}"),
+            None => s,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("Measured at {}.", parts.join("; and at ")))
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -244,6 +254,27 @@ mod tests {
             .collect();
         std::fs::write(&p, text.join("\n")).unwrap();
         p
+    }
+
+    #[test]
+    fn one_build_is_named_once_with_its_dram_figure() {
+        let stamp = |dram: Option<&str>| {
+            let mut r = rec("fst", 1.0);
+            let p = crate::provenance::Provenance {
+                commit: "0123456789abcdef".into(),
+                date: "2026-11-23T22:00:00Z".into(),
+                host: "vm".into(),
+                dram: dram.map(str::to_string),
+                ..Default::default()
+            };
+            if let Record::Index(i) = &mut r {
+                i.m.provenance = Some(p);
+            }
+            r
+        };
+        let line = provenance_line(&[stamp(None), stamp(Some("271 ns")), stamp(None)]).unwrap();
+        assert_eq!(line.matches("commit `0123456789ab`").count(), 1, "{line}");
+        assert!(line.ends_with("; DRAM latency 271 ns."), "{line}");
     }
 
     #[test]

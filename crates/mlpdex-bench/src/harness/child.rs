@@ -39,6 +39,7 @@ impl<R: BufRead, W: Write> exec::Driver for Pipe<R, W> {
 /// `mlpdex-bench child`: serves one index for one round on stdin and stdout (the parent starts
 /// it; see [`super::protocol`]).
 pub fn serve() -> Result<()> {
+    die_with_parent();
     let mut pipe: Pipe<StdinLock<'static>, StdoutLock<'static>> = Pipe {
         input: std::io::stdin().lock(),
         output: std::io::stdout().lock(),
@@ -52,6 +53,25 @@ pub fn serve() -> Result<()> {
         send(&mut pipe.output, &FromChild::Failed { message })?;
     }
     Ok(())
+}
+
+/// Asks the kernel to end this child when its parent ends. Without it, a child of a killed
+/// `run` or `suite` goes on loading (up to a minute of CPU and gigabytes of memory, on a
+/// machine whose next measurement wants it quiet) until it first writes to the dead pipe.
+fn die_with_parent() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl(PR_SET_PDEATHSIG, signal) reads its integer arguments only and touches
+        // no memory of this process; getppid cannot fail.
+        let orphaned = unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            libc::getppid() == 1
+        };
+        // The parent may have ended before the request took effect.
+        if orphaned {
+            std::process::exit(1);
+        }
+    }
 }
 
 fn serve_spec<R: BufRead, W: Write>(spec: &ChildSpec, pipe: &mut Pipe<R, W>) -> Result<()> {
