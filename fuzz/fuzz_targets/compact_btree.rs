@@ -23,7 +23,7 @@ use mlpdex::key::{Escaped, show_bound};
 use mlpdex::testing::{KeyShape, check_static};
 use mlpdex::StaticMapBuilder;
 use mlpdex_fuzz::{
-    BoundSpec, KeySpec, Mutation, Pool, WalkSpec, check_static_map, check_static_query, key_set,
+    BoundSpec, KeySpec, Mutation, Pool, WalkSpec, check_static_map, check_static_query, first_in, key_set,
     load_both, mutate,
 };
 
@@ -47,19 +47,6 @@ struct Input {
     mutations: Vec<Mutation>,
     keep_bad_checksum: bool,
     probes: Vec<KeySpec>,
-}
-
-fn first_in(
-    oracle: &mlpdex_fuzz::Oracle,
-    lo: Bound<&[u8]>,
-    hi: Bound<&[u8]>,
-    back: bool,
-) -> Option<(Vec<u8>, u64)> {
-    let mut it = oracle
-        .iter()
-        .filter(|(k, _)| mlpdex::key::in_range(k, lo, hi));
-    let e = if back { it.next_back() } else { it.next() };
-    e.map(|(k, v)| (k.clone(), *v))
 }
 
 fuzz_target!(|input: Input| {

@@ -16,7 +16,7 @@ use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage};
 use mlpdex::key::{Escaped, show_bound};
 use mlpdex::testing::{KeyShape, check_static};
 use mlpdex_fuzz::{
-    BoundSpec, KeySpec, Pool, WalkSpec, check_static_map, check_static_query, dense_ratio, key_set,
+    BoundSpec, KeySpec, Pool, WalkSpec, check_static_map, check_static_query, first_in, dense_ratio, key_set,
     key_storage,
 };
 
@@ -35,19 +35,6 @@ struct Input {
     unique: bool,
     seed: u64,
     queries: Vec<Query>,
-}
-
-fn first_in(
-    oracle: &mlpdex_fuzz::Oracle,
-    lo: Bound<&[u8]>,
-    hi: Bound<&[u8]>,
-    back: bool,
-) -> Option<(Vec<u8>, u64)> {
-    let mut it = oracle
-        .iter()
-        .filter(|(k, _)| mlpdex::key::in_range(k, lo, hi));
-    let e = if back { it.next_back() } else { it.next() };
-    e.map(|(k, v)| (k.clone(), *v))
 }
 
 fuzz_target!(|input: Input| {

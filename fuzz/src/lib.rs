@@ -836,6 +836,19 @@ pub fn check_surf_range(f: &Surf, keys: &Oracle, lo: Bound<&[u8]>, hi: Bound<&[u
     );
 }
 
+/// The oracle's first entry within `(lo, hi)`, or with `back` its last: what a static map's
+/// `lower_bound` / `upper_bound` must answer.
+pub fn first_in(
+    oracle: &Oracle,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+    back: bool,
+) -> Option<(Vec<u8>, u64)> {
+    let mut it = oracle.iter().filter(|(k, _)| in_range(k, lo, hi));
+    let e = if back { it.next_back() } else { it.next() };
+    e.map(|(k, v)| (k.clone(), *v))
+}
+
 /// Compares a static map against the oracle on one `get`, seek or range query, walked in the
 /// given direction.
 pub fn check_static_query<M: StaticMap>(

@@ -5,7 +5,7 @@ use std::ops::Bound;
 
 use mlpdex::fst::{Fst, FstBuilder};
 
-use crate::adapter::{BenchIndex, Caps, fold, value_of};
+use crate::adapter::{BenchIndex, Caps, value_of};
 use crate::keys::Keys;
 
 /// The FST with the default configuration.
@@ -55,15 +55,7 @@ impl BenchIndex for FstIndex {
 
     #[inline]
     fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
-        let mut c = self.0.cursor((Bound::Included(start), Bound::Unbounded));
-        let mut acc = None;
-        for _ in 0..n {
-            match c.next() {
-                Some((_, v)) => acc = Some(acc.map_or(v, |a| fold(a, v))),
-                None => break,
-            }
-        }
-        acc
+        super::scan_cursor(self.0.cursor((Bound::Included(start), Bound::Unbounded)), n)
     }
 
     fn notes(&self, keys: usize) -> Vec<String> {

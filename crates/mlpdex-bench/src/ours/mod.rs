@@ -6,3 +6,16 @@ pub mod fst;
 pub mod hope;
 pub mod mlp_index;
 pub mod skiplist;
+
+/// A scan through a static map's lending cursor: up to `n` entries from its front, their
+/// values folded into a checksum ([`crate::adapter::fold`]); `None` when it visits none.
+pub fn scan_cursor<C: mlpdex::RangeCursor>(mut cursor: C, n: usize) -> Option<u64> {
+    let mut acc = None;
+    for _ in 0..n {
+        match cursor.next() {
+            Some((_, v)) => acc = Some(acc.map_or(v, |a| crate::adapter::fold(a, v))),
+            None => break,
+        }
+    }
+    acc
+}

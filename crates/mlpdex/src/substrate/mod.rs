@@ -19,6 +19,7 @@
 pub mod bits;
 pub mod frozen;
 pub mod hash;
+pub mod image;
 pub mod labels;
 pub mod popcount;
 pub mod prefetch;

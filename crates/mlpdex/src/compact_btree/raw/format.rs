@@ -30,6 +30,7 @@ use super::audit::Part;
 use super::{Layer, Route, Tree};
 use crate::Error;
 use crate::substrate::hash::hash_bytes;
+use crate::substrate::image::check_frame;
 use crate::substrate::{Frozen, Shared};
 
 /// Magic of a serialized compact B-tree.
@@ -129,25 +130,7 @@ impl Reader<'_> {
 /// Loads and checks a tree.
 pub(crate) fn read(shared: &Shared) -> Result<Tree, Error> {
     let buf = shared.bytes();
-    if buf.len() < HEADER + 8 {
-        return Err(bad("truncated header", buf.len()));
-    }
-    if buf[..8] != MAGIC {
-        return Err(bad("bad magic", 0));
-    }
-    let version = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]);
-    if version != VERSION {
-        return Err(Error::Version {
-            found: version,
-            supported: VERSION,
-        });
-    }
-    let body = buf.len() - 8;
-    let mut sum = [0u8; 8];
-    sum.copy_from_slice(&buf[body..]);
-    if hash_bytes(&buf[..body], 0) != u64::from_le_bytes(sum) {
-        return Err(bad("checksum mismatch", body));
-    }
+    let body = check_frame(buf, MAGIC, VERSION, HEADER + 8)?;
     let shift = u32::from_le_bytes([buf[12], buf[13], buf[14], buf[15]]);
     if !super::SHIFTS.contains(&shift) {
         return Err(bad("keys per leaf out of range", 12));

@@ -61,6 +61,7 @@ use super::suffix::{FixedSuffixes, FullSuffixes, SuffixKind};
 use super::trie::{Flaw, Part, Trie};
 use crate::Error;
 use crate::substrate::hash::hash_bytes;
+use crate::substrate::image::check_frame;
 use crate::substrate::labels::LABEL_PAD;
 use crate::substrate::{Frozen, FrozenBits, Shared};
 
@@ -233,25 +234,7 @@ impl Reader<'_> {
 /// `shared` where they are aligned.
 pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
     let buf = shared.bytes();
-    if buf.len() < 72 {
-        return Err(bad("truncated header", buf.len()));
-    }
-    if buf[..8] != magic {
-        return Err(bad("bad magic", 0));
-    }
-    let version = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]);
-    if version != VERSION {
-        return Err(Error::Version {
-            found: version,
-            supported: VERSION,
-        });
-    }
-    let body = buf.len() - 8;
-    let mut sum = [0u8; 8];
-    sum.copy_from_slice(&buf[body..]);
-    if hash_bytes(&buf[..body], 0) != u64::from_le_bytes(sum) {
-        return Err(bad("checksum mismatch", body));
-    }
+    let body = check_frame(buf, magic, VERSION, 72)?;
     let (k, h, r, flags) = (buf[12], buf[13], buf[14], buf[15]);
     let kind = match (k, h, r) {
         (0, 0, 0) => SuffixKind::None,
