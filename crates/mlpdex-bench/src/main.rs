@@ -414,10 +414,15 @@ fn run_suite(args: SuiteArgs) -> Result<()> {
             e.kind,
             spec.indexes().join(","),
         );
-        let measured = execute(&spec, None)?;
+        let mut measured = execute(&spec, None)?;
         print!("{}", table::format_records(&measured.records));
         print_notes(&measured);
         failures.extend(measured.failures);
+        for r in &mut measured.records {
+            if let Some(p) = &mut r.m_mut().provenance {
+                p.experiment = Some(i as u32 + 1);
+            }
+        }
         all.extend(measured.records);
     }
     std::fs::create_dir_all(&args.out)

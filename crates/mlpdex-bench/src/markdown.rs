@@ -19,8 +19,19 @@ use std::path::Path;
 use crate::record::Record;
 use crate::report::{dedup_last, read_records};
 
-/// The group a table stands for: dataset, keys, distribution, workload, mode, threads.
-type Group = (String, u64, String, String, &'static str, u32, u32);
+/// The group a table stands for: dataset, keys, distribution, workload, mode, threads, batch,
+/// and the suite experiment (a reference measured in two experiments heads two tables, each
+/// index beside the reference of its own run).
+type Group = (
+    String,
+    u64,
+    String,
+    String,
+    &'static str,
+    u32,
+    u32,
+    Option<u32>,
+);
 
 fn group_of(r: &Record) -> Group {
     let k = r.key();
@@ -32,6 +43,7 @@ fn group_of(r: &Record) -> Group {
         k.mode,
         k.threads,
         k.batch,
+        k.experiment,
     )
 }
 
@@ -72,8 +84,21 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
     if let Some(p) = provenance_line(&records) {
         writeln!(out, "{p}\n")?;
     }
+    // Groups that differ only in their experiment say which one they are.
+    let shared = |g: &Group| {
+        order
+            .iter()
+            .filter(|o| o.0 == g.0 && o.1 == g.1 && o.2 == g.2 && o.3 == g.3 && o.4 == g.4)
+            .filter(|o| o.5 == g.5 && o.6 == g.6)
+            .count()
+            > 1
+    };
     for (at, rs) in &groups {
-        let (dataset, keys, distribution, workload, mode, threads, batch) = &order[*at];
+        let (dataset, keys, distribution, workload, mode, threads, batch, experiment) = &order[*at];
+        let part = match experiment {
+            Some(e) if shared(&order[*at]) => format!(" (experiment {e})"),
+            _ => String::new(),
+        };
         let keys = thousands(*keys);
         let heading = match rs[0] {
             Record::Index(_) => format!(
@@ -89,7 +114,7 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
             Record::Filter(_) => format!("{dataset}, {keys} keys stored, `{workload}`"),
             Record::Encoder(_) => format!("{dataset}, {keys} keys, HOPE encoders"),
         };
-        writeln!(out, "## {heading}\n")?;
+        writeln!(out, "## {heading}{part}\n")?;
         let filters = rs.iter().any(|r| r.as_filter().is_some());
         let hope = rs.iter().any(|r| r.hope().is_some());
         let latency = rs.iter().any(|r| r.m().p50_ns.is_some());
@@ -254,6 +279,42 @@ mod tests {
             .collect();
         std::fs::write(&p, text.join("\n")).unwrap();
         p
+    }
+
+    #[test]
+    fn a_reference_measured_in_two_experiments_heads_two_tables() {
+        let in_experiment = |index: &str, mops: f64, e: u32| {
+            let mut r = rec(index, mops);
+            r.m_mut().provenance = Some(crate::provenance::Provenance {
+                experiment: Some(e),
+                ..Default::default()
+            });
+            r
+        };
+        let dir = std::env::temp_dir().join(format!("mlpdex-md-exp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = write(
+            &dir,
+            "two.json",
+            &[
+                in_experiment("btreemap", 1.0, 1),
+                in_experiment("cuckoo-trie", 2.0, 1),
+                in_experiment("btreemap", 4.0, 2),
+                in_experiment("fst", 2.0, 2),
+            ],
+        );
+        let md = render(&json, None, "t").unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            md.contains("(experiment 1)") && md.contains("(experiment 2)"),
+            "{md}"
+        );
+        // Each index beside the reference of its own experiment.
+        assert!(
+            md.contains("| `cuckoo-trie` |") && md.contains("2.00×"),
+            "{md}"
+        );
+        assert!(md.contains("0.50×"), "{md}");
     }
 
     #[test]

@@ -34,6 +34,11 @@ pub struct Provenance {
     pub command: Vec<String>,
     /// The DRAM latency figure's value and source, when it was probed.
     pub dram: Option<String>,
+    /// The experiment of a suite the record belongs to (1-based), when a suite measured it:
+    /// records of different experiments are different measurements even where they name the
+    /// same index (a reference measured in each of two experiments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<u32>,
 }
 
 impl Provenance {
@@ -66,6 +71,7 @@ impl Provenance {
             keys: keys as u64,
             command: std::env::args().collect(),
             dram: None,
+            experiment: None,
         }
     }
 }

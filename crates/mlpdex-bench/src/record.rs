@@ -281,6 +281,7 @@ impl Record {
             mode,
             threads,
             batch,
+            experiment: m.provenance.as_ref().and_then(|p| p.experiment),
         }
     }
 
@@ -345,6 +346,8 @@ pub struct RecordKey {
     pub threads: u32,
     /// Batch size.
     pub batch: u32,
+    /// The suite experiment, if any (see [`Provenance::experiment`]).
+    pub experiment: Option<u32>,
 }
 
 /// Serde of a HOPE [`Scheme`](mlpdex::hope::Scheme) by its name (`double-char`).
