@@ -47,7 +47,8 @@
 //! When not: keys with long shared prefixes (the `az` shape) read one bucket pair per symbol of
 //! the shared part (§4.7); small maps that fit in cache, where a B-tree is as fast and simpler;
 //! workloads dominated by long scans, where a B-tree's sorted leaves win; write-heavy
-//! loads, where inserts cost 1.3–1.5× a `BTreeMap`'s; many threads writing at once, since the
+//! loads, where an insert costs more than a `BTreeMap`'s (the `load` rows of the measured
+//! tables below); many threads writing at once, since the
 //! concurrent map serializes its writers.
 //!
 //! Measured against `BTreeMap`, `congee` and `crossbeam-skiplist` (lookups, loads, scans,

@@ -114,9 +114,9 @@
 //!
 //! [`Layout::Paper`]: the layout the paper measured, 24-byte slots (key, value, metadata) in
 //! a two-choice cuckoo table at up to 50% load. A node of more than 8 children borrows a free
-//! slot of its 128-byte line for its bitmap, or an external 32-byte block. Simpler, but about
-//! 3× larger and slower on dependent lookups: a slot may straddle two cache lines, so a
-//! search fetches up to four lines per index length.
+//! slot of its 128-byte line for its bitmap, or an external 32-byte block. Simpler, but
+//! larger and slower on dependent lookups (`mlp-index-paper` in the measured tables): a slot
+//! may straddle two cache lines, so a search fetches up to four lines per index length.
 //!
 //! Both grow by about 1.5× when full (the bucketized table's bucket count is any integer;
 //! division by it is a Barrett multiplication), so the load stays within 2/3 of the maximum

@@ -74,8 +74,7 @@
 //!   [`Fst::from_shared`] loads in place from a buffer it keeps (a `Vec<u8>`, an `Arc<[u8]>`, a
 //!   memory map): labels, bit vectors, suffixes and values are read where they lie and only the
 //!   rank/select directories are allocated. Loading checks every byte either way, so it costs a
-//!   pass over the image (10M keys: 60 ms for rand-8's 142 MB, 160 ms for email's 150 MB;
-//!   `from_bytes` adds its copy, 10–15 ms).
+//!   pass over the image, in time linear in its size (`from_bytes` adds its copy).
 //!
 //! # Invariants
 //!
