@@ -416,7 +416,7 @@ impl CompactBTree {
 }
 
 impl fmt::Debug for CompactBTree {
-    /// The entries, as `BTreeMap` prints them (keys escaped like [`crate::key::Escaped`]).
+    /// The entries, as `BTreeMap` prints them (non-printable key bytes as `\xNN`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut m = f.debug_map();
         let mut c = self.cursor(..);
