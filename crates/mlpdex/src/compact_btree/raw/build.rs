@@ -156,8 +156,8 @@ impl TreeBuilder {
         let keys = self.keys.finish();
         let route = Route::build(&keys, shift);
         self.values.shrink_to_fit();
+        debug_assert_eq!(keys.len, self.values.len());
         Tree {
-            len: self.values.len(),
             shift,
             keys,
             route,

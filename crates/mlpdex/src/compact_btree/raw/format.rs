@@ -46,7 +46,7 @@ pub(crate) fn write(tree: &Tree) -> Vec<u8> {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&tree.shift.to_le_bytes());
-    out.extend_from_slice(&(tree.len as u64).to_le_bytes());
+    out.extend_from_slice(&(tree.len() as u64).to_le_bytes());
     let words = |out: &mut Vec<u8>, w: &[u64]| {
         out.extend_from_slice(&(w.len() as u64).to_le_bytes());
         for x in w {
@@ -155,7 +155,6 @@ pub(crate) fn read(shared: &Shared) -> Result<Tree, Error> {
         tails,
     };
     let mut tree = Tree {
-        len,
         shift,
         keys,
         route: Route::Layers(Vec::new()),

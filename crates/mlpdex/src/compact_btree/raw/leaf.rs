@@ -134,7 +134,7 @@ impl<'k> Split<'k> {
 }
 
 /// The decoded header of a leaf.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Header {
     pub(crate) low: u32,
     pub(crate) zeros: u32,
@@ -180,8 +180,8 @@ impl Header {
     }
 }
 
-/// A read-only view of one leaf.
-#[derive(Clone, Copy, Debug)]
+/// A read-only view of one leaf; the default is an empty leaf.
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Leaf<'a> {
     /// Head of key 0.
     pub(crate) base: u64,
@@ -241,25 +241,7 @@ impl<'a> Leaf<'a> {
     /// audited), so that a broken invariant gives wrong answers rather than a panic.
     #[cold]
     pub(crate) fn broken<'b>() -> Leaf<'b> {
-        Leaf {
-            base: 0,
-            n: 0,
-            header: Header {
-                low: 0,
-                zeros: 0,
-                short: 0,
-                ends: 0,
-                short_base: 0,
-                top: 0,
-            },
-            tail_at: 0,
-            skip: 0,
-            pre: &[],
-            high: &[],
-            lows: &[],
-            shorts: &[],
-            ends: &[],
-        }
+        Leaf::default()
     }
 
     /// Orders `key` against the keys' prefix: `Equal` when `key` starts with it, `Less` when
@@ -371,10 +353,17 @@ impl<'a> Leaf<'a> {
         field(self.lows, i * l as usize, l)
     }
 
-    /// Head of key `i` (`i < n`).
-    #[inline]
+    /// Head of key `i` (`i < n`); what the tests read (searches and cursors step with
+    /// [`head_at`](Self::head_at) and a position they already have).
+    #[cfg(test)]
     pub(crate) fn head<P: Popcount>(&self, p: P, i: usize) -> u64 {
-        let upper = (self.select1(p, i) - i) as u64;
+        self.head_at(i, self.select1(p, i))
+    }
+
+    /// Head of key `i`, given `one`, the position of its one in `high`.
+    #[inline]
+    fn head_at(&self, i: usize, one: usize) -> u64 {
+        let upper = one.wrapping_sub(i) as u64;
         let e = upper.wrapping_shl(self.header.low) | self.low(i);
         self.base.wrapping_add(e.wrapping_shl(self.header.zeros))
     }
@@ -407,17 +396,6 @@ impl<'a> Leaf<'a> {
     pub(crate) fn tail_range(&self, i: usize) -> (usize, usize) {
         let start = if i == 0 { 0 } else { self.end(i - 1) };
         (self.tail_at + start, self.tail_at + self.end(i))
-    }
-
-    /// The rest of key `i` as a split, its tail borrowed from `tails`.
-    #[inline]
-    pub(crate) fn split<'t, P: Popcount>(&self, p: P, i: usize, tails: &'t [u8]) -> Split<'t> {
-        let (head, rest) = (self.head(p, i), self.rest(i, tails));
-        Split {
-            head,
-            class: rest.0,
-            tail: rest.1,
-        }
     }
 
     /// Class and tail of the rest of key `i`.
@@ -453,9 +431,7 @@ impl<'a> Leaf<'a> {
     /// (what [`select1`](Self::select1) answers; a cursor steps it along instead).
     #[inline]
     pub(crate) fn write_key_at(&self, i: usize, one: usize, tails: &[u8], out: &mut Vec<u8>) {
-        let upper = one.wrapping_sub(i) as u64;
-        let e = upper.wrapping_shl(self.header.low) | self.low(i);
-        let head = self.base.wrapping_add(e.wrapping_shl(self.header.zeros));
+        let head = self.head_at(i, one);
         let (class, tail) = self.rest(i, tails);
         self.write_prefix(out);
         Split { head, class, tail }.write(out);
@@ -464,8 +440,7 @@ impl<'a> Leaf<'a> {
     /// Writes key `i` (`i < n`) into `out`.
     #[inline]
     pub(crate) fn write_key<P: Popcount>(&self, p: P, i: usize, tails: &[u8], out: &mut Vec<u8>) {
-        self.write_prefix(out);
-        self.split(p, i, tails).write(out);
+        self.write_key_at(i, self.select1(p, i), tails, out);
     }
 
     /// The position of the first key of the leaf at least `key` (`strict`: greater than

@@ -45,7 +45,7 @@ pub(crate) struct Layer {
     /// Where each leaf's words start in `words`, and one entry past the last leaf.
     pub(crate) leaf_at: Frozen<u64>,
     pub(crate) words: Frozen<u64>,
-    /// Every leaf's prefix and tails, leaf after leaf.
+    /// Every leaf's tails (the bytes of its keys past their heads), leaf after leaf.
     pub(crate) tails: Frozen<u8>,
 }
 
@@ -126,7 +126,6 @@ impl Route {
 /// The arrays of a compact B-tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Tree {
-    pub(crate) len: usize,
     pub(crate) shift: u32,
     /// Layer 0: the keys.
     pub(crate) keys: Layer,
@@ -135,6 +134,12 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
+    /// Number of keys.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len
+    }
+
     /// Bytes of memory the arrays take.
     pub(crate) fn memory_usage(&self) -> usize {
         self.keys.memory_usage() + self.route.memory_usage() + self.values.bytes()
