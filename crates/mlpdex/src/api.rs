@@ -274,6 +274,47 @@ pub trait RangeCursor {
     }
 }
 
+/// Implements [`RangeCursor`] for a static map's lending cursor `$cursor<'a>` (a type with
+/// inherent `next` and `next_back`), and gives it the trait's conveniences as inherent methods,
+/// so that a caller needs no trait import; `$map` names the map whose `range` returns
+/// `Entries<$cursor<'a>>`, for the docs.
+macro_rules! lending_cursor {
+    ($cursor:ident, $map:literal) => {
+        impl<'a> $cursor<'a> {
+            /// Calls `f` on every remaining entry, front to back, without copying keys.
+            pub fn for_each(&mut self, f: impl FnMut(&[u8], u64)) {
+                $crate::api::RangeCursor::for_each(self, f);
+            }
+
+            /// Appends every remaining entry, front to back, to `out`.
+            pub fn collect_into(&mut self, out: &mut Vec<(Vec<u8>, u64)>) {
+                $crate::api::RangeCursor::collect_into(self, out);
+            }
+
+            /// The remaining keys, front to back.
+            pub fn collect_keys(&mut self) -> Vec<Vec<u8>> {
+                $crate::api::RangeCursor::collect_keys(self)
+            }
+
+            #[doc = concat!("This cursor as an iterator of owned entries (what [`", $map, "::range`] returns).")]
+            pub fn into_entries(self) -> $crate::api::Entries<$cursor<'a>> {
+                $crate::api::RangeCursor::into_entries(self)
+            }
+        }
+
+        impl $crate::api::RangeCursor for $cursor<'_> {
+            fn next(&mut self) -> Option<(&[u8], u64)> {
+                $cursor::next(self)
+            }
+
+            fn next_back(&mut self) -> Option<(&[u8], u64)> {
+                $cursor::next_back(self)
+            }
+        }
+    };
+}
+pub(crate) use lending_cursor;
+
 /// An [`Iterator`] and [`DoubleEndedIterator`] of owned `(key, value)` entries over a
 /// [`RangeCursor`]: each step is the cursor's step plus one copy of the key. What
 /// [`StaticMap::range`] returns; usable in `for` and with `collect`.

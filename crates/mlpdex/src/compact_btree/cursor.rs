@@ -8,7 +8,7 @@
 
 use super::CompactBTree;
 use super::raw::leaf::Leaf;
-use crate::api::{Entries, RangeCursor};
+use crate::api::Entries;
 use crate::substrate::popcount::dispatch;
 
 /// The iterator of [`CompactBTree::range`] and [`CompactBTree::iter`]: a [`Cursor`] whose keys
@@ -17,6 +17,17 @@ pub type Range<'a> = Entries<Cursor<'a>>;
 
 /// A cursor over a range of a [`CompactBTree`], from both ends: a lending iterator whose keys
 /// borrow its buffer until the next step.
+///
+/// ```
+/// use mlpdex::compact_btree::CompactBTree;
+///
+/// let map = CompactBTree::from_sorted([("a", 1), ("b", 2), ("c", 3)])?;
+/// let mut c = map.cursor(..);
+/// assert_eq!(c.next(), Some((&b"a"[..], 1)));
+/// assert_eq!(c.next_back(), Some((&b"c"[..], 3)));
+/// assert_eq!(c.remaining(), 1);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Cursor<'a> {
     map: &'a CompactBTree,
@@ -92,34 +103,6 @@ impl<'a> Cursor<'a> {
         self.back_at = (i > 0).then(|| (leaf, leaf.prev_one(one)));
         Some((&self.out, tree.value_at(self.back)))
     }
-
-    /// Calls `f` on every remaining entry, front to back, without copying keys.
-    pub fn for_each(&mut self, f: impl FnMut(&[u8], u64)) {
-        RangeCursor::for_each(self, f);
-    }
-
-    /// Appends every remaining entry, front to back, to `out`.
-    pub fn collect_into(&mut self, out: &mut Vec<(Vec<u8>, u64)>) {
-        RangeCursor::collect_into(self, out);
-    }
-
-    /// The remaining keys, front to back.
-    pub fn collect_keys(&mut self) -> Vec<Vec<u8>> {
-        RangeCursor::collect_keys(self)
-    }
-
-    /// This cursor as an iterator of owned entries (what [`CompactBTree::range`] returns).
-    pub fn into_entries(self) -> Range<'a> {
-        RangeCursor::into_entries(self)
-    }
 }
 
-impl RangeCursor for Cursor<'_> {
-    fn next(&mut self) -> Option<(&[u8], u64)> {
-        Cursor::next(self)
-    }
-
-    fn next_back(&mut self) -> Option<(&[u8], u64)> {
-        Cursor::next_back(self)
-    }
-}
+crate::api::lending_cursor!(Cursor, "CompactBTree");

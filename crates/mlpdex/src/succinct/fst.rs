@@ -97,7 +97,7 @@ use super::raw::suffix::{FullSuffixes, SuffixKind};
 pub use super::raw::trie::TrieStats;
 use super::raw::trie::{Path, Trie, bound_key};
 use crate::Error;
-use crate::api::{Entries, RangeCursor, StaticMap, StaticMapBuilder};
+use crate::api::{Entries, StaticMap, StaticMapBuilder};
 use crate::key::{after_start, before_end, is_empty_range};
 use crate::substrate::frozen::{Frozen, Shared, StableDeref};
 
@@ -772,34 +772,4 @@ impl<'a> Cursor<'a> {
     }
 }
 
-impl<'a> Cursor<'a> {
-    /// Calls `f` on every remaining entry, front to back, without copying keys.
-    pub fn for_each(&mut self, f: impl FnMut(&[u8], u64)) {
-        RangeCursor::for_each(self, f);
-    }
-
-    /// Appends every remaining entry, front to back, to `out`.
-    pub fn collect_into(&mut self, out: &mut Vec<(Vec<u8>, u64)>) {
-        RangeCursor::collect_into(self, out);
-    }
-
-    /// The remaining keys, front to back.
-    pub fn collect_keys(&mut self) -> Vec<Vec<u8>> {
-        RangeCursor::collect_keys(self)
-    }
-
-    /// This cursor as an iterator of owned entries (what [`Fst::range`] returns).
-    pub fn into_entries(self) -> Range<'a> {
-        RangeCursor::into_entries(self)
-    }
-}
-
-impl RangeCursor for Cursor<'_> {
-    fn next(&mut self) -> Option<(&[u8], u64)> {
-        Cursor::next(self)
-    }
-
-    fn next_back(&mut self) -> Option<(&[u8], u64)> {
-        Cursor::next_back(self)
-    }
-}
+crate::api::lending_cursor!(Cursor, "Fst");
