@@ -6,7 +6,7 @@ use std::ops::Bound;
 
 use mlpdex::compact_btree::{CompactBTree, CompactBTreeBuilder};
 
-use crate::adapter::{BenchIndex, Caps, value_of};
+use crate::adapter::{BenchIndex, Caps};
 use crate::keys::Keys;
 
 /// The compact B-tree with the default configuration.
@@ -21,12 +21,10 @@ impl BenchIndex for CompactBTreeIndex {
     };
 
     fn create(load_set: &Keys) -> anyhow::Result<Self> {
-        let order = crate::baselines::sorted_order(load_set);
-        let mut b = CompactBTreeBuilder::new();
-        for &i in &order {
-            b.push(load_set.get(i as usize), value_of(i as usize))?;
-        }
-        Ok(CompactBTreeIndex(b.finish()?))
+        Ok(CompactBTreeIndex(super::build_sorted(
+            load_set,
+            CompactBTreeBuilder::new(),
+        )?))
     }
 
     #[inline]

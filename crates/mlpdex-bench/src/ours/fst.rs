@@ -5,7 +5,7 @@ use std::ops::Bound;
 
 use mlpdex::fst::{Fst, FstBuilder};
 
-use crate::adapter::{BenchIndex, Caps, value_of};
+use crate::adapter::{BenchIndex, Caps};
 use crate::keys::Keys;
 
 /// The FST with the default configuration.
@@ -20,12 +20,7 @@ impl BenchIndex for FstIndex {
     };
 
     fn create(load_set: &Keys) -> anyhow::Result<Self> {
-        let order = crate::baselines::sorted_order(load_set);
-        let mut b = FstBuilder::new();
-        for &i in &order {
-            b.push(load_set.get(i as usize), value_of(i as usize))?;
-        }
-        Ok(FstIndex(b.finish()?))
+        Ok(FstIndex(super::build_sorted(load_set, FstBuilder::new())?))
     }
 
     #[inline]

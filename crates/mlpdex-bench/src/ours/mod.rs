@@ -19,3 +19,17 @@ pub fn scan_cursor<C: mlpdex::RangeCursor>(mut cursor: C, n: usize) -> Option<u6
     }
     acc
 }
+
+/// A static map built by `builder` from the load set in key order, each key with its
+/// [`value_of`](crate::adapter::value_of) (the timed `load` of a static index: sorting
+/// included).
+pub fn build_sorted<B: mlpdex::StaticMapBuilder>(
+    load_set: &crate::keys::Keys,
+    mut builder: B,
+) -> anyhow::Result<B::Map> {
+    for i in crate::baselines::sorted_order(load_set) {
+        let i = i as usize;
+        builder.push(load_set.get(i), crate::adapter::value_of(i))?;
+    }
+    Ok(builder.finish()?)
+}
