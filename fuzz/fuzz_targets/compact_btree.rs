@@ -18,22 +18,14 @@ use std::ops::Bound;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mlpdex::compact_btree::{CompactBTree, CompactBTreeBuilder, Config};
-use mlpdex::key::{Escaped, show_bound};
-use mlpdex::testing::{KeyShape, check_static};
 use mlpdex::StaticMapBuilder;
+use mlpdex::compact_btree::{CompactBTree, CompactBTreeBuilder, Config};
+use mlpdex::key::show_bound;
+use mlpdex::testing::{KeyShape, check_static};
 use mlpdex_fuzz::{
-    BoundSpec, KeySpec, Mutation, Pool, WalkSpec, check_static_map, check_static_query, first_in, key_set,
+    KeySpec, Mutation, Pool, StaticQuery, check_static_map, check_static_queries, key_set,
     load_both, mutate,
 };
-
-#[derive(Arbitrary, Debug)]
-enum Query {
-    Get(KeySpec),
-    LowerBound(BoundSpec),
-    UpperBound(BoundSpec),
-    Range(BoundSpec, BoundSpec, WalkSpec),
-}
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -41,7 +33,7 @@ struct Input {
     /// log2 of the keys per leaf, from 3.
     leaf: u8,
     seed: u64,
-    queries: Vec<Query>,
+    queries: Vec<StaticQuery>,
     /// Fuzzer bytes behind the magic and version, instead of the built map's image.
     raw: Option<Vec<u8>>,
     mutations: Vec<Mutation>,
@@ -63,34 +55,25 @@ fuzz_target!(|input: Input| {
 
     let entries = check_static_map(&map, &what);
     let want: Vec<(Vec<u8>, u64)> = oracle.iter().map(|(k, v)| (k.clone(), *v)).collect();
-    assert!(entries == want, "{what}: iteration differs from the key set");
+    assert!(
+        entries == want,
+        "{what}: iteration differs from the key set"
+    );
     check_static(&map, &oracle, KeyShape::Mixed, input.seed, 48);
-    for q in input.queries.iter().take(64) {
-        match q {
-            Query::Get(k) => {
-                let k = k.make(&mut pool);
-                assert_eq!(map.get(&k), oracle.get(&k).copied(), "{what}: get({})", Escaped(&k));
-            }
-            Query::LowerBound(b) => {
-                let b = b.make(&mut pool);
-                let b = b.as_ref().map(Vec::as_slice);
-                let want = first_in(&oracle, b, Bound::Unbounded, false);
-                assert_eq!(map.lower_bound(b), want, "{what}: lower_bound({})", show_bound(b));
-                assert_eq!(map.lower_bound_value(b), want.map(|e| e.1), "{what}: value");
-            }
-            Query::UpperBound(b) => {
-                let b = b.make(&mut pool);
-                let b = b.as_ref().map(Vec::as_slice);
-                let want = first_in(&oracle, Bound::Unbounded, b, true);
-                assert_eq!(map.upper_bound(b), want, "{what}: upper_bound({})", show_bound(b));
-            }
-            Query::Range(lo, hi, walk) => {
-                let (lo, hi) = (lo.make(&mut pool), hi.make(&mut pool));
-                let (lo, hi) = (lo.as_ref().map(Vec::as_slice), hi.as_ref().map(Vec::as_slice));
-                check_static_query(&map, &oracle, lo, hi, *walk, &what);
-            }
-        }
-    }
+    check_static_queries(
+        &map,
+        &oracle,
+        &input.queries,
+        &mut pool,
+        &what,
+        |b, want| {
+            assert_eq!(
+                map.lower_bound_value(b),
+                want.as_ref().map(|e| e.1),
+                "{what}: value"
+            );
+        },
+    );
 
     let mut img = match &input.raw {
         None => map.to_bytes(),
@@ -102,14 +85,24 @@ fuzz_target!(|input: Input| {
         }
     };
     let untouched = input.raw.is_none() && input.mutations.is_empty();
-    mutate(&mut img, &input.mutations, !input.keep_bad_checksum || untouched);
-    let Some((copied, shared)) =
-        load_both(&img, untouched, CompactBTree::from_bytes, CompactBTree::from_shared)
-    else {
+    mutate(
+        &mut img,
+        &input.mutations,
+        !input.keep_bad_checksum || untouched,
+    );
+    let Some((copied, shared)) = load_both(
+        &img,
+        untouched,
+        CompactBTree::from_bytes,
+        CompactBTree::from_shared,
+    ) else {
         return;
     };
     if untouched {
-        assert!(copied == map, "{what}: an unmutated image loads a different map");
+        assert!(
+            copied == map,
+            "{what}: an unmutated image loads a different map"
+        );
     }
     let loaded = check_static_map(&copied, "from_bytes");
     assert!(
@@ -122,9 +115,21 @@ fuzz_target!(|input: Input| {
         for b in [Bound::Included(p.as_slice()), Bound::Excluded(p.as_slice())] {
             let lo = copied.lower_bound(b);
             assert_eq!(lo, shared.lower_bound(b), "lower_bound disagrees");
-            let want = loaded.iter().find(|(k, _)| mlpdex::key::after_start(k, b)).cloned();
-            assert_eq!(lo, want, "lower_bound({}) disagrees with the iteration", show_bound(b));
-            assert_eq!(copied.upper_bound(b), shared.upper_bound(b), "upper_bound disagrees");
+            let want = loaded
+                .iter()
+                .find(|(k, _)| mlpdex::key::after_start(k, b))
+                .cloned();
+            assert_eq!(
+                lo,
+                want,
+                "lower_bound({}) disagrees with the iteration",
+                show_bound(b)
+            );
+            assert_eq!(
+                copied.upper_bound(b),
+                shared.upper_bound(b),
+                "upper_bound disagrees"
+            );
         }
     }
 });

@@ -7,26 +7,16 @@
 
 #![no_main]
 
-use std::ops::Bound;
-
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mlpdex::StaticMapBuilder;
 use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage};
-use mlpdex::key::{Escaped, show_bound};
+use mlpdex::key::Escaped;
 use mlpdex::testing::{KeyShape, check_static};
 use mlpdex_fuzz::{
-    BoundSpec, KeySpec, Pool, WalkSpec, check_static_map, check_static_query, first_in, dense_ratio, key_set,
+    KeySpec, Pool, StaticQuery, check_static_map, check_static_queries, dense_ratio, key_set,
     key_storage,
 };
-
-#[derive(Arbitrary, Debug)]
-enum Query {
-    Get(KeySpec),
-    LowerBound(BoundSpec),
-    UpperBound(BoundSpec),
-    Range(BoundSpec, BoundSpec, WalkSpec),
-}
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -34,7 +24,7 @@ struct Input {
     ratio: u8,
     unique: bool,
     seed: u64,
-    queries: Vec<Query>,
+    queries: Vec<StaticQuery>,
 }
 
 fuzz_target!(|input: Input| {
@@ -60,49 +50,7 @@ fuzz_target!(|input: Input| {
                 "{what}: iteration differs from the key set"
             );
             check_static(&fst, &oracle, KeyShape::Mixed, input.seed, 48);
-            for q in input.queries.iter().take(64) {
-                match q {
-                    Query::Get(k) => {
-                        let k = k.make(&mut pool);
-                        assert_eq!(
-                            fst.get(&k),
-                            oracle.get(&k).copied(),
-                            "{what}: get({})",
-                            Escaped(&k)
-                        );
-                    }
-                    Query::LowerBound(b) => {
-                        let b = b.make(&mut pool);
-                        let b = b.as_ref().map(Vec::as_slice);
-                        let want = first_in(&oracle, b, Bound::Unbounded, false);
-                        assert_eq!(
-                            fst.lower_bound(b),
-                            want,
-                            "{what}: lower_bound({})",
-                            show_bound(b)
-                        );
-                    }
-                    Query::UpperBound(b) => {
-                        let b = b.make(&mut pool);
-                        let b = b.as_ref().map(Vec::as_slice);
-                        let want = first_in(&oracle, Bound::Unbounded, b, true);
-                        assert_eq!(
-                            fst.upper_bound(b),
-                            want,
-                            "{what}: upper_bound({})",
-                            show_bound(b)
-                        );
-                    }
-                    Query::Range(lo, hi, walk) => {
-                        let (lo, hi) = (lo.make(&mut pool), hi.make(&mut pool));
-                        let (lo, hi) = (
-                            lo.as_ref().map(Vec::as_slice),
-                            hi.as_ref().map(Vec::as_slice),
-                        );
-                        check_static_query(&fst, &oracle, lo, hi, *walk, &what);
-                    }
-                }
-            }
+            check_static_queries(&fst, &oracle, &input.queries, &mut pool, &what, |_, _| {});
         }
         KeyStorage::UniquePrefixes => {
             for ((p, pv), (k, v)) in entries.iter().zip(&oracle) {

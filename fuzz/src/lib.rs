@@ -836,9 +836,79 @@ pub fn check_surf_range(f: &Surf, keys: &Oracle, lo: Bound<&[u8]>, hi: Bound<&[u
     );
 }
 
+/// A query a static-map target asks both the map and the oracle.
+#[derive(Arbitrary, Debug)]
+pub enum StaticQuery {
+    /// `get` of a key.
+    Get(KeySpec),
+    /// `lower_bound` of a bound.
+    LowerBound(BoundSpec),
+    /// `upper_bound` of a bound.
+    UpperBound(BoundSpec),
+    /// A range, walked as the spec says.
+    Range(BoundSpec, BoundSpec, WalkSpec),
+}
+
+/// Asks `m` the first 64 of `queries` and compares each answer with the oracle's; `check`
+/// also sees each `lower_bound` bound with the oracle's answer, for a map's own variants
+/// (`lower_bound_value`).
+pub fn check_static_queries<M: StaticMap>(
+    m: &M,
+    oracle: &Oracle,
+    queries: &[StaticQuery],
+    pool: &mut Pool,
+    what: &str,
+    mut check: impl FnMut(Bound<&[u8]>, &Option<(Vec<u8>, u64)>),
+) {
+    for q in queries.iter().take(64) {
+        match q {
+            StaticQuery::Get(k) => {
+                let k = k.make(pool);
+                assert_eq!(
+                    m.get(&k),
+                    oracle.get(&k).copied(),
+                    "{what}: get({})",
+                    Escaped(&k)
+                );
+            }
+            StaticQuery::LowerBound(b) => {
+                let b = b.make(pool);
+                let b = b.as_ref().map(Vec::as_slice);
+                let want = first_in(oracle, b, Bound::Unbounded, false);
+                assert_eq!(
+                    m.lower_bound(b),
+                    want,
+                    "{what}: lower_bound({})",
+                    show_bound(b)
+                );
+                check(b, &want);
+            }
+            StaticQuery::UpperBound(b) => {
+                let b = b.make(pool);
+                let b = b.as_ref().map(Vec::as_slice);
+                let want = first_in(oracle, Bound::Unbounded, b, true);
+                assert_eq!(
+                    m.upper_bound(b),
+                    want,
+                    "{what}: upper_bound({})",
+                    show_bound(b)
+                );
+            }
+            StaticQuery::Range(lo, hi, walk) => {
+                let (lo, hi) = (lo.make(pool), hi.make(pool));
+                let (lo, hi) = (
+                    lo.as_ref().map(Vec::as_slice),
+                    hi.as_ref().map(Vec::as_slice),
+                );
+                check_static_query(m, oracle, lo, hi, *walk, what);
+            }
+        }
+    }
+}
+
 /// The oracle's first entry within `(lo, hi)`, or with `back` its last: what a static map's
 /// `lower_bound` / `upper_bound` must answer.
-pub fn first_in(
+fn first_in(
     oracle: &Oracle,
     lo: Bound<&[u8]>,
     hi: Bound<&[u8]>,
