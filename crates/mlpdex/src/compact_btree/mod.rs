@@ -107,6 +107,15 @@ use raw::Tree;
 use raw::build::TreeBuilder;
 
 /// Compact B-tree settings.
+///
+/// ```
+/// use mlpdex::compact_btree::{CompactBTreeBuilder, Config};
+///
+/// let mut b = CompactBTreeBuilder::with_config(Config { leaf_keys: 64 })?;
+/// b.push(b"k", 1)?;
+/// assert_eq!(b.finish()?.config().leaf_keys, 64);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
     /// Keys per leaf (and per inner node): a power of two from 8 to 65,536. Larger leaves
@@ -136,6 +145,20 @@ impl Config {
 }
 
 /// Builds a [`CompactBTree`] from keys in strictly increasing order.
+///
+/// ```
+/// use mlpdex::Error;
+/// use mlpdex::compact_btree::CompactBTreeBuilder;
+///
+/// let mut b = CompactBTreeBuilder::new();
+/// b.push(b"apple", 1)?;
+/// b.push(b"cherry", 3)?;
+/// // A key out of order is refused, and the builder keeps what it had.
+/// assert!(matches!(b.push(b"banana", 2), Err(Error::OutOfOrder { .. })));
+/// let map = b.finish()?;
+/// assert_eq!((map.len(), map.get(b"cherry")), (2, Some(3)));
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct CompactBTreeBuilder {
     tree: TreeBuilder,
@@ -198,6 +221,18 @@ impl StaticMapBuilder for CompactBTreeBuilder {
 }
 
 /// A static ordered map from byte strings to `u64` (see the module docs).
+///
+/// ```
+/// use core::ops::Bound;
+/// use mlpdex::compact_btree::CompactBTree;
+///
+/// let map = CompactBTree::from_sorted((0u64..1000).map(|i| (i.to_be_bytes(), i * 10)))?;
+/// assert_eq!(map.get(&7u64.to_be_bytes()), Some(70));
+/// let next = map.lower_bound(Bound::Excluded(&7u64.to_be_bytes()));
+/// assert_eq!(next, Some((8u64.to_be_bytes().to_vec(), 80)));
+/// assert!(map.memory_usage() < 1000 * 16);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct CompactBTree {
     tree: Tree,
@@ -236,12 +271,12 @@ impl CompactBTree {
 
     /// Number of keys.
     pub fn len(&self) -> usize {
-        self.tree.len
+        self.tree.len()
     }
 
     /// True when the map holds no key.
     pub fn is_empty(&self) -> bool {
-        self.tree.len == 0
+        self.tree.len() == 0
     }
 
     /// The entries within `range` in key order, as an [`Iterator`] and
@@ -309,7 +344,7 @@ impl CompactBTree {
     #[inline]
     pub fn lower_bound_value(&self, bound: Bound<&[u8]>) -> Option<u64> {
         let at = self.start_of(bound);
-        (at < self.tree.len).then(|| self.tree.value_at(at))
+        (at < self.tree.len()).then(|| self.tree.value_at(at))
     }
 
     /// The last entry within `bound` from above (`≤ k`, `< k`, or the last entry).
@@ -324,7 +359,7 @@ impl CompactBTree {
 
     /// The largest key and its value.
     pub fn last(&self) -> Option<(Vec<u8>, u64)> {
-        self.entry(self.tree.len.checked_sub(1)?)
+        self.entry(self.tree.len().checked_sub(1)?)
     }
 
     /// Bytes of memory owned: leaves, tails, values and inner layers.
@@ -399,7 +434,7 @@ impl CompactBTree {
     #[inline]
     fn end_of(&self, bound: Bound<&[u8]>) -> usize {
         match bound {
-            Bound::Unbounded => self.tree.len,
+            Bound::Unbounded => self.tree.len(),
             Bound::Included(k) => self.tree.search(k, true).0,
             Bound::Excluded(k) => self.tree.search(k, false).0,
         }
@@ -407,7 +442,7 @@ impl CompactBTree {
 
     /// The entry at position `at`, `None` past the end.
     fn entry(&self, at: usize) -> Option<(Vec<u8>, u64)> {
-        (at < self.tree.len).then(|| {
+        (at < self.tree.len()).then(|| {
             let mut key = Vec::new();
             self.tree.key_at(at, &mut key);
             (key, self.tree.value_at(at))
@@ -436,7 +471,7 @@ impl StaticMap for CompactBTree {
     }
 
     fn len(&self) -> usize {
-        self.tree.len
+        self.tree.len()
     }
 
     fn range<R>(&self, range: R) -> Range<'_>
