@@ -66,6 +66,7 @@ compile_error!(
 );
 
 pub mod api;
+pub mod compact_art;
 pub mod compact_btree;
 pub mod cuckoo_trie;
 pub mod epoch;

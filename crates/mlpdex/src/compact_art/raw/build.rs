@@ -1,0 +1,331 @@
+//! Building a compact ART in one pass over sorted keys.
+//!
+//! The nodes of a path-compressed trie over sorted keys sit at the depths of the longest
+//! common prefixes (LCPs) of neighbouring keys. The builder keeps the open nodes of the
+//! rightmost path as a stack of frames, deepest on top, each at the depth of the byte that
+//! tells its children apart. A key is placed when its successor arrives, because only then is
+//! its parent known: the deeper of its LCPs with its two neighbours. Frames deeper than the
+//! new LCP are complete: each is written (its out-of-line leaves, then the node), and becomes
+//! a child of the frame below it, or of a new frame at the LCP's depth.
+//!
+//! Nodes are thus written in post-order, every node after all of its subtree; the audit
+//! checks a loaded image against exactly that order. Memory beyond the arena is one frame
+//! per open node, each holding its children's refs and its not yet written leaves.
+
+use super::{Kind, LINEAR_MAX, LONG_PREFIX, MAX_KEY_LEN, MAX_W, MAX_WORDS, REF_TAG, Ref, Tree};
+use crate::Error;
+use crate::substrate::Frozen;
+
+/// A child of an open node.
+#[derive(Clone, Copy, Debug)]
+enum Kid {
+    Node(Ref),
+    /// A leaf whose suffix is `suffixes[start..start + len]` of its frame.
+    Leaf {
+        value: u64,
+        start: usize,
+        len: usize,
+    },
+}
+
+/// An open node.
+#[derive(Debug, Default)]
+struct Frame {
+    /// Depth of the byte that tells the children apart.
+    depth: usize,
+    value: Option<u64>,
+    labels: Vec<u8>,
+    kids: Vec<Kid>,
+    suffixes: Vec<u8>,
+}
+
+/// Builds a tree from keys in strictly increasing order.
+#[derive(Debug, Default)]
+pub(crate) struct Builder {
+    arena: Vec<u8>,
+    stack: Vec<Frame>,
+    /// Frames to reuse (their buffers keep their capacity).
+    spare: Vec<Frame>,
+    /// The last key pushed, not yet placed, and its value.
+    prev: Vec<u8>,
+    prev_value: u64,
+    len: usize,
+}
+
+/// Bytes an out-of-line leaf with a suffix of `len` bytes takes.
+fn leaf_size(len: usize) -> usize {
+    8 + len.next_multiple_of(8)
+}
+
+/// Whether a leaf with a suffix of `len` bytes fits in a record of `w` words.
+fn fits(len: usize, w: usize) -> bool {
+    w > 1 && len + 9 <= 8 * w
+}
+
+impl Builder {
+    /// Keys pushed so far.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Appends `key`; a failed call changes nothing.
+    pub(crate) fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error> {
+        if key.len() > MAX_KEY_LEN {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max: MAX_KEY_LEN,
+            });
+        }
+        if self.len > 0 {
+            match key.cmp(&self.prev) {
+                core::cmp::Ordering::Less => {
+                    return Err(Error::OutOfOrder {
+                        previous: self.prev.clone(),
+                        got: key.to_vec(),
+                    });
+                }
+                core::cmp::Ordering::Equal => {
+                    return Err(Error::DuplicateKey { key: key.to_vec() });
+                }
+                core::cmp::Ordering::Greater => {}
+            }
+            let lcp = self
+                .prev
+                .iter()
+                .zip(key)
+                .take_while(|(a, b)| a == b)
+                .count();
+            self.place(Some(lcp))?;
+        }
+        self.prev.clear();
+        self.prev.extend_from_slice(key);
+        self.prev_value = value;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Finishes the tree.
+    pub(crate) fn finish(mut self) -> Result<Tree, Error> {
+        if self.len == 0 {
+            return Ok(Tree::empty());
+        }
+        let root = self.place(None)?;
+        debug_assert!(self.stack.is_empty());
+        Ok(Tree {
+            arena: Frozen::from(self.arena),
+            root,
+            len: self.len,
+        })
+    }
+
+    /// Places the pending key, whose LCP with the next key is `lcp` (`None`: no next key),
+    /// and writes every frame that cannot receive more children. With no next key, writes
+    /// them all and returns the root.
+    fn place(&mut self, lcp: Option<usize>) -> Result<Ref, Error> {
+        let top = self.stack.last().map(|f| f.depth);
+        if let Some(l) = lcp
+            && top.is_none_or(|t| l > t)
+        {
+            // The pending key and the next share more than the pending key and its
+            // predecessor: they open a node at `l`.
+            self.open(l);
+            self.attach_prev();
+            return Ok(Ref(0));
+        }
+        if top.is_none() {
+            // A single key: the root is its leaf.
+            let len = self.prev.len();
+            let at = self.arena.len() / 8;
+            self.check_room(leaf_size(len))?;
+            let value = self.prev_value;
+            let prev = core::mem::take(&mut self.prev);
+            self.write_leaf(value, &prev);
+            self.prev = prev;
+            return Ok(Ref::leaf(at, len));
+        }
+        self.attach_prev();
+        let mut root = Ref(0);
+        while let Some(frame) = self.stack.pop() {
+            if lcp.is_some_and(|l| frame.depth <= l) {
+                self.stack.push(frame);
+                break;
+            }
+            let below = self.stack.last().map(|f| f.depth);
+            let new_parent = match lcp {
+                Some(l) => below.is_none_or(|b| b < l).then_some(l),
+                None => None,
+            };
+            let parent_depth = new_parent.or(below);
+            let r = self.write_node(frame, parent_depth)?;
+            if let Some(l) = new_parent {
+                self.open(l);
+            }
+            match self.stack.last_mut() {
+                Some(parent) => {
+                    parent.labels.push(self.prev[parent.depth]);
+                    parent.kids.push(Kid::Node(r));
+                }
+                None => root = r,
+            }
+        }
+        Ok(root)
+    }
+
+    /// Pushes an empty frame at `depth`.
+    fn open(&mut self, depth: usize) {
+        let mut f = self.spare.pop().unwrap_or_default();
+        f.depth = depth;
+        f.value = None;
+        f.labels.clear();
+        f.kids.clear();
+        f.suffixes.clear();
+        self.stack.push(f);
+    }
+
+    /// Makes the pending key a child (or the value) of the top frame.
+    fn attach_prev(&mut self) {
+        let f = self.stack.last_mut().expect("a frame is open");
+        let d = f.depth;
+        if self.prev.len() == d {
+            debug_assert!(f.value.is_none());
+            f.value = Some(self.prev_value);
+        } else {
+            let suffix = &self.prev[d + 1..];
+            f.labels.push(self.prev[d]);
+            f.kids.push(Kid::Leaf {
+                value: self.prev_value,
+                start: f.suffixes.len(),
+                len: suffix.len(),
+            });
+            f.suffixes.extend_from_slice(suffix);
+        }
+    }
+
+    fn check_room(&self, bytes: usize) -> Result<(), Error> {
+        if (self.arena.len() + bytes) / 8 > MAX_WORDS {
+            return Err(Error::Capacity {
+                what: "compact ART arena exceeds 2^38 words",
+            });
+        }
+        Ok(())
+    }
+
+    fn write_leaf(&mut self, value: u64, suffix: &[u8]) {
+        self.arena.extend_from_slice(&value.to_le_bytes());
+        self.arena.extend_from_slice(suffix);
+        self.pad();
+    }
+
+    fn pad(&mut self) {
+        self.arena.resize(self.arena.len().next_multiple_of(8), 0);
+    }
+
+    /// Writes `frame`'s out-of-line leaves and then the node; its prefix is the pending
+    /// key's bytes between the parent's byte (at `parent_depth`) and the frame's depth.
+    fn write_node(&mut self, frame: Frame, parent_depth: Option<usize>) -> Result<Ref, Error> {
+        let n = frame.kids.len();
+        debug_assert!(n >= 1 && frame.labels.windows(2).all(|p| p[0] < p[1]));
+        let kind = match n {
+            256 => Kind::Full,
+            _ if n <= LINEAR_MAX => Kind::Linear,
+            _ => Kind::Bitmap,
+        };
+        // The record width that makes node and out-of-line leaves smallest; a tie goes to
+        // the wider records, which keep more leaves one miss closer.
+        let leaves = || {
+            frame.kids.iter().filter_map(|k| match *k {
+                Kid::Leaf { len, .. } => Some(len),
+                Kid::Node(_) => None,
+            })
+        };
+        let size = |w: usize| {
+            n * w * 8
+                + leaves()
+                    .filter(|&len| !fits(len, w))
+                    .map(leaf_size)
+                    .sum::<usize>()
+        };
+        let w = (1..=MAX_W).rev().min_by_key(|&w| size(w)).unwrap_or(1);
+        let ps = parent_depth.map_or(0, |p| p + 1);
+        let plen = frame.depth - ps;
+        let node_bytes = 8 * frame.value.is_some() as usize
+            + match kind {
+                Kind::Bitmap => 32,
+                Kind::Linear => n.div_ceil(8) * 8,
+                _ => 0,
+            }
+            + n * w * 8
+            + 8 * (plen >= LONG_PREFIX) as usize
+            + plen.next_multiple_of(8);
+        self.check_room(size(w) - n * w * 8 + node_bytes)?;
+
+        // Out-of-line leaves first, in child order.
+        let mut outside = Vec::new();
+        for kid in &frame.kids {
+            if let Kid::Leaf { value, start, len } = *kid
+                && !fits(len, w)
+            {
+                outside.push(Ref::leaf(self.arena.len() / 8, len));
+                self.write_leaf(value, &frame.suffixes[start..start + len]);
+            }
+        }
+
+        let at = self.arena.len() / 8;
+        if let Some(v) = frame.value {
+            self.arena.extend_from_slice(&v.to_le_bytes());
+        }
+        match kind {
+            Kind::Bitmap => {
+                let mut bits = [0u64; 4];
+                for &l in &frame.labels {
+                    bits[l as usize / 64] |= 1 << (l % 64);
+                }
+                for b in bits {
+                    self.arena.extend_from_slice(&b.to_le_bytes());
+                }
+            }
+            Kind::Linear => {
+                self.arena.extend_from_slice(&frame.labels);
+                self.pad();
+            }
+            _ => {}
+        }
+        let mut outside = outside.into_iter();
+        for kid in &frame.kids {
+            let start = self.arena.len();
+            match *kid {
+                Kid::Leaf { value, start, len } if fits(len, w) => {
+                    self.arena.extend_from_slice(&value.to_le_bytes());
+                    self.arena.push(len as u8);
+                    self.arena
+                        .extend_from_slice(&frame.suffixes[start..start + len]);
+                }
+                Kid::Leaf { .. } => {
+                    let r = outside.next().expect("one ref per out-of-line leaf");
+                    self.push_ref(r, w);
+                }
+                Kid::Node(r) => self.push_ref(r, w),
+            }
+            self.arena.resize(start + 8 * w, 0);
+        }
+        if plen >= LONG_PREFIX {
+            self.arena.extend_from_slice(&(plen as u64).to_le_bytes());
+        }
+        let prefix = &self.prev[ps..frame.depth];
+        self.arena.extend_from_slice(prefix);
+        self.pad();
+        debug_assert_eq!(self.arena.len(), at * 8 + node_bytes);
+
+        let r = Ref::node(kind, at, n, w, frame.value.is_some(), plen);
+        self.spare.push(frame);
+        Ok(r)
+    }
+
+    /// A record holding `r`.
+    fn push_ref(&mut self, r: Ref, w: usize) {
+        self.arena.extend_from_slice(&r.0.to_le_bytes());
+        if w > 1 {
+            self.arena.push(REF_TAG);
+        }
+    }
+}
