@@ -16,6 +16,7 @@ use crate::baselines::{
 };
 use crate::exec::{self, Driver, Plan};
 use crate::names;
+use crate::ours::compact_art::CompactArtIndex;
 use crate::ours::compact_btree::CompactBTreeIndex;
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 use crate::ours::fst::FstIndex;
@@ -225,6 +226,13 @@ pub const INDEXES: &[Entry] = &[
         run: exec::serve::<CompactBTreeIndex>,
     },
     Entry {
+        name: "compact-art",
+        about: "mlpdex compact ART (memory-efficient-search-trees.txt ch. 2), built once",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: exec::serve::<CompactArtIndex>,
+    },
+    Entry {
         name: "cuckoo-trie",
         about: "mlpdex Cuckoo Trie (cuckoo-trie.txt), default configuration",
         kind: Kind::Main,
@@ -311,6 +319,7 @@ pub const ENCODABLE: &[(&str, Runner)] = &[
     ("fst-crate", encoded!(FstMap)),
     ("fst", encoded!(FstIndex)),
     ("compact-btree", encoded!(CompactBTreeIndex)),
+    ("compact-art", encoded!(CompactArtIndex)),
     ("cuckoo-trie", encoded!(Cuckoo<0>)),
     ("cuckoo-trie-concurrent", encoded!(ConcurrentCuckoo)),
     ("skiplist", encoded!(Skiplist<{ usize::MAX }>)),

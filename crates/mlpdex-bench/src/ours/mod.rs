@@ -1,5 +1,6 @@
 //! Adapters for mlpdex's own structures.
 
+pub mod compact_art;
 pub mod compact_btree;
 pub mod cuckoo_trie;
 pub mod fst;
