@@ -131,6 +131,13 @@ impl Walk<'_> {
                 *i += 1;
                 match node.child(self.a, at) {
                     Child::Node(c) => {
+                        // Checked before the walk goes down, so that a ref back up the
+                        // tree (a cycle) or to a subtree already walked (sharing) is refused
+                        // at once rather than walked again.
+                        let at = c.offset() * 8;
+                        if at < self.expect || at >= node.at {
+                            return Err(fault("node out of post-order place", at));
+                        }
                         let child = self.node(c)?;
                         stack.push((child, 0));
                     }
