@@ -4,7 +4,7 @@
 //!
 //! | trait | writes | iteration | for |
 //! |---|---|---|---|
-//! | [`OrderedMap`] | `&mut self` | borrowing `DoubleEndedIterator` | single-threaded maps |
+//! | [`OrderedMap`] | `&mut self` | borrowing (or, for decoding maps, owning) `DoubleEndedIterator` | single-threaded maps |
 //! | [`ConcurrentOrderedMap`] | `&self`, linearizable | guard-based `DoubleEndedIterator` (inherent), visitor (trait) | maps shared by threads |
 //! | [`StaticMap`] | built once by a [`StaticMapBuilder`] | owned `DoubleEndedIterator`, or a lending [`RangeCursor`] | succinct / read-only maps |
 //! | [`RangeFilter`] | built once | none | approximate membership (SuRF) |
@@ -25,7 +25,7 @@
 
 use crate::KeyRange;
 use core::fmt;
-use core::ops::{Bound, ControlFlow};
+use core::ops::{Bound, ControlFlow, Deref};
 
 use crate::Error;
 
@@ -39,37 +39,51 @@ use crate::Error;
 /// bytes lends them (`&'a [u8]` for [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)); a map that
 /// rebuilds keys from its layout hands out owned bytes (`[u8; 8]` for
 /// [`MlpIndex`](crate::mlp_index::MlpIndex), whose `u64` keys are big-endian byte strings).
-/// Generic code reads either through `AsRef<[u8]>`:
+/// Generic code reads either through `AsRef<[u8]>`, cloning a key it wants to keep.
+///
+/// Values come out the same way, as [`Value`](Self::Value): a map that stores its values lends
+/// them (`&'a V`, for every map in this crate), while a map that decodes values on the fly from
+/// a compressed layout has nothing to lend and hands out an owned [`ByValue`]. Generic code reads
+/// either through `Deref<Target = V>` (`*v`, or `(*v).clone()` to keep one). `insert` and
+/// `remove` give values back by value whatever the map.
 ///
 /// ```
 /// use mlpdex::OrderedMap;
 /// use mlpdex::cuckoo_trie::CuckooTrie;
 /// use mlpdex::mlp_index::MlpIndex;
 ///
-/// fn keys<M: OrderedMap<u64>>(m: &M) -> Vec<Vec<u8>> {
-///     m.iter().map(|(k, _)| k.as_ref().to_vec()).collect()
+/// fn entries<M: OrderedMap<u64>>(m: &M) -> Vec<(Vec<u8>, u64)> {
+///     m.iter().map(|(k, v)| (k.as_ref().to_vec(), *v)).collect()
 /// }
 /// let mut t = CuckooTrie::new();
 /// OrderedMap::insert(&mut t, b"b", 2).unwrap();
 /// let mut m = MlpIndex::new();
 /// OrderedMap::insert(&mut m, &7u64.to_be_bytes(), 1).unwrap();
-/// assert_eq!(keys(&t), [b"b".to_vec()]);
-/// assert_eq!(keys(&m), [7u64.to_be_bytes().to_vec()]);
+/// assert_eq!(entries(&t), [(b"b".to_vec(), 2)]);
+/// assert_eq!(entries(&m), [(7u64.to_be_bytes().to_vec(), 1)]);
+/// assert_eq!(OrderedMap::get(&t, b"b").map(|v| *v), Some(2));
 /// ```
 pub trait OrderedMap<V> {
     /// A key as the map hands it out: its bytes, in the order the map sorts them.
-    type Key<'a>: AsRef<[u8]> + Copy + fmt::Debug
+    type Key<'a>: AsRef<[u8]> + Clone + fmt::Debug
     where
         Self: 'a;
 
+    /// A value as the map hands it out: `&'a V` for maps that store values (every map so far),
+    /// or an owned [`ByValue`] for maps that decode them.
+    type Value<'a>: Deref<Target = V> + fmt::Debug
+    where
+        Self: 'a,
+        V: 'a;
+
     /// Iterator over `(key, value)` pairs of a range in key order, from both ends.
-    type Range<'a>: DoubleEndedIterator<Item = (Self::Key<'a>, &'a V)>
+    type Range<'a>: DoubleEndedIterator<Item = (Self::Key<'a>, Self::Value<'a>)>
     where
         Self: 'a,
         V: 'a;
 
     /// The value stored under `key`.
-    fn get(&self, key: &[u8]) -> Option<&V>;
+    fn get(&self, key: &[u8]) -> Option<Self::Value<'_>>;
 
     /// Stores `value` under `key`, returning the value it replaces.
     fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error>;
@@ -107,25 +121,67 @@ pub trait OrderedMap<V> {
     }
 
     /// The smallest key and its value.
-    fn first(&self) -> Option<(Self::Key<'_>, &V)> {
+    fn first(&self) -> Option<(Self::Key<'_>, Self::Value<'_>)> {
         self.iter().next()
     }
 
     /// The largest key and its value.
-    fn last(&self) -> Option<(Self::Key<'_>, &V)> {
+    fn last(&self) -> Option<(Self::Key<'_>, Self::Value<'_>)> {
         self.iter().next_back()
     }
 
     /// Seek: the first entry whose key is within `bound` from below — `≥ k` for `Included(k)`,
     /// `> k` for `Excluded(k)`, the first entry for `Unbounded`.
-    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Self::Key<'_>, &V)> {
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Self::Key<'_>, Self::Value<'_>)> {
         self.range((bound, Bound::Unbounded)).next()
     }
 
     /// Predecessor seek: the last entry whose key is `≤ k` for `Included(k)`, `< k` for
     /// `Excluded(k)`, the last entry for `Unbounded`.
-    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Self::Key<'_>, &V)> {
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Self::Key<'_>, Self::Value<'_>)> {
         self.range((Bound::Unbounded, bound)).next_back()
+    }
+}
+
+/// A value handed out by value: the [`OrderedMap::Value`] of a map that decodes its values
+/// rather than storing them, so it has none to lend.
+///
+/// Derefs to the value, so generic code reads it exactly like a lent `&V`; its `Debug` prints
+/// only the value, so a map's `Debug` output does not change with the way it hands values out.
+///
+/// ```
+/// use mlpdex::ByValue;
+///
+/// let v = ByValue(7u64);
+/// assert_eq!(*v, 7);
+/// assert_eq!(v.0, 7);
+/// assert_eq!(format!("{v:?}"), "7");
+/// assert_eq!(ByValue::from(7u64), v);
+/// let s = ByValue(String::from("abc"));
+/// assert_eq!(s.len(), 3); // methods of the value through `Deref`
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ByValue<V>(pub V);
+
+impl<V> Deref for ByValue<V> {
+    type Target = V;
+
+    #[inline]
+    fn deref(&self) -> &V {
+        &self.0
+    }
+}
+
+impl<V: fmt::Debug> fmt::Debug for ByValue<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<V> From<V> for ByValue<V> {
+    #[inline]
+    fn from(value: V) -> Self {
+        ByValue(value)
     }
 }
 

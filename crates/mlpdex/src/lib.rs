@@ -85,7 +85,8 @@ mod sync;
 pub mod testing;
 
 pub use api::{
-    ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap, StaticMapBuilder,
+    ByValue, ConcurrentOrderedMap, OrderedMap, RangeCursor, RangeFilter, StaticMap,
+    StaticMapBuilder,
 };
 pub use error::Error;
 // The FST and SuRF share one trie core in `succinct`; their public paths stay `mlpdex::fst` and

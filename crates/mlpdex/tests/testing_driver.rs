@@ -40,6 +40,7 @@ impl DoubleEndedIterator for StdRange<'_> {
 
 impl OrderedMap<u64> for StdMap {
     type Key<'a> = &'a [u8];
+    type Value<'a> = &'a u64;
     type Range<'a> = StdRange<'a>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {

@@ -579,10 +579,16 @@ impl<V> DoubleEndedIterator for Range<'_, V> {
     }
 }
 
-/// Forwards to the inherent methods of [`CuckooTrie`].
-impl<V> OrderedMap<V> for CuckooTrie<V> {
+/// Forwards to the inherent methods of [`CuckooTrie`]. (`V: Debug` because
+/// [`OrderedMap::Value`], here `&V`, is.)
+impl<V: fmt::Debug> OrderedMap<V> for CuckooTrie<V> {
     type Key<'a>
         = &'a [u8]
+    where
+        V: 'a;
+
+    type Value<'a>
+        = &'a V
     where
         V: 'a;
 

@@ -13,14 +13,15 @@
 //! | [`StaticMap`] (FST) | [`StaticMap`], cursors decode into their own buffer; [`HopeBuilder`] wraps the builder |
 //! | [`RangeFilter`] (SuRF) | [`RangeFilter`] |
 //! | [`ConcurrentOrderedMap`] (skip list, concurrent Cuckoo Trie) | [`ConcurrentOrderedMap`], visitors see decoded keys |
-//! | [`OrderedMap`] (Cuckoo Trie) | [`EncodedMap`]: the same methods, with iteration yielding owned decoded keys, because `OrderedMap`'s iterators lend keys stored in the map and decoded keys are not stored anywhere |
+//! | [`OrderedMap`] (Cuckoo Trie) | [`EncodedMap`]: the same methods, with owned decoded keys wherever keys come out (decoded keys are not stored anywhere) and values as the inner map hands them out |
 //!
 //! Each is written against the trait alone, so structures added later plug in unchanged.
 //! Query keys are encoded into a per-thread scratch buffer: lookups allocate nothing once it
 //! has grown.
 
 use core::cell::RefCell;
-use core::ops::{Bound, ControlFlow};
+use core::fmt;
+use core::ops::{Bound, ControlFlow, Deref};
 use std::sync::Arc;
 
 use super::Encoder;
@@ -504,10 +505,18 @@ impl<M> Hope<M> {
 }
 
 /// The [`OrderedMap`] methods for a [`Hope`] over one, with owned decoded keys wherever keys
-/// come out.
+/// come out, and values as the inner map hands them out ([`Value`](Self::Value)).
 pub trait EncodedMap<V> {
+    /// A value as the inner map hands it out, its [`OrderedMap::Value`]: `&'a V` for a map that
+    /// stores values (the [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)), an owned
+    /// [`ByValue`](crate::ByValue) for one that decodes them.
+    type Value<'a>: Deref<Target = V> + fmt::Debug
+    where
+        Self: 'a,
+        V: 'a;
+
     /// The value stored under `key`.
-    fn get(&self, key: &[u8]) -> Option<&V>;
+    fn get(&self, key: &[u8]) -> Option<Self::Value<'_>>;
     /// Stores `value` under `key`, returning the value it replaces.
     fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error>;
     /// Removes `key`, returning its value.
@@ -519,14 +528,17 @@ pub trait EncodedMap<V> {
         self.len() == 0
     }
     /// The entries within `range`, in order from both ends, keys decoded.
-    fn range<'a, R>(&'a self, range: R) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
+    fn range<'a, R>(
+        &'a self,
+        range: R,
+    ) -> impl DoubleEndedIterator<Item = (Vec<u8>, Self::Value<'a>)> + 'a
     where
         V: 'a,
         R: KeyRange;
     /// The first entry at or after `bound`.
-    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)>;
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, Self::Value<'_>)>;
     /// The last entry at or before `bound`.
-    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)>;
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, Self::Value<'_>)>;
     /// Memory of the inner map and the encoder.
     fn memory_usage(&self) -> usize;
     /// Removes every key.
@@ -534,7 +546,13 @@ pub trait EncodedMap<V> {
 }
 
 impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
-    fn get(&self, key: &[u8]) -> Option<&V> {
+    type Value<'a>
+        = M::Value<'a>
+    where
+        Self: 'a,
+        V: 'a;
+
+    fn get(&self, key: &[u8]) -> Option<M::Value<'_>> {
         with_encoded(&self.encoder, key, |k| self.inner.get(k))
     }
 
@@ -552,7 +570,10 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
         self.inner.len()
     }
 
-    fn range<'a, R>(&'a self, range: R) -> impl DoubleEndedIterator<Item = (Vec<u8>, &'a V)> + 'a
+    fn range<'a, R>(
+        &'a self,
+        range: R,
+    ) -> impl DoubleEndedIterator<Item = (Vec<u8>, M::Value<'a>)> + 'a
     where
         V: 'a,
         R: KeyRange,
@@ -564,13 +585,13 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
             .filter_map(move |(k, v)| Some((decoded(enc, k.as_ref())?, v)))
     }
 
-    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)> {
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, M::Value<'_>)> {
         let b = encode_bound(&self.encoder, bound);
         let (k, v) = self.inner.lower_bound(as_ref(&b))?;
         Some((decoded(&self.encoder, k.as_ref())?, v))
     }
 
-    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, &V)> {
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, M::Value<'_>)> {
         let b = encode_bound(&self.encoder, bound);
         let (k, v) = self.inner.upper_bound(as_ref(&b))?;
         Some((decoded(&self.encoder, k.as_ref())?, v))
@@ -586,7 +607,8 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
 }
 
 /// The ordered-map operations of a HOPE-wrapped [`CuckooTrie`](crate::cuckoo_trie::CuckooTrie),
-/// inherent so that no trait import is needed; they forward to [`EncodedMap`].
+/// inherent so that no trait import is needed; they forward to [`EncodedMap`] (hence
+/// `V: Debug`, which the trie's [`OrderedMap`] implementation asks for).
 ///
 /// ```
 /// use mlpdex::cuckoo_trie::CuckooTrie;
@@ -599,7 +621,7 @@ impl<V, M: OrderedMap<V>> EncodedMap<V> for Hope<M> {
 /// assert_eq!(map.range(..).next(), Some((b"cherry".to_vec(), &3)));
 /// # Ok::<(), mlpdex::Error>(())
 /// ```
-impl<V> Hope<crate::cuckoo_trie::CuckooTrie<V>> {
+impl<V: fmt::Debug> Hope<crate::cuckoo_trie::CuckooTrie<V>> {
     /// The value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Option<&V> {
         EncodedMap::get(self, key)

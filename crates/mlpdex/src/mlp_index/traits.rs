@@ -228,6 +228,7 @@ fn padded(b: &[u8]) -> u64 {
 /// ```
 impl OrderedMap<u64> for MlpIndex {
     type Key<'a> = [u8; 8];
+    type Value<'a> = &'a u64;
     type Range<'a> = RangeBytes<'a>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {

@@ -89,9 +89,14 @@ impl<V> ExactSizeIterator for ModelRange<'_, V> {}
 
 impl<V> core::iter::FusedIterator for ModelRange<'_, V> {}
 
-impl<V> OrderedMap<V> for ModelMap<V> {
+impl<V: core::fmt::Debug> OrderedMap<V> for ModelMap<V> {
     type Key<'a>
         = &'a [u8]
+    where
+        V: 'a;
+
+    type Value<'a>
+        = &'a V
     where
         V: 'a;
 

@@ -11,13 +11,15 @@ use std::panic::{self};
 
 use super::*;
 use crate::Error;
-use crate::api::{ConcurrentOrderedMap, OrderedMap, RangeCursor, StaticMap, StaticMapBuilder};
+use crate::api::{
+    ByValue, ConcurrentOrderedMap, OrderedMap, RangeCursor, StaticMap, StaticMapBuilder,
+};
 use crate::key::{Escaped, is_empty_range};
 use proptest::prelude::{ProptestConfig, proptest};
 use proptest::test_runner::{
     Config, RngAlgorithm, TestCaseError, TestError, TestRng as PropRng, TestRunner,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, btree_map};
 use std::sync::{Mutex, MutexGuard};
 
 const SEEDS: [u64; 3] = [1, 0x5eed, 0xdead_beef];
@@ -217,6 +219,7 @@ fn width_bound(b: Bound<&[u8]>) -> Bound<&[u8]> {
 
 impl OrderedMap<u64> for IntOnly {
     type Key<'a> = &'a [u8];
+    type Value<'a> = &'a u64;
     type Range<'a> = ModelRange<'a, u64>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {
@@ -251,6 +254,104 @@ fn u64_shape_keeps_every_key_eight_bytes_wide() {
     for seed in SEEDS {
         differential_ordered(IntOnly::default, KeyShape::U64, seed, STEPS);
     }
+}
+
+// ----- maps that lend nothing ------------------------------------------------------------
+
+/// A map that lends neither keys nor values, as one decoding a compressed layout on the fly
+/// does: keys come out as owned `Vec<u8>` (neither `Copy` nor a borrow of the map) and values as
+/// [`ByValue`] copies. Shows that the drivers need no more of `OrderedMap::Key` and
+/// `OrderedMap::Value` than the trait promises.
+#[derive(Default)]
+struct Decoding {
+    map: BTreeMap<Vec<u8>, u64>,
+    /// Added to every value a range hands out (0 for a correct map).
+    range_error: u64,
+}
+
+/// A range of [`Decoding`]: the `BTreeMap`'s range, copied out entry by entry.
+struct DecodingRange<'a> {
+    inner: Option<btree_map::Range<'a, Vec<u8>, u64>>,
+    error: u64,
+}
+
+impl DecodingRange<'_> {
+    fn decode((k, v): (&Vec<u8>, &u64), error: u64) -> (Vec<u8>, ByValue<u64>) {
+        (k.clone(), ByValue(v + error))
+    }
+}
+
+impl Iterator for DecodingRange<'_> {
+    type Item = (Vec<u8>, ByValue<u64>);
+    fn next(&mut self) -> Option<Self::Item> {
+        let e = self.inner.as_mut()?.next()?;
+        Some(Self::decode(e, self.error))
+    }
+}
+
+impl DoubleEndedIterator for DecodingRange<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let e = self.inner.as_mut()?.next_back()?;
+        Some(Self::decode(e, self.error))
+    }
+}
+
+impl OrderedMap<u64> for Decoding {
+    type Key<'a> = Vec<u8>;
+    type Value<'a> = ByValue<u64>;
+    type Range<'a> = DecodingRange<'a>;
+
+    fn get(&self, key: &[u8]) -> Option<ByValue<u64>> {
+        self.map.get(key).copied().map(ByValue)
+    }
+    fn insert(&mut self, key: &[u8], value: u64) -> Result<Option<u64>, Error> {
+        Ok(self.map.insert(key.to_vec(), value))
+    }
+    fn remove(&mut self, key: &[u8]) -> Option<u64> {
+        self.map.remove(key)
+    }
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+    fn range<R>(&self, range: R) -> DecodingRange<'_>
+    where
+        R: KeyRange,
+    {
+        let (start, end) = range.key_bounds();
+        DecodingRange {
+            inner: (!is_empty_range(start, end)).then(|| self.map.range::<[u8], _>((start, end))),
+            error: self.range_error,
+        }
+    }
+    fn memory_usage(&self) -> usize {
+        self.map.keys().map(|k| k.capacity() + 8).sum::<usize>() + 64
+    }
+    fn clear(&mut self) {
+        self.map.clear();
+    }
+}
+
+#[test]
+fn a_map_lending_nothing_passes_every_shape() {
+    for &shape in KeyShape::ALL_BYTES.iter().chain([&KeyShape::U64]) {
+        differential_ordered(Decoding::default, shape, 11, STEPS);
+    }
+    let mut m = Decoding::default();
+    m.insert(b"k", 5).unwrap();
+    let (k, v) = m.first().unwrap();
+    assert_eq!((k, *v), (b"k".to_vec(), 5));
+    assert_eq!(format!("{:?}", m.get(b"k")), "Some(5)");
+}
+
+#[test]
+fn a_wrong_value_handed_out_by_value_is_caught() {
+    let broken = || Decoding {
+        range_error: 1,
+        ..Decoding::default()
+    };
+    let d = try_differential_ordered(broken, KeyShape::Mixed, 11, STEPS)
+        .expect_err("values off by one were not caught");
+    assert_eq!(d.driver, "differential_ordered");
 }
 
 // ----- broken ordered maps are caught ----------------------------------------------------
@@ -324,6 +425,7 @@ impl DoubleEndedIterator for FaultyRange<'_> {
 
 impl OrderedMap<u64> for Faulty {
     type Key<'a> = &'a [u8];
+    type Value<'a> = &'a u64;
     type Range<'a> = FaultyRange<'a>;
 
     fn get(&self, key: &[u8]) -> Option<&u64> {
@@ -903,6 +1005,11 @@ proptest! {
     #[test]
     fn int_only_map_passes_u64_ops(ops in arb_ops_with(arb_u64_key())) {
         run_ops(&mut IntOnly::default(), &ops).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn decoding_map_passes_arb_ops(ops in arb_ops()) {
+        run_ops(&mut Decoding::default(), &ops).map_err(TestCaseError::fail)?;
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The harnesses on a mutex-guarded [`ModelMap`]: a correct map passes every one.
 
 use super::{churn::*, drops::*, edge_cases::*, same_key::*, stamp::*, stress::*, subject::*};
+use core::fmt;
 use core::ops::{Bound, ControlFlow};
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
@@ -26,7 +27,7 @@ impl<V> Locked<V> {
     }
 }
 
-impl<V: Clone + Send + Sync> ConcurrentOrderedMap<V> for Locked<V> {
+impl<V: Clone + Send + Sync + fmt::Debug> ConcurrentOrderedMap<V> for Locked<V> {
     fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
         self.lock().get(key).map(f)
     }
@@ -81,7 +82,7 @@ impl<V: Clone + Send + Sync> ConcurrentOrderedMap<V> for Locked<V> {
     }
 }
 
-fn subject<V: Clone + Send + Sync + 'static>() -> Subject<Locked<V>> {
+fn subject<V: Clone + Send + Sync + fmt::Debug + 'static>() -> Subject<Locked<V>> {
     Subject::new("locked model", Locked::new).with_audit(|m: &Locked<V>| {
         let map = m.lock();
         let keys: Vec<&[u8]> = map.iter().map(|(k, _)| k).collect();
@@ -159,7 +160,7 @@ struct Faulty<V> {
     kept: Mutex<BTreeMap<Vec<u8>, V>>,
 }
 
-impl<V: Clone + Send + Sync> ConcurrentOrderedMap<V> for Faulty<V> {
+impl<V: Clone + Send + Sync + fmt::Debug> ConcurrentOrderedMap<V> for Faulty<V> {
     fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
         self.inner.get_with(key, f)
     }
@@ -225,7 +226,7 @@ impl<V: Clone + Send + Sync> ConcurrentOrderedMap<V> for Faulty<V> {
     }
 }
 
-fn faulty<V: Clone + Send + Sync + 'static>(fault: Fault) -> Subject<Faulty<V>> {
+fn faulty<V: Clone + Send + Sync + fmt::Debug + 'static>(fault: Fault) -> Subject<Faulty<V>> {
     Subject::new(format!("{fault:?}"), move || Faulty {
         inner: Locked::new(),
         fault,
