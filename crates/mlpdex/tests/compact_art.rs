@@ -1283,3 +1283,68 @@ fn zero_copy_from_a_memory_mapped_file() {
     assert_eq!(loaded, m);
     check_static(&loaded, &set, KeyShape::Mixed, 9, 300);
 }
+
+/// `merged` against the oracle: batches of inserts, updates and deletes (keys old and new,
+/// neighbours of old keys, everything deleted) on maps of every shape; each result is
+/// checked whole, through its image (the loader's audit), and used as the next base.
+#[test]
+fn merged_applies_sorted_batches_like_a_btreemap() {
+    let mut rng = TestRng::new(5252);
+    for &shape in SHAPES {
+        for (seed, n) in [(1, 0), (2, 1), (3, 40), (4, 2000)] {
+            let mut set = key_set(shape, seed, n);
+            let mut m = build(&set);
+            for round in 0..12 {
+                let mut batch: BTreeMap<Vec<u8>, Option<u64>> = BTreeMap::new();
+                let olds: Vec<Vec<u8>> = set.keys().cloned().collect();
+                let size = 1 + rng.below(1 + set.len() as u64 / 3) as usize;
+                for _ in 0..size {
+                    let key = match (olds.is_empty(), rng.below(4)) {
+                        (false, 0) => olds[rng.below(olds.len() as u64) as usize].clone(),
+                        (false, 1) => {
+                            let mut k = olds[rng.below(olds.len() as u64) as usize].clone();
+                            if rng.below(2) == 0 {
+                                k.push(rng.below(256) as u8);
+                            } else {
+                                k.pop();
+                            }
+                            k
+                        }
+                        _ => shape.gen_key(&mut rng),
+                    };
+                    let v = (rng.below(3) != 0).then(|| rng.next_u64());
+                    batch.insert(key, v);
+                }
+                if round == 11 {
+                    // Delete everything.
+                    batch = set.keys().map(|k| (k.clone(), None)).collect();
+                }
+                let next = m.merged(batch.iter().map(|(k, v)| (k, *v))).unwrap();
+                for (k, v) in &batch {
+                    match v {
+                        Some(v) => set.insert(k.clone(), *v),
+                        None => set.remove(k),
+                    };
+                }
+                let got: Vec<(Vec<u8>, u64)> = next.iter().collect();
+                let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                assert_eq!(got, want, "{shape:?} seed {seed} round {round}");
+                assert_eq!(next.len(), set.len());
+                let loaded = CompactArt::from_bytes(&next.to_bytes()).unwrap();
+                assert_eq!(loaded, next);
+                check_static(&next, &set, shape, seed + round, 60);
+                m = next;
+            }
+        }
+    }
+    // Unsorted batches are refused.
+    let m = CompactArt::from_sorted([("a", 1)]).unwrap();
+    assert!(matches!(
+        m.merged([("b", Some(1)), ("a", None)]),
+        Err(Error::OutOfOrder { .. })
+    ));
+    assert!(matches!(
+        m.merged([("b", Some(1)), ("b", None)]),
+        Err(Error::DuplicateKey { .. })
+    ));
+}

@@ -308,6 +308,34 @@ impl CompactArt {
         }
     }
 
+    /// A new map with a sorted batch of updates applied: `(key, Some(v))` stores `v` under
+    /// `key`, `(key, None)` removes `key`; keys strictly increasing, else
+    /// [`Error::OutOfOrder`] / [`Error::DuplicateKey`]. This map is left as it was.
+    ///
+    /// A trie merge (thesis §5.2.1): subtrees no update reaches are copied whole, so a batch
+    /// costs about a copy of the map plus work for each update, rather than a rebuild from
+    /// every key. It is how a [`Hybrid`](crate::hybrid::Hybrid) over a compact ART merges.
+    ///
+    /// ```
+    /// use mlpdex::compact_art::CompactArt;
+    ///
+    /// let map = CompactArt::from_sorted([("ant", 1), ("bee", 2), ("cat", 3)])?;
+    /// let next = map.merged([("bee", None), ("cow", Some(4))])?;
+    /// assert_eq!(next.iter().collect::<Vec<_>>(), [
+    ///     (b"ant".to_vec(), 1), (b"cat".to_vec(), 3), (b"cow".to_vec(), 4),
+    /// ]);
+    /// assert_eq!(map.len(), 3);
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    pub fn merged<K: AsRef<[u8]>>(
+        &self,
+        updates: impl IntoIterator<Item = (K, Option<u64>)>,
+    ) -> Result<CompactArt, Error> {
+        Ok(CompactArt {
+            tree: self.tree.merged(updates)?,
+        })
+    }
+
     /// Bytes of memory owned: the arena of nodes and leaves (values included).
     pub fn memory_usage(&self) -> usize {
         self.tree.memory_usage()

@@ -18,7 +18,7 @@ use crate::substrate::Frozen;
 
 /// A child of an open node.
 #[derive(Clone, Copy, Debug)]
-enum Kid {
+pub(super) enum Kid {
     Node(Ref),
     /// A leaf whose suffix is `suffixes[start..start + len]` of its frame.
     Leaf {
@@ -30,13 +30,13 @@ enum Kid {
 
 /// An open node.
 #[derive(Debug, Default)]
-struct Frame {
+pub(super) struct Frame {
     /// Depth of the byte that tells the children apart.
-    depth: usize,
-    value: Option<u64>,
-    labels: Vec<u8>,
-    kids: Vec<Kid>,
-    suffixes: Vec<u8>,
+    pub(super) depth: usize,
+    pub(super) value: Option<u64>,
+    pub(super) labels: Vec<u8>,
+    pub(super) kids: Vec<Kid>,
+    pub(super) suffixes: Vec<u8>,
 }
 
 /// Builds a tree from keys in strictly increasing order.
@@ -53,7 +53,7 @@ pub(crate) struct Builder {
 }
 
 /// Bytes an out-of-line leaf with a suffix of `len` bytes takes.
-fn leaf_size(len: usize) -> usize {
+pub(super) fn leaf_size(len: usize) -> usize {
     8 + len.next_multiple_of(8)
 }
 
@@ -105,17 +105,35 @@ impl Builder {
     }
 
     /// Finishes the tree.
-    pub(crate) fn finish(mut self) -> Result<Tree, Error> {
+    pub(crate) fn finish(self) -> Result<Tree, Error> {
+        let (arena, root, len) = self.finish_into()?;
+        Ok(match len {
+            0 => Tree::empty(),
+            _ => Tree {
+                arena: Frozen::from(arena),
+                root,
+                len,
+            },
+        })
+    }
+
+    /// A builder that writes after what `arena` already holds (a merge builds subtrees of
+    /// the new tree this way).
+    pub(super) fn with_arena(arena: Vec<u8>) -> Builder {
+        Builder {
+            arena,
+            ..Builder::default()
+        }
+    }
+
+    /// Finishes, returning the arena, the root (meaningless with no keys) and the key count.
+    pub(super) fn finish_into(mut self) -> Result<(Vec<u8>, Ref, usize), Error> {
         if self.len == 0 {
-            return Ok(Tree::empty());
+            return Ok((self.arena, Ref(0), 0));
         }
         let root = self.place(None)?;
         debug_assert!(self.stack.is_empty());
-        Ok(Tree {
-            arena: Frozen::from(self.arena),
-            root,
-            len: self.len,
-        })
+        Ok((self.arena, root, self.len))
     }
 
     /// Places the pending key, whose LCP with the next key is `lcp` (`None`: no next key),
@@ -136,11 +154,8 @@ impl Builder {
             // A single key: the root is its leaf.
             let len = self.prev.len();
             let at = self.arena.len() / 8;
-            self.check_room(leaf_size(len))?;
-            let value = self.prev_value;
-            let prev = core::mem::take(&mut self.prev);
-            self.write_leaf(value, &prev);
-            self.prev = prev;
+            check_room(&self.arena, leaf_size(len))?;
+            emit_leaf(&mut self.arena, self.prev_value, &self.prev);
             return Ok(Ref::leaf(at, len));
         }
         self.attach_prev();
@@ -201,131 +216,126 @@ impl Builder {
         }
     }
 
-    fn check_room(&self, bytes: usize) -> Result<(), Error> {
-        if (self.arena.len() + bytes) / 8 > MAX_WORDS {
-            return Err(Error::Capacity {
-                what: "compact ART arena exceeds 2^38 words",
-            });
-        }
-        Ok(())
-    }
-
-    fn write_leaf(&mut self, value: u64, suffix: &[u8]) {
-        self.arena.extend_from_slice(&value.to_le_bytes());
-        self.arena.extend_from_slice(suffix);
-        self.pad();
-    }
-
-    fn pad(&mut self) {
-        self.arena.resize(self.arena.len().next_multiple_of(8), 0);
-    }
-
     /// Writes `frame`'s out-of-line leaves and then the node; its prefix is the pending
     /// key's bytes between the parent's byte (at `parent_depth`) and the frame's depth.
     fn write_node(&mut self, frame: Frame, parent_depth: Option<usize>) -> Result<Ref, Error> {
-        let n = frame.kids.len();
-        debug_assert!(n >= 1 && frame.labels.windows(2).all(|p| p[0] < p[1]));
-        let kind = match n {
-            256 => Kind::Full,
-            _ if n <= LINEAR_MAX => Kind::Linear,
-            _ => Kind::Bitmap,
-        };
-        // The record width that makes node and out-of-line leaves smallest; a tie goes to
-        // the wider records, which keep more leaves one miss closer.
-        let leaves = || {
-            frame.kids.iter().filter_map(|k| match *k {
-                Kid::Leaf { len, .. } => Some(len),
-                Kid::Node(_) => None,
-            })
-        };
-        let size = |w: usize| {
-            n * w * 8
-                + leaves()
-                    .filter(|&len| !fits(len, w))
-                    .map(leaf_size)
-                    .sum::<usize>()
-        };
-        let w = (1..=MAX_W).rev().min_by_key(|&w| size(w)).unwrap_or(1);
         let ps = parent_depth.map_or(0, |p| p + 1);
-        let plen = frame.depth - ps;
-        let node_bytes = 8 * frame.value.is_some() as usize
-            + match kind {
-                Kind::Bitmap => 32,
-                Kind::Linear => n.div_ceil(8) * 8,
-                _ => 0,
-            }
-            + n * w * 8
-            + 8 * (plen >= LONG_PREFIX) as usize
-            + plen.next_multiple_of(8);
-        self.check_room(size(w) - n * w * 8 + node_bytes)?;
-
-        // Out-of-line leaves first, in child order.
-        let mut outside = Vec::new();
-        for kid in &frame.kids {
-            if let Kid::Leaf { value, start, len } = *kid
-                && !fits(len, w)
-            {
-                outside.push(Ref::leaf(self.arena.len() / 8, len));
-                self.write_leaf(value, &frame.suffixes[start..start + len]);
-            }
-        }
-
-        let at = self.arena.len() / 8;
-        if let Some(v) = frame.value {
-            self.arena.extend_from_slice(&v.to_le_bytes());
-        }
-        match kind {
-            Kind::Bitmap => {
-                let mut bits = [0u64; 4];
-                for &l in &frame.labels {
-                    bits[l as usize / 64] |= 1 << (l % 64);
-                }
-                for b in bits {
-                    self.arena.extend_from_slice(&b.to_le_bytes());
-                }
-            }
-            Kind::Linear => {
-                self.arena.extend_from_slice(&frame.labels);
-                self.pad();
-            }
-            _ => {}
-        }
-        let mut outside = outside.into_iter();
-        for kid in &frame.kids {
-            let start = self.arena.len();
-            match *kid {
-                Kid::Leaf { value, start, len } if fits(len, w) => {
-                    self.arena.extend_from_slice(&value.to_le_bytes());
-                    self.arena.push(len as u8);
-                    self.arena
-                        .extend_from_slice(&frame.suffixes[start..start + len]);
-                }
-                Kid::Leaf { .. } => {
-                    let r = outside.next().expect("one ref per out-of-line leaf");
-                    self.push_ref(r, w);
-                }
-                Kid::Node(r) => self.push_ref(r, w),
-            }
-            self.arena.resize(start + 8 * w, 0);
-        }
-        if plen >= LONG_PREFIX {
-            self.arena.extend_from_slice(&(plen as u64).to_le_bytes());
-        }
-        let prefix = &self.prev[ps..frame.depth];
-        self.arena.extend_from_slice(prefix);
-        self.pad();
-        debug_assert_eq!(self.arena.len(), at * 8 + node_bytes);
-
-        let r = Ref::node(kind, at, n, w, frame.value.is_some(), plen);
+        let r = emit_node(&mut self.arena, &frame, &self.prev[ps..frame.depth])?;
         self.spare.push(frame);
         Ok(r)
     }
+}
 
-    /// A record holding `r`.
-    fn push_ref(&mut self, r: Ref, w: usize) {
-        self.arena.extend_from_slice(&r.0.to_le_bytes());
-        if w > 1 {
-            self.arena.push(REF_TAG);
+/// Writes `frame`'s out-of-line leaves and then the node with `prefix`.
+pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Result<Ref, Error> {
+    let n = frame.kids.len();
+    debug_assert!(n >= 1 && frame.labels.windows(2).all(|p| p[0] < p[1]));
+    let kind = match n {
+        256 => Kind::Full,
+        _ if n <= LINEAR_MAX => Kind::Linear,
+        _ => Kind::Bitmap,
+    };
+    // The record width that makes node and out-of-line leaves smallest; a tie goes to the
+    // wider records, which keep more leaves one miss closer. `outside[m]`: bytes of the
+    // leaves that need records of at least `m` words (9: none fits) to be inline.
+    let mut outside = [0usize; MAX_W + 2];
+    for kid in &frame.kids {
+        if let Kid::Leaf { len, .. } = *kid {
+            let m = (len + 9).div_ceil(8).clamp(2, MAX_W + 1);
+            outside[m] += leaf_size(len);
         }
     }
+    let size = |w: usize| n * w * 8 + outside[w + 1..].iter().sum::<usize>();
+    let w = (1..=MAX_W).rev().min_by_key(|&w| size(w)).unwrap_or(1);
+    let plen = prefix.len();
+    let labels_bytes = match kind {
+        Kind::Bitmap => 32,
+        Kind::Linear => n.div_ceil(8) * 8,
+        _ => 0,
+    };
+    let value_bytes = 8 * frame.value.is_some() as usize;
+    let long = 8 * (plen >= LONG_PREFIX) as usize;
+    let node_bytes = value_bytes + labels_bytes + n * w * 8 + long + plen.next_multiple_of(8);
+    check_room(arena, size(w) - n * w * 8 + node_bytes)?;
+
+    // Out-of-line leaves first, in child order.
+    let leaves_at = arena.len();
+    for kid in &frame.kids {
+        if let Kid::Leaf { value, start, len } = *kid
+            && !fits(len, w)
+        {
+            emit_leaf(arena, value, &frame.suffixes[start..start + len]);
+        }
+    }
+
+    let at = arena.len();
+    arena.resize(at + node_bytes, 0);
+    let node = &mut arena[at..];
+    if let Some(v) = frame.value {
+        node[..8].copy_from_slice(&v.to_le_bytes());
+    }
+    let labels = &mut node[value_bytes..value_bytes + labels_bytes];
+    match kind {
+        Kind::Bitmap => {
+            let mut bits = [0u64; 4];
+            for &l in &frame.labels {
+                bits[l as usize / 64] |= 1 << (l % 64);
+            }
+            for (chunk, b) in labels.chunks_exact_mut(8).zip(bits) {
+                chunk.copy_from_slice(&b.to_le_bytes());
+            }
+        }
+        Kind::Linear => labels[..n].copy_from_slice(&frame.labels),
+        _ => {}
+    }
+    let records = value_bytes + labels_bytes;
+    let mut leaf_at = leaves_at;
+    for (i, kid) in frame.kids.iter().enumerate() {
+        let rec = &mut node[records + i * w * 8..records + (i + 1) * w * 8];
+        let r = match *kid {
+            Kid::Leaf { value, start, len } if fits(len, w) => {
+                rec[..8].copy_from_slice(&value.to_le_bytes());
+                rec[8] = len as u8;
+                rec[9..9 + len].copy_from_slice(&frame.suffixes[start..start + len]);
+                continue;
+            }
+            Kid::Leaf { len, .. } => {
+                let r = Ref::leaf(leaf_at / 8, len);
+                leaf_at += leaf_size(len);
+                r
+            }
+            Kid::Node(r) => r,
+        };
+        rec[..8].copy_from_slice(&r.0.to_le_bytes());
+        if w > 1 {
+            rec[8] = REF_TAG;
+        }
+    }
+    debug_assert_eq!(leaf_at, at);
+    let p = records + n * w * 8;
+    if long > 0 {
+        node[p..p + 8].copy_from_slice(&(plen as u64).to_le_bytes());
+    }
+    node[p + long..p + long + plen].copy_from_slice(prefix);
+    Ok(Ref::node(kind, at / 8, n, w, frame.value.is_some(), plen))
+}
+
+fn check_room(arena: &[u8], bytes: usize) -> Result<(), Error> {
+    if (arena.len() + bytes) / 8 > MAX_WORDS {
+        return Err(Error::Capacity {
+            what: "compact ART arena exceeds 2^38 words",
+        });
+    }
+    Ok(())
+}
+
+/// Writes an out-of-line leaf.
+pub(super) fn emit_leaf(arena: &mut Vec<u8>, value: u64, suffix: &[u8]) {
+    arena.extend_from_slice(&value.to_le_bytes());
+    arena.extend_from_slice(suffix);
+    pad(arena);
+}
+
+pub(super) fn pad(arena: &mut Vec<u8>) {
+    arena.resize(arena.len().next_multiple_of(8), 0);
 }

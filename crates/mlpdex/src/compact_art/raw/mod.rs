@@ -30,6 +30,7 @@
 pub(crate) mod audit;
 pub(crate) mod build;
 pub(crate) mod format;
+pub(crate) mod merge;
 pub(crate) mod path;
 
 use crate::substrate::Frozen;
@@ -429,6 +430,20 @@ impl Node {
         }
     }
 
+    /// The child bytes in order.
+    #[inline]
+    pub(crate) fn labels(&self, a: &[u8]) -> Labels {
+        let words = match self.r.kind() {
+            Kind::Bitmap => [0, 1, 2, 3].map(|j| word(a, self.labels + 8 * j)),
+            _ => [0; 4],
+        };
+        Labels {
+            node: *self,
+            words,
+            next: 0,
+        }
+    }
+
     /// What record `i` holds.
     #[inline(always)]
     pub(crate) fn child(&self, a: &[u8], i: usize) -> Child {
@@ -451,6 +466,41 @@ impl Node {
             Kind::Leaf => Child::Leaf(LeafAt::of(r), false),
             _ => Child::Node(r),
         }
+    }
+}
+
+/// The child bytes of a node, in order (see [`Node::labels`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Labels {
+    node: Node,
+    /// A Bitmap node's bits not yet returned.
+    words: [u64; 4],
+    /// Index of the next child.
+    next: usize,
+}
+
+impl Labels {
+    /// The next child's byte, reading Linear labels from `a`.
+    #[inline]
+    pub(crate) fn next(&mut self, a: &[u8]) -> Option<u8> {
+        let i = self.next;
+        if i >= self.node.n() {
+            return None;
+        }
+        self.next += 1;
+        Some(match self.node.r.kind() {
+            Kind::Bitmap => {
+                let j = self.words.iter().position(|&w| w != 0).unwrap_or(3);
+                let w = self.words[j];
+                self.words[j] = w & w.wrapping_sub(1);
+                (64 * j + w.trailing_zeros() as usize) as u8
+            }
+            Kind::Linear => bytes(a, self.node.labels + i, 1)
+                .first()
+                .copied()
+                .unwrap_or(0),
+            _ => i as u8,
+        })
     }
 }
 
