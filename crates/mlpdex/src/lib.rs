@@ -72,6 +72,7 @@ pub mod cuckoo_trie;
 pub mod epoch;
 mod error;
 pub mod hope;
+pub mod hybrid;
 pub mod key;
 pub mod mlp_index;
 pub mod skiplist;

@@ -1,0 +1,120 @@
+//! The maps a [`Hybrid`](super::Hybrid) can be made of: a dynamic stage for writes, a
+//! static stage for the bulk.
+
+use core::cmp::Ordering;
+
+use super::Slot;
+use crate::Error;
+use crate::api::{OrderedMap, RangeCursor, StaticMap, StaticMapBuilder};
+use crate::compact_art::{CompactArt, CompactArtBuilder};
+use crate::compact_btree::{CompactBTree, CompactBTreeBuilder};
+use crate::cuckoo_trie::CuckooTrie;
+use crate::succinct::fst::{Fst, FstBuilder};
+
+/// A map that can be a hybrid index's dynamic stage: any ordered map of [`Slot`]s.
+pub trait DynamicStage: OrderedMap<Slot> + Default {
+    /// Makes room for `additional` more entries where the map can, so that refilling after a
+    /// merge emptied it does not grow it step by step. By default nothing; a failure is
+    /// ignored (the map grows as it fills, and reports running out of memory then).
+    fn reserve(&mut self, additional: usize) {
+        let _ = additional;
+    }
+}
+
+impl DynamicStage for CuckooTrie<Slot> {
+    fn reserve(&mut self, additional: usize) {
+        let _ = self.try_reserve(additional);
+    }
+}
+
+/// A static map that can be a hybrid index's static stage: one built from a sorted stream by
+/// its [`StaticMapBuilder`], which is how a merge makes the next one.
+pub trait StaticStage: StaticMap + Sized {
+    /// The builder a merge streams the merged entries into.
+    type Builder: StaticMapBuilder<Map = Self>;
+
+    /// A builder with the map's default configuration.
+    fn builder() -> Self::Builder;
+
+    /// The map of no keys.
+    fn empty() -> Result<Self, Error> {
+        Self::builder().finish()
+    }
+
+    /// A new map with a sorted batch of updates applied (`None` removes the key). By
+    /// default a streaming merge: both sorted sequences, walked together into a new map
+    /// through [`builder`](Self::builder), the thesis' merge of sorted arrays; a map may do
+    /// better (the compact ART copies the subtrees no update reaches).
+    fn merged<K: AsRef<[u8]>>(
+        &self,
+        updates: impl IntoIterator<Item = (K, Option<u64>)>,
+    ) -> Result<Self, Error> {
+        let mut b = Self::builder();
+        let mut ups = updates.into_iter();
+        let mut stat = self.cursor(..);
+        let mut u = ups.next();
+        let mut s_key = Vec::new();
+        let mut s = stat.next().map(|(k, v)| {
+            s_key.extend_from_slice(k);
+            v
+        });
+        loop {
+            let ord = match (&u, s) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some((k, _)), Some(_)) => k.as_ref().cmp(&s_key[..]),
+            };
+            if ord.is_ge() {
+                // The old entry goes in unless an update replaces or removes it.
+                if ord.is_gt() {
+                    b.push(&s_key, s.expect("an old entry"))?;
+                }
+                s_key.clear();
+                s = stat.next().map(|(k, v)| {
+                    s_key.extend_from_slice(k);
+                    v
+                });
+            }
+            if ord.is_le() {
+                let (k, v) = u.take().expect("an update");
+                if let Some(v) = v {
+                    b.push(k.as_ref(), v)?;
+                }
+                u = ups.next();
+            }
+        }
+        b.finish()
+    }
+}
+
+impl StaticStage for Fst {
+    type Builder = FstBuilder;
+
+    fn builder() -> FstBuilder {
+        FstBuilder::new()
+    }
+}
+
+impl StaticStage for CompactBTree {
+    type Builder = CompactBTreeBuilder;
+
+    fn builder() -> CompactBTreeBuilder {
+        CompactBTreeBuilder::new()
+    }
+}
+
+impl StaticStage for CompactArt {
+    type Builder = CompactArtBuilder;
+
+    fn builder() -> CompactArtBuilder {
+        CompactArtBuilder::new()
+    }
+
+    fn merged<K: AsRef<[u8]>>(
+        &self,
+        updates: impl IntoIterator<Item = (K, Option<u64>)>,
+    ) -> Result<Self, Error> {
+        CompactArt::merged(self, updates)
+    }
+}

@@ -1,0 +1,276 @@
+//! Integration tests of [`mlpdex::hybrid::Hybrid`] (`cargo test -p mlpdex --test hybrid`).
+//!
+//! 1. **Differential runs** through the `testing` driver (inserts, updates, removes, gets,
+//!    seeks with every bound kind, ranges both ways, clears) against `BTreeMap`, for every key
+//!    shape and each static stage (compact ART, compact B-tree, FST), with small merge
+//!    thresholds so that a run merges hundreds of times.
+//! 2. **Stage semantics**: updates and deletes of keys in the static stage are hidden by the
+//!    dynamic stage until a merge applies them; no read returns a stale or deleted value, at
+//!    any point between merges; the merge trigger follows the ratio.
+//! 3. **Merged ranges**: a cursor walked from both ends at once over keys spread across both
+//!    stages (some hidden by tombstones) returns each live entry exactly once.
+
+use std::collections::BTreeMap;
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
+
+use mlpdex::compact_art::CompactArt;
+use mlpdex::compact_btree::CompactBTree;
+use mlpdex::cuckoo_trie::CuckooTrie;
+use mlpdex::fst::Fst;
+use mlpdex::hybrid::{Config, Hybrid, Slot, StaticStage};
+use mlpdex::testing::{KeyShape, TestRng, differential_ordered};
+
+const SHAPES: &[KeyShape] = &[
+    KeyShape::RandomBytes,
+    KeyShape::SharedPrefix,
+    KeyShape::PrefixChains,
+    KeyShape::ZeroFf,
+    KeyShape::Long,
+    KeyShape::U64,
+    KeyShape::Mixed,
+];
+
+fn small<S: StaticStage>(ratio: u32, min_merge: usize) -> Hybrid<CuckooTrie<Slot>, S> {
+    Hybrid::with_config(Config { ratio, min_merge }).unwrap()
+}
+
+fn differential_for<S: StaticStage>() {
+    for &shape in SHAPES {
+        for (seed, ratio, min_merge) in [(1, 2, 4), (2, 10, 16), (3, 1, 1)] {
+            differential_ordered(|| small::<S>(ratio, min_merge), shape, seed, 3000);
+        }
+    }
+}
+
+#[test]
+fn differential_compact_art() {
+    differential_for::<CompactArt>();
+}
+
+#[test]
+fn differential_compact_btree() {
+    differential_for::<CompactBTree>();
+}
+
+#[test]
+fn differential_fst() {
+    differential_for::<Fst>();
+}
+
+/// Plays random writes on a hybrid and an oracle and checks every key of a probe set after
+/// every write; returns the hybrid for its statistics.
+fn play<S: StaticStage>(
+    shape: KeyShape,
+    seed: u64,
+    steps: usize,
+    config: Config,
+) -> Hybrid<CuckooTrie<Slot>, S> {
+    let mut rng = TestRng::new(seed);
+    let mut h: Hybrid<CuckooTrie<Slot>, S> = Hybrid::with_config(config).unwrap();
+    let mut oracle = BTreeMap::new();
+    let pool: Vec<Vec<u8>> = (0..200).map(|_| shape.gen_key(&mut rng)).collect();
+    for step in 0..steps {
+        let key = &pool[rng.below(pool.len() as u64) as usize];
+        if rng.below(3) == 0 {
+            assert_eq!(h.remove(key), oracle.remove(key), "remove at {step}");
+        } else {
+            let v = rng.next_u64();
+            assert_eq!(
+                h.insert(key, v).unwrap(),
+                oracle.insert(key.clone(), v),
+                "insert at {step}"
+            );
+        }
+        assert_eq!(h.len(), oracle.len(), "len at {step}");
+        let probe = &pool[rng.below(pool.len() as u64) as usize];
+        assert_eq!(h.get(probe), oracle.get(probe).copied(), "get at {step}");
+        assert!(
+            h.dynamic_len()
+                < h.config()
+                    .min_merge
+                    .max(h.static_len() / h.config().ratio as usize)
+                    + 1
+        );
+    }
+    let all: Vec<(Vec<u8>, u64)> = h.range(..).map(|(k, v)| (k, *v)).collect();
+    let want: Vec<(Vec<u8>, u64)> = oracle.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    assert_eq!(all, want);
+    h
+}
+
+#[test]
+fn hundreds_of_merges_never_show_stale_or_deleted_values() {
+    for &shape in SHAPES {
+        let h = play::<CompactArt>(
+            shape,
+            7,
+            4000,
+            Config {
+                ratio: 10,
+                min_merge: 4,
+            },
+        );
+        assert!(h.stats().merges >= 200, "{shape:?}: {:?}", h.stats());
+        let h = play::<CompactBTree>(
+            shape,
+            8,
+            1500,
+            Config {
+                ratio: 20,
+                min_merge: 2,
+            },
+        );
+        assert!(h.stats().merges >= 100, "{shape:?}: {:?}", h.stats());
+    }
+}
+
+#[test]
+fn static_keys_are_updated_and_deleted_through_the_dynamic_stage() {
+    let mut h: Hybrid = Hybrid::with_config(Config {
+        ratio: 10,
+        min_merge: 1000,
+    })
+    .unwrap();
+    for i in 0u64..100 {
+        h.insert(&i.to_be_bytes(), i).unwrap();
+    }
+    h.merge().unwrap();
+    assert_eq!((h.static_len(), h.dynamic_len()), (100, 0));
+    // An update and a delete of static keys: recorded in the dynamic stage.
+    assert_eq!(h.insert(&5u64.to_be_bytes(), 500).unwrap(), Some(5));
+    assert_eq!(h.remove(&6u64.to_be_bytes()), Some(6));
+    assert_eq!(h.remove(&6u64.to_be_bytes()), None);
+    assert_eq!(h.dynamic().get(&6u64.to_be_bytes()), Some(&Slot::Deleted));
+    assert_eq!(h.static_stage().get(&6u64.to_be_bytes()), Some(6));
+    assert_eq!(h.get(&5u64.to_be_bytes()), Some(500));
+    assert_eq!(h.get(&6u64.to_be_bytes()), None);
+    assert_eq!(h.len(), 99);
+    // Re-inserting a deleted static key revives it with the new value.
+    assert_eq!(h.insert(&6u64.to_be_bytes(), 600).unwrap(), None);
+    assert_eq!(h.remove(&6u64.to_be_bytes()), Some(600));
+    // A key only in the dynamic stage leaves it on removal, without a tombstone.
+    h.insert(b"fresh", 1).unwrap();
+    assert_eq!(h.remove(b"fresh"), Some(1));
+    assert_eq!(h.dynamic().get(b"fresh"), None);
+    // The merge applies the update and the delete.
+    h.merge().unwrap();
+    assert_eq!((h.static_len(), h.dynamic_len()), (99, 0));
+    assert_eq!(h.static_stage().get(&5u64.to_be_bytes()), Some(500));
+    assert_eq!(h.static_stage().get(&6u64.to_be_bytes()), None);
+    assert_eq!(h.stats().merges, 2);
+    assert_eq!(h.stats().last_entries, 99);
+}
+
+#[test]
+fn merges_follow_the_ratio() {
+    let mut h: Hybrid = Hybrid::with_config(Config {
+        ratio: 4,
+        min_merge: 10,
+    })
+    .unwrap();
+    let mut merges_at = Vec::new();
+    for i in 0u64..400 {
+        h.insert(&i.to_be_bytes(), i).unwrap();
+        if h.dynamic_len() == 0 {
+            merges_at.push(i + 1);
+        }
+    }
+    // 10 keys, then 10 more (10 / 4 < 10), then 10 (20 / 4 < 10), then 10 (30 / 4 < 10),
+    // then 10 at 40 (40 / 4 = 10), then 12 at 50, 15 at 62, ...: each merge after the
+    // dynamic stage reaches max(static / 4, 10).
+    let mut want = Vec::new();
+    let mut stat = 0u64;
+    while stat < 400 {
+        let next = stat + (stat / 4).max(10);
+        if next > 400 {
+            break;
+        }
+        want.push(next);
+        stat = next;
+    }
+    assert_eq!(merges_at, want);
+    assert!(matches!(
+        Hybrid::<CuckooTrie<Slot>, CompactArt>::with_config(Config {
+            ratio: 0,
+            min_merge: 1
+        }),
+        Err(mlpdex::Error::InvalidConfig { .. })
+    ));
+}
+
+#[test]
+fn cursors_meet_once_across_stages() {
+    let mut rng = TestRng::new(99);
+    for &shape in SHAPES {
+        let mut h: Hybrid<CuckooTrie<Slot>, CompactArt> = Hybrid::with_config(Config {
+            ratio: 10,
+            min_merge: 100_000,
+        })
+        .unwrap();
+        let mut oracle = BTreeMap::new();
+        for _ in 0..300 {
+            let (k, v) = (shape.gen_key(&mut rng), rng.next_u64());
+            h.insert(&k, v).unwrap();
+            oracle.insert(k, v);
+        }
+        h.merge().unwrap();
+        for _ in 0..200 {
+            let k = shape.gen_key(&mut rng);
+            if rng.below(3) == 0 {
+                h.remove(&k);
+                oracle.remove(&k);
+            } else {
+                let v = rng.next_u64();
+                h.insert(&k, v).unwrap();
+                oracle.insert(k, v);
+            }
+        }
+        let keys: Vec<&Vec<u8>> = oracle.keys().collect();
+        for _ in 0..50 {
+            let pick = |rng: &mut TestRng| -> Bound<Vec<u8>> {
+                let k = if keys.is_empty() || rng.below(4) == 0 {
+                    shape.gen_key(rng)
+                } else {
+                    keys[rng.below(keys.len() as u64) as usize].clone()
+                };
+                match rng.below(3) {
+                    0 => Included(k),
+                    1 => Excluded(k),
+                    _ => Unbounded,
+                }
+            };
+            let (lo, hi) = (pick(&mut rng), pick(&mut rng));
+            let bounds = (lo.as_ref().map(|k| &k[..]), hi.as_ref().map(|k| &k[..]));
+            let want: Vec<(Vec<u8>, u64)> = if mlpdex::key::is_empty_range(bounds.0, bounds.1) {
+                Vec::new()
+            } else {
+                oracle
+                    .range::<[u8], _>(bounds)
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect()
+            };
+            let mut c = h.cursor(bounds);
+            let (mut front, mut back) = (Vec::new(), Vec::new());
+            loop {
+                let step = if rng.below(2) == 0 {
+                    c.next()
+                        .map(|(k, v)| (k.to_vec(), v))
+                        .map(|e| front.push(e))
+                } else {
+                    c.next_back()
+                        .map(|(k, v)| (k.to_vec(), v))
+                        .map(|e| back.push(e))
+                };
+                if step.is_none() {
+                    break;
+                }
+            }
+            assert!(c.next().is_none() && c.next_back().is_none());
+            back.reverse();
+            front.extend(back);
+            assert_eq!(front, want, "{shape:?} {bounds:?}");
+        }
+        let all: Vec<(Vec<u8>, u64)> = h.iter().map(|(k, v)| (k, *v)).collect();
+        assert_eq!(all.len(), h.len());
+    }
+}
