@@ -21,6 +21,7 @@ use crate::ours::compact_btree::CompactBTreeIndex;
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 use crate::ours::fst::FstIndex;
 use crate::ours::hope::{Encoded, select_scheme, split_name};
+use crate::ours::hybrid::HybridIndex;
 use crate::ours::mlp_index::Mlp;
 use crate::ours::skiplist::Skiplist;
 
@@ -231,6 +232,27 @@ pub const INDEXES: &[Entry] = &[
         kind: Kind::Main,
         keys: KeyWidth::Any,
         run: exec::serve::<CompactArtIndex>,
+    },
+    Entry {
+        name: "hybrid-cuckoo-trie-compact-art",
+        about: "mlpdex hybrid index (memory-efficient-search-trees.txt ch. 5): Cuckoo Trie + compact ART, ratio 10",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: exec::serve::<HybridIndex<mlpdex::compact_art::CompactArt>>,
+    },
+    Entry {
+        name: "hybrid-cuckoo-trie-compact-btree",
+        about: "mlpdex hybrid index: Cuckoo Trie + compact B-tree, ratio 10",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: exec::serve::<HybridIndex<mlpdex::compact_btree::CompactBTree>>,
+    },
+    Entry {
+        name: "hybrid-cuckoo-trie-fst",
+        about: "mlpdex hybrid index: Cuckoo Trie + FST, ratio 10",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: exec::serve::<HybridIndex<mlpdex::fst::Fst>>,
     },
     Entry {
         name: "cuckoo-trie",

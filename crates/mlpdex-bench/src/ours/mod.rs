@@ -5,6 +5,7 @@ pub mod compact_btree;
 pub mod cuckoo_trie;
 pub mod fst;
 pub mod hope;
+pub mod hybrid;
 pub mod mlp_index;
 pub mod skiplist;
 
