@@ -10,8 +10,8 @@
 //! 2. **Layouts at their boundaries**, with the arena's size checked against the layout
 //!    (`raw/mod.rs`): nodes of 24/25 children (Linear to Bitmap) and 255/256 (Bitmap to Full),
 //!    a Full root and Full nodes below it; leaf suffixes of 0 to 70 bytes, alone and mixed
-//!    under one node, so the record width (1 to 8 words) and the inline/out-of-line split at
-//!    `8w - 9` bytes are crossed; shared prefixes of 4094, 4095, 4096 and 5000 bytes (the
+//!    under one node, so the record width (8 to 64 bytes) and the inline/out-of-line split at
+//!    `w - 9` bytes are crossed; shared prefixes of 2046, 2047, 2048 and 5000 bytes (the
 //!    long-prefix length word), at the root and below it; multi-KiB and 16 MiB keys.
 //! 3. **Keys a trie must get right**: keys that are prefixes of others (values on inner
 //!    nodes, single-child nodes with a value, the empty key), keys of 0x00 and 0xFF bytes and
@@ -167,16 +167,16 @@ fn leaf_bytes(len: usize) -> usize {
 }
 
 /// Bytes of the records of a node whose children are leaves with suffixes of `lens` bytes,
-/// plus those of its out-of-line leaves, at the best record width: width `w` takes `8w` bytes
-/// a child, and a leaf whose suffix is longer than `8w - 9` bytes (any leaf at `w = 1`) lies
-/// outside.
+/// plus those of its out-of-line leaves, at the best record width: width `w` (8 to 64 bytes)
+/// takes `w` bytes a child, the records rounded up to a word, and a leaf whose suffix is
+/// longer than `w - 9` bytes (any leaf at `w = 8`, where records hold only refs) lies outside.
 fn leaf_records_bytes(lens: &[usize]) -> usize {
-    (1..=8)
+    (8..=64)
         .map(|w| {
-            lens.len() * 8 * w
+            (lens.len() * w).next_multiple_of(8)
                 + lens
                     .iter()
-                    .filter(|&&len| w == 1 || len + 9 > 8 * w)
+                    .filter(|&&len| w == 8 || len + 9 > w)
                     .map(|&len| leaf_bytes(len))
                     .sum::<usize>()
         })
@@ -184,9 +184,9 @@ fn leaf_records_bytes(lens: &[usize]) -> usize {
         .unwrap()
 }
 
-/// Bytes of a node's prefix of `plen` bytes: its words, and a length word from 4095 bytes.
+/// Bytes of a node's prefix of `plen` bytes: its words, and a length word from 2047 bytes.
 fn prefix_bytes(plen: usize) -> usize {
-    plen.next_multiple_of(8) + if plen >= 4095 { 8 } else { 0 }
+    plen.next_multiple_of(8) + if plen >= 2047 { 8 } else { 0 }
 }
 
 /// `n` (at least 2) distinct bytes spread over 0..=255, 0x00 and 0xFF included.
@@ -302,11 +302,12 @@ fn node_layouts_at_their_child_count_boundaries() {
         2, 3, 7, 8, 9, 16, 17, 23, 24, 25, 26, 32, 33, 64, 128, 200, 254, 255, 256,
     ] {
         let bytes = spread(n);
-        // The root: n leaves of no suffix, so each takes 16 bytes (an inline record of 2
-        // words, or a ref and an out-of-line leaf of one word each).
+        // The root: n leaves of no suffix, each an inline record of 9 bytes (value and tag),
+        // the records rounded up to a word.
+        let records = (9 * n).next_multiple_of(8);
         let set = oracle_of(bytes.iter().map(|&b| [b]));
         let m = check_built(&set, KeyShape::ZeroFf, n as u64);
-        assert_eq!(arena_bytes(&m), labels_bytes(n) + 16 * n, "root of {n}");
+        assert_eq!(arena_bytes(&m), labels_bytes(n) + records, "root of {n}");
 
         // Below a prefix, with the prefix itself a key: the node has a value and a prefix.
         let mut set = oracle_of(bytes.iter().map(|&b| [&b"pre"[..], &[b]].concat()));
@@ -314,7 +315,7 @@ fn node_layouts_at_their_child_count_boundaries() {
         let m = check_built(&set, KeyShape::PrefixChains, n as u64);
         assert_eq!(
             arena_bytes(&m),
-            8 + labels_bytes(n) + 16 * n + 8,
+            8 + labels_bytes(n) + records + 8,
             "{n} below pre"
         );
         for c in 0..=255u8 {
@@ -344,21 +345,22 @@ fn full_nodes_at_the_root_and_below_it() {
     let mut set = oracle_of((0..=255u8).map(|b| [b]));
     set.insert(Vec::new(), 0);
     let m = check_built(&set, KeyShape::ZeroFf, 1);
-    assert_eq!(arena_bytes(&m), 8 + 256 * 16);
+    assert_eq!(arena_bytes(&m), 8 + 256 * 9);
 
-    // Every key of two bytes: a Full root (one-word records of refs) over 256 Full nodes.
+    // Every key of two bytes: a Full root (records of a bare ref) over 256 Full nodes of
+    // 9-byte inline records.
     let two: Oracle = (0..=0xFFFFu16)
         .map(|x| (x.to_be_bytes().to_vec(), x as u64))
         .collect();
     let m = build(&two);
     check_all(&m, &two, KeyShape::U64, 2);
-    assert_eq!(arena_bytes(&m), 256 * 8 + 256 * 256 * 16);
+    assert_eq!(arena_bytes(&m), 256 * 8 + 256 * 256 * 9);
     // And every key of one byte: each Full child has a value.
     let mut both = two.clone();
     both.extend((0..=255u8).map(|b| (vec![b], 1000 + b as u64)));
     let m = build(&both);
     check_all(&m, &both, KeyShape::U64, 3);
-    assert_eq!(arena_bytes(&m), 256 * 8 + 256 * (8 + 256 * 16));
+    assert_eq!(arena_bytes(&m), 256 * 8 + 256 * (8 + 256 * 9));
     for b in 0..=255u8 {
         check_seeks_around(&m, &both, &[b]);
         check_seeks_around(&m, &both, &[b, 0]);
@@ -384,15 +386,15 @@ fn leaf_suffixes_around_every_record_width() {
             .map(|i| [0x00, 0xFF, b'q', salt][(i + salt as usize) % 4])
             .collect()
     };
-    // Three leaves of one suffix length under the root: inline in records of
-    // ceil((len + 9) / 8) words up to 55 bytes, out of line from 56.
+    // Three leaves of one suffix length under the root: inline in records of len + 9 bytes
+    // up to 55 bytes, out of line from 56.
     for len in 0..=70 {
         let set = oracle_of([b'a', b'b', b'c'].map(|b| [&[b][..], &suffix(len, b)].concat()));
         let m = check_built(&set, KeyShape::RandomBytes, len as u64);
         let want = labels_bytes(3) + leaf_records_bytes(&[len; 3]);
         assert_eq!(arena_bytes(&m), want, "suffixes of {len}");
         if len <= 55 {
-            assert_eq!(want, labels_bytes(3) + 3 * 8 * (len + 9).div_ceil(8));
+            assert_eq!(want, labels_bytes(3) + (3 * (len + 9)).next_multiple_of(8));
         }
     }
     // Leaves of every suffix length from 0 to 60 under one node (a Bitmap of 61), in several
@@ -443,14 +445,14 @@ fn leaf_suffixes_around_every_record_width() {
 
 #[test]
 fn long_shared_prefixes_around_the_length_word() {
-    for plen in [4094usize, 4095, 4096, 4097, 5000] {
+    for plen in [2046usize, 2047, 2048, 2049, 5000] {
         let head: Vec<u8> = (0..plen).map(|i| (i * 7 % 251) as u8).collect();
         // At the root: the prefix is every key's first `plen` bytes.
         let set = oracle_of([0u8, b'm', 0xFF].map(|b| [&head[..], &[b]].concat()));
         let m = check_built(&set, KeyShape::Long, plen as u64);
         assert_eq!(
             arena_bytes(&m),
-            labels_bytes(3) + 3 * 16 + prefix_bytes(plen),
+            labels_bytes(3) + (3 * 9usize).next_multiple_of(8) + prefix_bytes(plen),
             "prefix of {plen}"
         );
         // Below the root, with a value: the prefix follows the parent's byte.
@@ -899,17 +901,17 @@ fn memory_of_random_8_byte_keys() {
     let m = build(&set);
     // What the layout predicts for n = 200,000 random keys (λ = n / 65,536 ≈ 3.05 keys per
     // two-byte head, Poisson):
-    // - every key is a leaf record of 16 bytes: 8 for the value and, inline in a 2-word
-    //   record, the tag and a 5-byte suffix; or, alone under its two-byte head (a fraction
-    //   λe^-λ ≈ 4.7%), an out-of-line leaf of 16 bytes (value, 6-byte suffix);      16.0 B/key
-    // - the root is Full (256 one-word refs) over 256 Bitmap nodes (4 words of bits), each
-    //   with ~244 children in 1-word records (a 2-word record would waste a word on every
-    //   child that is a node): ~62,500 records of 8 bytes;                          2.5 B/key
-    // - ~53,000 heads hold two keys or more: a Linear node each, with a word of labels;
-    //                                                                               2.1 B/key
-    // ≈ 20.6 bytes a key with the values (measured: 20.8). The bound leaves 8% over that.
+    // - every key is a leaf record of 14 bytes: 8 for the value and, inline, the tag and a
+    //   5-byte suffix; or, alone under its two-byte head (a fraction λe^-λ ≈ 4.7%), an
+    //   out-of-line leaf of 16 bytes (value, 6-byte suffix);                         14.1 B/key
+    // - the root is Full (256 8-byte refs) over 256 Bitmap nodes (4 words of bits), each
+    //   with ~244 children in 8-byte records (a tagged record would waste 6 bytes on every
+    //   child that is a node): ~62,500 records of 8 bytes;                           2.5 B/key
+    // - ~53,000 heads hold two keys or more: a Linear node each, with a word of labels and
+    //   its records rounded up to a word (4 bytes on average);                       3.1 B/key
+    // ≈ 19.7 bytes a key with the values (measured: 19.8). The bound leaves 8% over that.
     let per_key = m.memory_usage() as f64 / set.len() as f64;
-    assert!(per_key < 22.5, "{per_key:.2} bytes per key");
+    assert!(per_key < 21.5, "{per_key:.2} bytes per key");
     assert_eq!(m.memory_usage() - m.structure_bytes(), 8 * set.len());
     for (k, _) in set.iter().step_by(997) {
         assert_eq!(m.get(k), Some(0));
@@ -1209,8 +1211,8 @@ fn a_rewritten_long_prefix_length_is_caught_or_consistent() {
     for (len, must_fail) in [
         (0u64, true),
         (1, true),
-        (4094, true),
-        (4095, true),
+        (2046, true),
+        (2047, true),
         (4992, true),
         (5001, true),
         (5008, true),

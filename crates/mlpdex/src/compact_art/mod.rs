@@ -52,7 +52,7 @@
 //!   lookup prefetches the line it needs next (for a 256-bit set, where the child's record
 //!   would be if the children were spread evenly) together with the node's first line.
 //! - Leaves are **inline** where that is smaller: a node's records are as wide as makes the
-//!   node and its leaves smallest (1 to 8 words), and a leaf whose rest of key fits its record
+//!   node and its leaves smallest (8 to 64 bytes), and a leaf whose rest of key fits its record
 //!   (value, length, bytes) lives there, so most lookups end in the record that led to them
 //!   rather than one miss further. Longer leaves lie next to their parent.
 //! - **Path compression**: a node stores the bytes all keys below it share, so a chain of

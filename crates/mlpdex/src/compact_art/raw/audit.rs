@@ -98,6 +98,9 @@ impl Walk<'_> {
             return Err(fault("node runs past the arena", at));
         }
         let n = node.n();
+        if r.w() < super::REF_W {
+            return Err(fault("record narrower than a ref", at));
+        }
         match r.kind() {
             Kind::Linear => {
                 let labels = bytes(a, node.labels, n);
@@ -142,7 +145,7 @@ impl Walk<'_> {
                         stack.push((child, 0));
                     }
                     Child::Leaf(leaf, true) => {
-                        if leaf.len + 9 > 8 * node.r.w() {
+                        if leaf.len + 9 > node.r.w() {
                             return Err(fault("inline leaf overflows its record", leaf.at));
                         }
                         self.count += 1;

@@ -12,7 +12,9 @@
 //! checks a loaded image against exactly that order. Memory beyond the arena is one frame
 //! per open node, each holding its children's refs and its not yet written leaves.
 
-use super::{Kind, LINEAR_MAX, LONG_PREFIX, MAX_KEY_LEN, MAX_W, MAX_WORDS, REF_TAG, Ref, Tree};
+use super::{
+    Kind, LINEAR_MAX, LONG_PREFIX, MAX_KEY_LEN, MAX_W, MAX_WORDS, REF_TAG, REF_W, Ref, Tree,
+};
 use crate::Error;
 use crate::substrate::Frozen;
 
@@ -57,9 +59,9 @@ pub(super) fn leaf_size(len: usize) -> usize {
     8 + len.next_multiple_of(8)
 }
 
-/// Whether a leaf with a suffix of `len` bytes fits in a record of `w` words.
+/// Whether a leaf with a suffix of `len` bytes fits in a record of `w` bytes.
 fn fits(len: usize, w: usize) -> bool {
-    w > 1 && len + 9 <= 8 * w
+    w > REF_W && len + 9 <= w
 }
 
 impl Builder {
@@ -237,16 +239,24 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
     };
     // The record width that makes node and out-of-line leaves smallest; a tie goes to the
     // wider records, which keep more leaves one miss closer. `outside[m]`: bytes of the
-    // leaves that need records of at least `m` words (9: none fits) to be inline.
+    // leaves that need records of at least `m` bytes to be inline (MAX_W + 1: none fits).
     let mut outside = [0usize; MAX_W + 2];
     for kid in &frame.kids {
         if let Kid::Leaf { len, .. } = *kid {
-            let m = (len + 9).div_ceil(8).clamp(2, MAX_W + 1);
-            outside[m] += leaf_size(len);
+            outside[(len + 9).min(MAX_W + 1)] += leaf_size(len);
         }
     }
-    let size = |w: usize| n * w * 8 + outside[w + 1..].iter().sum::<usize>();
-    let w = (1..=MAX_W).rev().min_by_key(|&w| size(w)).unwrap_or(1);
+    let mut best = (usize::MAX, REF_W);
+    let mut out = 0; // bytes of the leaves that do not fit records of `w` bytes
+    for w in (REF_W..=MAX_W).rev() {
+        out += outside[w + 1];
+        let size = (n * w).next_multiple_of(8) + out;
+        if size < best.0 {
+            best = (size, w);
+        }
+    }
+    let (total, w) = best;
+    let records_bytes = (n * w).next_multiple_of(8);
     let plen = prefix.len();
     let labels_bytes = match kind {
         Kind::Bitmap => 32,
@@ -255,8 +265,8 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
     };
     let value_bytes = 8 * frame.value.is_some() as usize;
     let long = 8 * (plen >= LONG_PREFIX) as usize;
-    let node_bytes = value_bytes + labels_bytes + n * w * 8 + long + plen.next_multiple_of(8);
-    check_room(arena, size(w) - n * w * 8 + node_bytes)?;
+    let node_bytes = value_bytes + labels_bytes + records_bytes + long + plen.next_multiple_of(8);
+    check_room(arena, total - records_bytes + node_bytes)?;
 
     // Out-of-line leaves first, in child order.
     let leaves_at = arena.len();
@@ -291,7 +301,7 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
     let records = value_bytes + labels_bytes;
     let mut leaf_at = leaves_at;
     for (i, kid) in frame.kids.iter().enumerate() {
-        let rec = &mut node[records + i * w * 8..records + (i + 1) * w * 8];
+        let rec = &mut node[records + i * w..records + (i + 1) * w];
         let r = match *kid {
             Kid::Leaf { value, start, len } if fits(len, w) => {
                 rec[..8].copy_from_slice(&value.to_le_bytes());
@@ -307,12 +317,12 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
             Kid::Node(r) => r,
         };
         rec[..8].copy_from_slice(&r.0.to_le_bytes());
-        if w > 1 {
+        if w > REF_W {
             rec[8] = REF_TAG;
         }
     }
     debug_assert_eq!(leaf_at, at);
-    let p = records + n * w * 8;
+    let p = records + records_bytes;
     if long > 0 {
         node[p..p + 8].copy_from_slice(&(plen as u64).to_le_bytes());
     }
@@ -323,7 +333,7 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
 fn check_room(arena: &[u8], bytes: usize) -> Result<(), Error> {
     if (arena.len() + bytes) / 8 > MAX_WORDS {
         return Err(Error::Capacity {
-            what: "compact ART arena exceeds 2^38 words",
+            what: "compact ART arena exceeds 2^36 words",
         });
     }
     Ok(())

@@ -348,7 +348,7 @@ impl Merger<'_> {
             self.len += node.r.has_value() as usize;
             let w = r.w();
             for i in 0..node.n() {
-                let rec = node.records + i * w * 8;
+                let rec = node.records + i * w;
                 match node.child(&self.arena, i) {
                     Child::Leaf(_, true) => self.len += 1,
                     Child::Leaf(_, false) | Child::Node(_) => {

@@ -13,14 +13,14 @@
 //!   labels   Linear: ceil(n / 8) words, the n child bytes increasing, zero-padded
 //!            Bitmap: 4 words, bit b set when a child has byte b (n of them set)
 //!            Full:   nothing (n = 256, child b is record b)
-//!   records  n * w words, one per child in byte order
+//!   records  n records of w bytes, one per child in byte order, zero-padded to a word
 //!   prefix   the bytes every key below shares after the parent's byte (path compression),
 //!            zero-padded; a prefix of LONG_PREFIX bytes or more is preceded by a word
 //!            holding its length
-//! record of w = 1:  the child's ref
-//! record of w >= 2: byte 8 is a tag: 0xFF = word 0 is the child's ref; otherwise the child
-//!                   is a leaf stored inline: word 0 its value, bytes 9.. its suffix of `tag`
-//!                   bytes (at most 8w - 9)
+//! record of w = 8:  the child's ref
+//! record of w >= 9: byte 8 is a tag: 0xFF = bytes 0..8 are the child's ref; otherwise the
+//!                   child is a leaf stored inline: bytes 0..8 its value, bytes 9.. its
+//!                   suffix of `tag` bytes (at most w - 9)
 //! leaf (out of line): its value, then its suffix, zero-padded
 //! ```
 //!
@@ -38,15 +38,17 @@ use crate::substrate::popcount::{Popcount, dispatch};
 use crate::substrate::prefetch::{CACHE_LINE, prefetch_read};
 
 /// Bits of a ref that hold the word offset.
-pub(crate) const OFFSET_BITS: u32 = 38;
+pub(crate) const OFFSET_BITS: u32 = 36;
 /// Number of words the arena may hold.
 pub(crate) const MAX_WORDS: usize = 1 << OFFSET_BITS;
 /// The longest key: a leaf ref holds its suffix length in 24 bits.
 pub(crate) const MAX_KEY_LEN: usize = (1 << 24) - 1;
 /// A prefix length field of this value means "the length is in the node's prefix word".
-pub(crate) const LONG_PREFIX: usize = 4095;
-/// Widest record, in words.
-pub(crate) const MAX_W: usize = 8;
+pub(crate) const LONG_PREFIX: usize = 2047;
+/// Widest record, in bytes (a value, a tag and a suffix of up to 55 bytes).
+pub(crate) const MAX_W: usize = 64;
+/// The record of a node whose records are all refs: a ref, no tag.
+pub(crate) const REF_W: usize = 8;
 /// Most children of a Linear node: past it a bitmap (4 words) is smaller than the labels.
 pub(crate) const LINEAR_MAX: usize = 24;
 /// Tag of a record (of two or more words) that holds a ref.
@@ -68,13 +70,13 @@ pub(crate) enum Kind {
 /// A reference to a node or an out-of-line leaf.
 ///
 /// ```text
-/// bits  0..38  word offset in the arena
-/// bits 38..40  kind (Kind)
+/// bits  0..36  word offset in the arena
+/// bits 36..38  kind (Kind)
 /// leaf: bits 40..64  suffix length
-/// node: bits 40..48  children - 1
-///       bits 48..51  record width in words - 1
-///       bit  51      the node stores a value
-///       bits 52..64  prefix length, or LONG_PREFIX
+/// node: bits 38..46  children - 1
+///       bits 46..52  record width in bytes - 1 (8, or 9 to 64)
+///       bit  52      the node stores a value
+///       bits 53..64  prefix length, or LONG_PREFIX
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub(crate) struct Ref(pub(crate) u64);
@@ -96,13 +98,13 @@ impl Ref {
         plen: usize,
     ) -> Ref {
         debug_assert!(kind != Kind::Leaf && offset < MAX_WORDS);
-        debug_assert!((1..=256).contains(&n) && (1..=MAX_W).contains(&w));
+        debug_assert!((1..=256).contains(&n) && (REF_W..=MAX_W).contains(&w));
         Ref(offset as u64
             | (kind as u64) << OFFSET_BITS
-            | ((n - 1) as u64) << 40
-            | ((w - 1) as u64) << 48
-            | (has_value as u64) << 51
-            | (plen.min(LONG_PREFIX) as u64) << 52)
+            | ((n - 1) as u64) << 38
+            | ((w - 1) as u64) << 46
+            | (has_value as u64) << 52
+            | (plen.min(LONG_PREFIX) as u64) << 53)
     }
 
     #[inline(always)]
@@ -129,24 +131,24 @@ impl Ref {
     /// Children of a node ref.
     #[inline(always)]
     pub(crate) fn n(self) -> usize {
-        ((self.0 >> 40) & 0xFF) as usize + 1
+        ((self.0 >> 38) & 0xFF) as usize + 1
     }
 
-    /// Record width of a node ref, in words.
+    /// Record width of a node ref, in bytes.
     #[inline(always)]
     pub(crate) fn w(self) -> usize {
-        ((self.0 >> 48) & 7) as usize + 1
+        ((self.0 >> 46) & 63) as usize + 1
     }
 
     #[inline(always)]
     pub(crate) fn has_value(self) -> bool {
-        (self.0 >> 51) & 1 == 1
+        (self.0 >> 52) & 1 == 1
     }
 
     /// The prefix length field (the length, or [`LONG_PREFIX`]).
     #[inline(always)]
     pub(crate) fn plen_field(self) -> usize {
-        (self.0 >> 52) as usize
+        (self.0 >> 53) as usize
     }
 }
 
@@ -234,7 +236,7 @@ impl Node {
                 Kind::Linear => n.div_ceil(8) * 8,
                 _ => 0,
             };
-        let end = records + n * r.w() * 8;
+        let end = records + (n * r.w()).next_multiple_of(8);
         let (prefix, plen) = match r.plen_field() {
             LONG_PREFIX => (end + 8, word(a, end) as usize),
             p => (end, p),
@@ -280,7 +282,7 @@ impl Node {
         if self.plen > 0 {
             line(self.prefix);
         }
-        let rec = self.r.w() * 8;
+        let rec = self.r.w();
         match self.r.kind() {
             Kind::Full => line(self.records + b as usize * rec),
             Kind::Bitmap => {
@@ -448,8 +450,8 @@ impl Node {
     #[inline(always)]
     pub(crate) fn child(&self, a: &[u8], i: usize) -> Child {
         let w = self.r.w();
-        let at = self.records + i * w * 8;
-        if w > 1 {
+        let at = self.records + i * w;
+        if w > REF_W {
             let tag = bytes(a, at + 8, 1).first().copied().unwrap_or(REF_TAG);
             if tag != REF_TAG {
                 return Child::Leaf(
