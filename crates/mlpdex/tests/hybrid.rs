@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
+use std::ops::RangeBounds;
 
 use mlpdex::compact_art::CompactArt;
 use mlpdex::compact_btree::CompactBTree;
@@ -272,5 +273,76 @@ fn cursors_meet_once_across_stages() {
         }
         let all: Vec<(Vec<u8>, u64)> = h.iter().map(|(k, v)| (k, *v)).collect();
         assert_eq!(all.len(), h.len());
+    }
+}
+
+/// Secondary semantics against `BTreeMap<key, BTreeSet<value>>`: adds, removes of single
+/// values and of whole keys, across many merges, with every key shape; values, pair ranges
+/// with every bound kind and both directions checked after each round.
+#[test]
+fn secondary_index_against_a_map_of_sets() {
+    use mlpdex::hybrid::Secondary;
+    use std::collections::BTreeSet;
+    for &shape in SHAPES {
+        let mut rng = TestRng::new(404);
+        let mut ix: Secondary<CuckooTrie<Slot>, CompactArt> = Secondary::with_config(Config {
+            ratio: 10,
+            min_merge: 8,
+        })
+        .unwrap();
+        let mut oracle: BTreeMap<Vec<u8>, BTreeSet<u64>> = BTreeMap::new();
+        let pool: Vec<Vec<u8>> = (0..40).map(|_| shape.gen_key(&mut rng)).collect();
+        for round in 0..60 {
+            for _ in 0..25 {
+                let key = &pool[rng.below(pool.len() as u64) as usize];
+                let value = rng.below(6) * (u64::MAX / 5);
+                match rng.below(10) {
+                    0 => {
+                        let n = oracle.remove(key).map_or(0, |s| s.len());
+                        assert_eq!(ix.remove_key(key), n);
+                    }
+                    1..=3 => {
+                        let had = oracle.get_mut(key).is_some_and(|s| s.remove(&value));
+                        oracle.retain(|_, s| !s.is_empty());
+                        assert_eq!(ix.remove(key, value), had);
+                    }
+                    _ => {
+                        let fresh = oracle.entry(key.clone()).or_default().insert(value);
+                        assert_eq!(ix.insert(key, value).unwrap(), fresh);
+                    }
+                }
+            }
+            let pairs: Vec<(Vec<u8>, u64)> = oracle
+                .iter()
+                .flat_map(|(k, s)| s.iter().map(move |v| (k.clone(), *v)))
+                .collect();
+            assert_eq!(ix.len(), pairs.len(), "{shape:?} round {round}");
+            assert_eq!(ix.range(..).collect::<Vec<_>>(), pairs);
+            let mut back: Vec<_> = ix.range(..).rev().collect();
+            back.reverse();
+            assert_eq!(back, pairs);
+            for key in pool.iter().take(8) {
+                let want: Vec<u64> = oracle
+                    .get(key)
+                    .map_or(Vec::new(), |s| s.iter().copied().collect());
+                assert_eq!(ix.values(key).collect::<Vec<_>>(), want);
+                assert_eq!(ix.values(key).rev().count(), want.len());
+                for b in [Included(&key[..]), Excluded(&key[..]), Unbounded] {
+                    for (lo, hi) in [(b, Unbounded), (Unbounded, b)] {
+                        let want: Vec<(Vec<u8>, u64)> = pairs
+                            .iter()
+                            .filter(|(k, _)| (lo, hi).contains(&k[..]))
+                            .cloned()
+                            .collect();
+                        assert_eq!(
+                            ix.range((lo, hi)).collect::<Vec<_>>(),
+                            want,
+                            "{shape:?} {lo:?} {hi:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(ix.stats().merges > 10, "{shape:?}: {:?}", ix.stats());
     }
 }

@@ -53,6 +53,10 @@
 //!   stage while the old one still exists, plus the builder's working set (one open node per
 //!   level for the compact ART); [`MergeStats`] reports both stages' sizes.
 //!
+//! - **Secondary indexes** (§5.3.5): [`Secondary`] maps a key to a set of values, each pair
+//!   one hybrid key (the key escaped, a terminator, the value), so a key's values are one
+//!   range and a trie stage stores the key once.
+//!
 //! # Contract
 //!
 //! - Keys are byte strings in lexicographic order, every key legal (empty, 0x00/0xFF bytes,
@@ -64,6 +68,7 @@
 
 mod bloom;
 mod cursor;
+mod secondary;
 mod stage;
 
 use core::fmt;
@@ -71,6 +76,7 @@ use core::ops::Bound;
 use std::time::{Duration, Instant};
 
 pub use cursor::{Cursor, Range};
+pub use secondary::{Pairs, Secondary, Values};
 pub use stage::{DynamicStage, StaticStage};
 
 use crate::Error;
