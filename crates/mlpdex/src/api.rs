@@ -371,6 +371,78 @@ macro_rules! lending_cursor {
 }
 pub(crate) use lending_cursor;
 
+/// Implements [`StaticMap`] for `$map` by forwarding to its inherent methods of the same names
+/// (which a static map has, shaped like the trait's), with the types `Range` and `Cursor` of
+/// the calling module, and `IntoIterator` for `&$map`. With `debug`, also `Debug` printing the
+/// entries as `BTreeMap` does (non-printable key bytes as `\xNN`).
+macro_rules! static_map_impls {
+    ($map:ident $(, $debug:ident)?) => {
+        impl $crate::api::StaticMap for $map {
+            type Range<'a> = Range<'a>;
+            type Cursor<'a> = Cursor<'a>;
+
+            fn get(&self, key: &[u8]) -> Option<u64> {
+                $map::get(self, key)
+            }
+
+            fn len(&self) -> usize {
+                $map::len(self)
+            }
+
+            fn range<R>(&self, range: R) -> Range<'_>
+            where
+                R: $crate::KeyRange,
+            {
+                $map::range(self, range)
+            }
+
+            fn cursor<R>(&self, range: R) -> Cursor<'_>
+            where
+                R: $crate::KeyRange,
+            {
+                $map::cursor(self, range)
+            }
+
+            fn memory_usage(&self) -> usize {
+                $map::memory_usage(self)
+            }
+
+            fn lower_bound(&self, bound: core::ops::Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
+                $map::lower_bound(self, bound)
+            }
+
+            fn upper_bound(&self, bound: core::ops::Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
+                $map::upper_bound(self, bound)
+            }
+        }
+
+        impl<'a> IntoIterator for &'a $map {
+            type Item = (Vec<u8>, u64);
+            type IntoIter = Range<'a>;
+
+            fn into_iter(self) -> Range<'a> {
+                self.iter()
+            }
+        }
+
+        $($crate::api::static_map_impls!(@$debug $map);)?
+    };
+    (@debug $map:ident) => {
+        impl core::fmt::Debug for $map {
+            /// The entries, as `BTreeMap` prints them (non-printable key bytes as `\xNN`).
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                let mut m = f.debug_map();
+                let mut c = self.cursor(..);
+                while let Some((k, v)) = c.next() {
+                    m.entry(&$crate::key::Escaped(k), &v);
+                }
+                m.finish()
+            }
+        }
+    };
+}
+pub(crate) use static_map_impls;
+
 /// An [`Iterator`] and [`DoubleEndedIterator`] of owned `(key, value)` entries over a
 /// [`RangeCursor`]: each step is the cursor's step plus one copy of the key. What
 /// [`StaticMap::range`] returns; usable in `for` and with `collect`.

@@ -93,14 +93,13 @@
 mod cursor;
 pub(crate) mod raw;
 
-use core::fmt;
 use core::ops::Bound;
 
 pub use cursor::{Cursor, Range};
 
 use crate::Error;
 use crate::KeyRange;
-use crate::api::{StaticMap, StaticMapBuilder};
+use crate::api::StaticMapBuilder;
 use crate::key::is_empty_range;
 use crate::substrate::frozen::{Shared, StableDeref};
 use raw::Tree;
@@ -450,62 +449,4 @@ impl CompactBTree {
     }
 }
 
-impl fmt::Debug for CompactBTree {
-    /// The entries, as `BTreeMap` prints them (non-printable key bytes as `\xNN`).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut m = f.debug_map();
-        let mut c = self.cursor(..);
-        while let Some((k, v)) = c.next() {
-            m.entry(&crate::key::Escaped(k), &v);
-        }
-        m.finish()
-    }
-}
-
-impl StaticMap for CompactBTree {
-    type Range<'a> = Range<'a>;
-    type Cursor<'a> = Cursor<'a>;
-
-    fn get(&self, key: &[u8]) -> Option<u64> {
-        CompactBTree::get(self, key)
-    }
-
-    fn len(&self) -> usize {
-        self.tree.len()
-    }
-
-    fn range<R>(&self, range: R) -> Range<'_>
-    where
-        R: KeyRange,
-    {
-        CompactBTree::range(self, range)
-    }
-
-    fn cursor<R>(&self, range: R) -> Cursor<'_>
-    where
-        R: KeyRange,
-    {
-        CompactBTree::cursor(self, range)
-    }
-
-    fn memory_usage(&self) -> usize {
-        CompactBTree::memory_usage(self)
-    }
-
-    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
-        CompactBTree::lower_bound(self, bound)
-    }
-
-    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
-        CompactBTree::upper_bound(self, bound)
-    }
-}
-
-impl<'a> IntoIterator for &'a CompactBTree {
-    type Item = (Vec<u8>, u64);
-    type IntoIter = Range<'a>;
-
-    fn into_iter(self) -> Range<'a> {
-        self.iter()
-    }
-}
+crate::api::static_map_impls!(CompactBTree, debug);

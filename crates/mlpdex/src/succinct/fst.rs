@@ -97,7 +97,7 @@ use super::raw::suffix::{FullSuffixes, SuffixKind};
 pub use super::raw::trie::TrieStats;
 use super::raw::trie::{Path, Trie, bound_key};
 use crate::Error;
-use crate::api::{Entries, StaticMap, StaticMapBuilder};
+use crate::api::{Entries, StaticMapBuilder};
 use crate::key::{after_start, before_end, is_empty_range};
 use crate::substrate::frozen::{Frozen, Shared, StableDeref};
 
@@ -594,53 +594,7 @@ impl Fst {
     }
 }
 
-impl StaticMap for Fst {
-    type Range<'a> = Range<'a>;
-    type Cursor<'a> = Cursor<'a>;
-
-    fn get(&self, key: &[u8]) -> Option<u64> {
-        Fst::get(self, key)
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn range<R>(&self, range: R) -> Range<'_>
-    where
-        R: KeyRange,
-    {
-        Fst::range(self, range)
-    }
-
-    fn cursor<R>(&self, range: R) -> Cursor<'_>
-    where
-        R: KeyRange,
-    {
-        Fst::cursor(self, range)
-    }
-
-    fn memory_usage(&self) -> usize {
-        Fst::memory_usage(self)
-    }
-
-    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
-        Fst::lower_bound(self, bound)
-    }
-
-    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
-        Fst::upper_bound(self, bound)
-    }
-}
-
-impl<'a> IntoIterator for &'a Fst {
-    type Item = (Vec<u8>, u64);
-    type IntoIter = Range<'a>;
-
-    fn into_iter(self) -> Range<'a> {
-        self.iter()
-    }
-}
+crate::api::static_map_impls!(Fst);
 
 /// The iterator of [`Fst::range`] and [`Fst::iter`]: a [`Cursor`] whose keys are copied out.
 pub type Range<'a> = Entries<Cursor<'a>>;
