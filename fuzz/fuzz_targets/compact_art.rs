@@ -15,6 +15,9 @@
 //!    strictly sorted with `len` entries, forward equal to reversed backward, with `get` and
 //!    both seeks finding every iterated key, and answer probes alike through both paths and
 //!    as its iteration says.
+//! 3. A fuzzer-chosen batch of updates (inserts, updates, deletes) applied by `merged`, the
+//!    trie merge: the result equals the key set with the batch applied, passes
+//!    `check_static`, and its image loads back equal (the loader's audit accepts it).
 
 #![no_main]
 
@@ -54,6 +57,8 @@ struct Input {
     mutations: Vec<Mutation>,
     keep_bad_checksum: bool,
     probes: Vec<KeySpec>,
+    /// A batch of updates (`None` deletes) applied with `merged`.
+    updates: Vec<(KeySpec, Option<u64>)>,
 }
 
 fuzz_target!(|input: Input| {
@@ -97,6 +102,32 @@ fuzz_target!(|input: Input| {
             );
         },
     );
+
+    // The batch, applied by the trie merge, against the oracle with the batch applied.
+    if !input.updates.is_empty() {
+        let mut batch = std::collections::BTreeMap::new();
+        for (k, v) in &input.updates {
+            batch.insert(k.make(&mut pool), *v);
+        }
+        let merged = map
+            .merged(batch.iter().map(|(k, v)| (k, *v)))
+            .expect("a sorted batch merges");
+        let mut after = oracle.clone();
+        for (k, v) in &batch {
+            match v {
+                Some(v) => after.insert(k.clone(), *v),
+                None => after.remove(k),
+            };
+        }
+        let got = check_static_map(&merged, "merged");
+        let want: Vec<(Vec<u8>, u64)> = after.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        assert!(got == want, "merged differs from the batch applied");
+        check_static(&merged, &after, KeyShape::Mixed, input.seed ^ 1, 24);
+        assert!(
+            CompactArt::from_bytes(&merged.to_bytes()).as_ref() == Ok(&merged),
+            "a merged map's image does not load back equal"
+        );
+    }
 
     let mut img = match &input.raw {
         None => map.to_bytes(),
