@@ -322,8 +322,12 @@ impl<D: DynamicStage, S: StaticStage> Hybrid<D, S> {
     }
 
     /// Merges the dynamic stage into a new static stage now (merge-all), whatever the ratio:
-    /// afterwards the dynamic stage is empty and every key is in the static stage.
+    /// afterwards the dynamic stage is empty and every key is in the static stage. Nothing
+    /// happens (and no merge is counted) when the dynamic stage is empty.
     pub fn merge(&mut self) -> Result<(), Error> {
+        if self.dynamic.is_empty() {
+            return Ok(());
+        }
         let start = Instant::now();
         let old_bytes = self.stat.memory_usage();
         let updates = self.dynamic.iter().map(|(k, slot)| {
