@@ -49,10 +49,12 @@
 //! - **Merge-all with a ratio trigger** (§5.2.2): when the dynamic stage holds at least
 //!   `1 / ratio` as many entries as the static one (and at least [`Config::min_merge`]), the
 //!   write merges every entry into a new static stage, streaming both stages in key order
-//!   into the static map's builder (§5.2.1). The extra memory a merge needs is the new static
-//!   stage while the old one still exists, plus the builder's working set (one open node per
-//!   level for the compact ART); [`MergeStats`] reports both stages' sizes.
-//!
+//!   into the static map's builder (§5.2.1); the compact ART instead merges as a trie,
+//!   copying whole every subtree no new key reaches. The extra memory a merge needs is the
+//!   new static stage while the old one still exists, plus the builder's working set (one
+//!   open node per level) and, for the compact ART, a flat copy of the dynamic stage's keys
+//!   (about a tenth of the index's keys at ratio 10); [`MergeStats`] reports both static
+//!   stages' sizes.
 //! - **Secondary indexes** (§5.3.5): [`Secondary`] maps a key to a set of values, each pair
 //!   one hybrid key (the key escaped, a terminator, the value), so a key's values are one
 //!   range and a trie stage stores the key once.
