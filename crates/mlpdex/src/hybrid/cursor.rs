@@ -211,6 +211,17 @@ impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> RangeCursor for Cursor<'
 }
 
 /// The iterator of [`Hybrid::range`] and [`Hybrid::iter`]: owned keys, values by value.
+///
+/// ```
+/// use mlpdex::hybrid::Hybrid;
+///
+/// let mut h = Hybrid::new();
+/// h.insert(b"a", 1)?;
+/// h.insert(b"b", 2)?;
+/// let back: Vec<u64> = h.range(..).rev().map(|(_, v)| *v).collect();
+/// assert_eq!(back, [2, 1]);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 pub struct Range<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a>(Entries<Cursor<'a, D, S>>);
 
 impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Range<'a, D, S> {

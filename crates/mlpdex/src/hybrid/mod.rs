@@ -91,6 +91,17 @@ use bloom::Bloom;
 
 /// What the dynamic stage holds for a key: its value, or a tombstone that hides the static
 /// stage's entry until the next merge removes both.
+///
+/// ```
+/// use mlpdex::hybrid::{Hybrid, Slot};
+///
+/// let mut h = Hybrid::new();
+/// h.insert(b"k", 1)?;
+/// h.merge()?;
+/// h.remove(b"k");
+/// assert_eq!(h.dynamic().get(b"k"), Some(&Slot::Deleted));
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
     /// The key's current value.
@@ -132,6 +143,18 @@ impl Default for Config {
 }
 
 /// What the merges of a [`Hybrid`] did so far.
+///
+/// ```
+/// use mlpdex::hybrid::Hybrid;
+///
+/// let mut h = Hybrid::new();
+/// h.insert(b"a", 1)?;
+/// h.merge()?;
+/// let s = h.stats();
+/// assert_eq!((s.merges, s.last_entries), (1, 1));
+/// assert!(s.last_new_bytes > 0);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MergeStats {
     /// Merges run.
@@ -150,6 +173,18 @@ pub struct MergeStats {
 }
 
 /// A hybrid index (see the module docs): dynamic stage `D`, static stage `S`.
+///
+/// ```
+/// use mlpdex::compact_btree::CompactBTree;
+/// use mlpdex::cuckoo_trie::CuckooTrie;
+/// use mlpdex::hybrid::{Config, Hybrid, Slot};
+///
+/// // Another static stage than the default compact ART.
+/// let mut h: Hybrid<CuckooTrie<Slot>, CompactBTree> = Hybrid::with_config(Config::default())?;
+/// h.insert(b"x", 7)?;
+/// assert_eq!(h.get(b"x"), Some(7));
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 pub struct Hybrid<D = CuckooTrie<Slot>, S = CompactArt> {
     dynamic: D,
     stat: S,

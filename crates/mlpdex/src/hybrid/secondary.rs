@@ -225,6 +225,16 @@ impl<D: DynamicStage, S: StaticStage> core::fmt::Debug for Secondary<D, S> {
 }
 
 /// The values of one key of a [`Secondary`], increasing, from both ends.
+///
+/// ```
+/// use mlpdex::hybrid::Secondary;
+///
+/// let mut ix = Secondary::new();
+/// ix.insert(b"k", 5)?;
+/// ix.insert(b"k", 2)?;
+/// assert_eq!(ix.values(b"k").rev().collect::<Vec<_>>(), [5, 2]);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 pub struct Values<'a, D: DynamicStage + 'a, S: StaticStage + 'a>(Cursor<'a, D, S>);
 
 impl<'a, D: DynamicStage + 'a, S: StaticStage + 'a> Iterator for Values<'a, D, S> {
@@ -250,6 +260,16 @@ impl<'a, D: DynamicStage + 'a, S: StaticStage + 'a> core::fmt::Debug for Values<
 }
 
 /// The `(key, value)` pairs of a range of a [`Secondary`], from both ends.
+///
+/// ```
+/// use mlpdex::hybrid::Secondary;
+///
+/// let mut ix = Secondary::new();
+/// ix.insert(b"a", 1)?;
+/// ix.insert(b"b", 2)?;
+/// assert_eq!(ix.range(&b"b"[..]..).collect::<Vec<_>>(), [(b"b".to_vec(), 2)]);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 pub struct Pairs<'a, D: DynamicStage + 'a, S: StaticStage + 'a>(Cursor<'a, D, S>);
 
 impl<'a, D: DynamicStage + 'a, S: StaticStage + 'a> Iterator for Pairs<'a, D, S> {

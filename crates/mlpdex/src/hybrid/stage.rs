@@ -12,6 +12,16 @@ use crate::cuckoo_trie::CuckooTrie;
 use crate::succinct::fst::{Fst, FstBuilder};
 
 /// A map that can be a hybrid index's dynamic stage: any ordered map of [`Slot`]s.
+///
+/// ```
+/// use mlpdex::cuckoo_trie::CuckooTrie;
+/// use mlpdex::hybrid::{DynamicStage, Slot};
+///
+/// let mut d: CuckooTrie<Slot> = CuckooTrie::new();
+/// DynamicStage::reserve(&mut d, 1000); // room for the next merge's entries
+/// d.insert(b"k", Slot::Value(1))?;
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 pub trait DynamicStage: OrderedMap<Slot> + Default {
     /// Makes room for `additional` more entries where the map can, so that refilling after a
     /// merge emptied it does not grow it step by step. By default nothing; a failure is
@@ -29,6 +39,17 @@ impl DynamicStage for CuckooTrie<Slot> {
 
 /// A static map that can be a hybrid index's static stage: one built from a sorted stream by
 /// its [`StaticMapBuilder`], which is how a merge makes the next one.
+///
+/// ```
+/// use mlpdex::StaticMap;
+/// use mlpdex::fst::Fst;
+/// use mlpdex::hybrid::StaticStage;
+///
+/// let old = Fst::from_sorted([(&b"a"[..], 1), (b"b", 2)])?;
+/// let new = old.merged([(&b"a"[..], None), (b"c", Some(3))])?;
+/// assert_eq!(new.iter().collect::<Vec<_>>(), [(b"b".to_vec(), 2), (b"c".to_vec(), 3)]);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 pub trait StaticStage: StaticMap + Sized {
     /// The builder a merge streams the merged entries into.
     type Builder: StaticMapBuilder<Map = Self>;

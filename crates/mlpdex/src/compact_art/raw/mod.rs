@@ -191,8 +191,8 @@ impl LeafAt {
         }
     }
 
-    /// Byte offset of its suffix (inline or out of line, the suffix follows the value; inline,
-    /// after the tag byte).
+    /// Its suffix (inline or out of line, the suffix follows the value; inline, after the tag
+    /// byte).
     #[inline(always)]
     pub(crate) fn suffix<'a>(&self, a: &'a [u8], inline: bool) -> &'a [u8] {
         bytes(a, self.at + 8 + inline as usize, self.len)
