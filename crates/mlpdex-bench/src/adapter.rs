@@ -99,6 +99,27 @@ pub trait BenchIndex: Sized + Send + Sync {
     fn hope_facts(&self) -> Option<HopeFacts> {
         None
     }
+
+    /// The merges the index ran since the last call, oldest first, for an index that rebuilds
+    /// part of itself in batches (the hybrid indexes). The runner drains them after the load
+    /// and after each run, so a record carries the merges its own operations ran.
+    fn take_merges(&mut self) -> Vec<Merge> {
+        Vec::new()
+    }
+}
+
+/// One merge of a hybrid index: its dynamic stage merged into a new static stage (an element
+/// of an index record's JSON field `merges`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Merge {
+    /// Entries written to the new static stage: the index's keys after the merge.
+    pub entries: u64,
+    /// Seconds the merge took (inside the write that triggered it).
+    pub secs: f64,
+    /// Bytes of the static stage before the merge.
+    pub old_bytes: u64,
+    /// Bytes of the new static stage (both exist during the merge).
+    pub new_bytes: u64,
 }
 
 /// The figures of a HOPE encoder in front of an index (the JSON fields `compression_rate`,

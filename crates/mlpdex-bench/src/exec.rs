@@ -408,6 +408,7 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                     *bytes_per_key,
                 );
                 r.hope = idx.hope_facts();
+                r.merges = idx.take_merges();
                 if let Some(l) = Latency::of(&mut samples) {
                     l.apply(&mut r.m);
                 }
@@ -472,6 +473,8 @@ fn load_index<I: BenchIndex>(
             .map(|note| format!("{name}: {note}")),
     );
     let bytes_per_key = owned as f64 / n.max(1) as f64;
+    // The load's merges go in its record, or nowhere when the load is not reported.
+    let merges = index.take_merges();
     let load = plan.report_load.then(|| {
         let mode = if I::CAPS.writes && load_threads == 1 {
             plan.load_mode
@@ -490,6 +493,7 @@ fn load_index<I: BenchIndex>(
         );
         r.hope = index.hope_facts();
         r.m.series = series;
+        r.merges = merges;
         Record::Index(r)
     });
     Ok(((index, bytes_per_key), load, notes))
@@ -529,6 +533,7 @@ fn record(
         bytes_per_key: Some(bytes_per_key),
         overhead_bytes_per_key: Some(bytes_per_key - plan.dataset.raw_bytes_per_key()),
         hope: None,
+        merges: Vec::new(),
     }
 }
 

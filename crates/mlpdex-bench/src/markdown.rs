@@ -11,13 +11,18 @@
 //! older file and the ratio of the two throughputs (above 1 = faster now), which is how a change
 //! is checked for slowdowns: compare the `vs ref` columns of the two runs, not absolute speed,
 //! on machines whose speed drifts.
+//!
+//! Records with merges (the hybrid indexes) add one table per (dataset, keys) after the
+//! others, one row per index: its merges, the last one's entries, time and static-stage
+//! sizes, and the least-squares line of merge time against entries (slope in ns per entry,
+//! intercept, R²), the figures of the `merge-*.svg` charts of [`crate::report`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::record::Record;
-use crate::report::{dedup_last, read_records};
+use crate::report::{dedup_last, fit_line, merge_groups, read_records, sanitise};
 
 /// The group a table stands for: dataset, keys, distribution, workload, mode, threads, batch,
 /// and the suite experiment (a reference measured in two experiments heads two tables, each
@@ -191,6 +196,7 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
         }
         writeln!(out)?;
     }
+    merge_tables(&mut out, &records)?;
     if before.is_some() {
         writeln!(
             out,
@@ -200,6 +206,53 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
         )?;
     }
     Ok(out)
+}
+
+/// The merge tables (see the module docs), nothing when no record has merges.
+fn merge_tables(out: &mut String, records: &[Record]) -> std::fmt::Result {
+    let mib = |b: u64| b as f64 / 1048576.0;
+    for ((dataset, keys), series) in merge_groups(records) {
+        writeln!(out, "## Merges: {dataset}, {} keys\n", thousands(keys))?;
+        writeln!(
+            out,
+            "Every merge of each index (its load's and its runs'): merge time against the \
+             entries written to the new static stage, fitted by least squares \
+             (`time = intercept + slope × entries`); drawn by `mlpdex-bench report` as \
+             `merge-{}-{keys}.svg`.\n",
+            sanitise(&dataset)
+        )?;
+        writeln!(
+            out,
+            "| index | merges | entries at last merge | last merge s | all merges s | \
+             ns/entry | intercept ms | R² | static MiB before → after last merge |"
+        )?;
+        writeln!(out, "|{}", "---|".repeat(9))?;
+        for (index, merges) in series {
+            let points: Vec<(f64, f64)> =
+                merges.iter().map(|m| (m.entries as f64, m.secs)).collect();
+            let fit = fit_line(&points);
+            // Merges are logged in the order they ran; the last is the largest.
+            let last = merges.last().copied();
+            writeln!(
+                out,
+                "| `{index}` | {} | {} | {} | {:.3} | {} | {} | {} | {} |",
+                merges.len(),
+                last.map_or("—".into(), |m| thousands(m.entries)),
+                last.map_or("—".into(), |m| format!("{:.3}", m.secs)),
+                merges.iter().map(|m| m.secs).sum::<f64>(),
+                opt(fit.map(|f| f.slope * 1e9), 1),
+                opt(fit.map(|f| f.intercept * 1e3), 2),
+                opt(fit.map(|f| f.r2), 4),
+                last.map_or("—".into(), |m| format!(
+                    "{:.1} → {:.1}",
+                    mib(m.old_bytes),
+                    mib(m.new_bytes)
+                )),
+            )?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 /// `10000000` as `10,000,000`.
@@ -358,6 +411,36 @@ mod tests {
         );
         assert!(md.contains("## rand-8, 1,000 keys, workload `c`"), "{md}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn merges_get_a_table_with_their_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut hybrid = rec("hybrid-cuckoo-trie-fst", 1.0);
+        if let Record::Index(i) = &mut hybrid {
+            i.merges = [4096u64, 45_056, 1_000_000]
+                .into_iter()
+                .map(|entries| crate::adapter::Merge {
+                    entries,
+                    secs: 1e-3 + 50e-9 * entries as f64,
+                    old_bytes: 9 * 1048576,
+                    new_bytes: 10 * 1048576,
+                })
+                .collect();
+        }
+        let json = write(dir.path(), "m.json", &[rec("btreemap", 1.0), hybrid]);
+        let md = render(&json, None, "t").unwrap();
+        assert!(md.contains("## Merges: rand-8, 1,000 keys"), "{md}");
+        assert!(
+            md.contains(
+                "| `hybrid-cuckoo-trie-fst` | 3 | 1,000,000 | 0.051 | 0.055 | 50.0 | 1.00 | \
+                 1.0000 | 9.0 → 10.0 |"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("`btreemap` | 0"), "no merges, no row: {md}");
+        let plain = write(dir.path(), "p.json", &[rec("btreemap", 1.0)]);
+        assert!(!render(&plain, None, "t").unwrap().contains("Merges"));
     }
 
     #[test]

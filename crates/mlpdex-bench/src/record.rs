@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapter::HopeFacts;
+use crate::adapter::{HopeFacts, Merge};
 use crate::exec::Mode;
 use crate::filter::{FilterKind, QueryKind};
 use crate::provenance::Provenance;
@@ -132,6 +132,11 @@ pub struct IndexRecord {
     /// For an index behind a HOPE encoder (`<index>+<scheme>`): the encoder's figures.
     #[serde(default)]
     pub hope: Option<HopeFacts>,
+    /// Every merge a hybrid index ran during the measured operations, oldest first, as
+    /// `{"entries":…,"secs":…,"old_bytes":…,"new_bytes":…}` objects. Empty for other indexes
+    /// and left out of their JSON; lines written before it was recorded read as empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merges: Vec<Merge>,
 }
 
 /// What a filter record timed.
@@ -413,6 +418,7 @@ pub(crate) mod tests {
             bytes_per_key: Some(40.0),
             overhead_bytes_per_key: Some(24.0),
             hope: None,
+            merges: Vec::new(),
         })
     }
 
@@ -488,6 +494,49 @@ pub(crate) mod tests {
             line.contains(r#""filter":{"family":"surf-real","bits":8}"#),
             "{line}"
         );
+    }
+
+    #[test]
+    fn merges_round_trip_and_are_left_out_when_empty() {
+        let plain = index_rec("btreemap", "load", 1.0);
+        let line = serde_json::to_string(&plain).unwrap();
+        assert!(!line.contains("merges"), "{line}");
+        assert_eq!(Record::from_json(&line).unwrap(), plain);
+
+        let mut hybrid = index_rec("hybrid-cuckoo-trie-fst", "load", 1.0);
+        if let Record::Index(r) = &mut hybrid {
+            r.merges = vec![
+                Merge {
+                    entries: 4096,
+                    secs: 0.000_5,
+                    old_bytes: 0,
+                    new_bytes: 40_000,
+                },
+                Merge {
+                    entries: 45_056,
+                    secs: 0.003,
+                    old_bytes: 40_000,
+                    new_bytes: 400_000,
+                },
+            ];
+        }
+        let line = serde_json::to_string(&hybrid).unwrap();
+        assert!(
+            line.contains(
+                r#""merges":[{"entries":4096,"secs":0.0005,"old_bytes":0,"new_bytes":40000},"#
+            ),
+            "{line}"
+        );
+        assert_eq!(Record::from_json(&line).unwrap(), hybrid);
+
+        // A line written before merges were recorded (it has no such field) reads as none.
+        let old = r#"{"kind":"index","index":"hybrid-cuckoo-trie-fst","dataset":"rand-8",
+            "keys":10,"ops":10,"seconds":1e-6,"mops":10.0,"ns_per_op":100.0,"workload":"load",
+            "distribution":"uniform","mode":"independent","threads":1,"batch":1,
+            "dram_rt_per_op":null,"bytes_per_key":20.0,"overhead_bytes_per_key":4.0,
+            "hope":null}"#;
+        let r = Record::from_json(old).unwrap();
+        assert!(r.as_index().unwrap().merges.is_empty());
     }
 
     #[test]

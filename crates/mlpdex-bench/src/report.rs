@@ -29,6 +29,14 @@
 //!    SuRF-Base is a single point. Families have fixed colours, the same on every such chart.
 //!    (A filter run's `build` and query records also appear in charts 1 and 2: Figures 4.5 and
 //!    4.6 in another form.)
+//! 4. **Merge time against size** (`merge-<dataset>-<keys>.svg`), only when index records carry
+//!    `merges` (the hybrid indexes, see [`crate::adapter::Merge`]): one chart per (dataset,
+//!    keys), each merge a point at (entries written to the new static stage, seconds) on linear
+//!    axes, one series per index with every merge of all its records (load and runs), and
+//!    through each series its least-squares line ([`fit_line`], affine), whose slope in ns per
+//!    entry and R² the legend gives. Points on their line mean a merge costs time linear in the
+//!    index's size, so the ratio trigger's amortised cost per write is constant; the slope is
+//!    that cost per key rewritten (memory-efficient-search-trees.txt §5.2).
 //!
 //! How: records are read and de-duplicated (the last record for an (index, dataset, keys,
 //! workload, distribution, mode, threads) wins, so a re-run measurement replaces the old one),
@@ -45,6 +53,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::adapter::Merge;
 use crate::filter::QueryKind;
 use crate::markdown::thousands;
 use crate::record::{FilterOp, Record, RecordKey};
@@ -72,10 +81,10 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
     Ok(records)
 }
 
-/// Writes the throughput, cost and (for filter records) false-positive-rate charts for the
-/// results in `json` into `out_dir` (created if missing) and returns the paths of the SVG files
-/// written: throughput charts first, then cost charts, then FPR charts, each in order of their
-/// group keys.
+/// Writes the throughput, cost, (for filter records) false-positive-rate and (for records with
+/// merges) merge charts for the results in `json` into `out_dir` (created if missing) and
+/// returns the paths of the SVG files written: throughput charts first, then cost charts, then
+/// FPR charts, then merge charts, each in order of their group keys.
 pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let records = dedup_last(read_records(json)?);
     std::fs::create_dir_all(out_dir)
@@ -206,7 +215,196 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
         let svg = fpr_chart(&title, rs)?;
         written.push(write_svg(out_dir, &name, &svg)?);
     }
+
+    // Chart 4: merge time against size, per dataset and keys.
+    for ((dataset, keys), series) in &merge_groups(&records) {
+        let name = names.claim(&format!("merge-{}-{keys}", sanitise(dataset)));
+        let title = format!(
+            "Merge time against size: {dataset}, {} keys",
+            thousands(*keys)
+        );
+        let svg = merge_chart(&title, series, &colours)?;
+        written.push(write_svg(out_dir, &name, &svg)?);
+    }
     Ok(written)
+}
+
+/// The merges of one index: its name and every merge of its records, in file order.
+pub(crate) type MergeSeries = (String, Vec<Merge>);
+
+/// The merges recorded in `records`, per (dataset, keys), then per index in order of first
+/// appearance (the order of a suite's index list); groups without merges are left out.
+pub(crate) fn merge_groups(records: &[Record]) -> BTreeMap<(String, u64), Vec<MergeSeries>> {
+    let mut groups: BTreeMap<(String, u64), Vec<MergeSeries>> = BTreeMap::new();
+    for r in records.iter().filter_map(Record::as_index) {
+        if r.merges.is_empty() {
+            continue;
+        }
+        let series = groups.entry((r.m.dataset.clone(), r.m.keys)).or_default();
+        match series.iter_mut().find(|(index, _)| *index == r.m.index) {
+            Some((_, merges)) => merges.extend_from_slice(&r.merges),
+            None => series.push((r.m.index.clone(), r.merges.clone())),
+        }
+    }
+    groups
+}
+
+/// A least-squares line `y = intercept + slope · x` and how well it fits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Fit {
+    /// Change of y per unit of x.
+    pub slope: f64,
+    /// y at x = 0.
+    pub intercept: f64,
+    /// Coefficient of determination, `1 − SS_res / SS_tot`: 1 when every point is on the line,
+    /// 0 when the line explains no more than y's mean does (1 when all y are equal and fitted).
+    pub r2: f64,
+}
+
+/// The affine least-squares line through `points` (x, y); `None` for fewer than two points,
+/// points that are not all finite, or points that all share one x.
+pub(crate) fn fit_line(points: &[(f64, f64)]) -> Option<Fit> {
+    if points.len() < 2 || points.iter().any(|p| !p.0.is_finite() || !p.1.is_finite()) {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    // Sums of centred products: exact for exact lines far from the origin too.
+    let (mut sxx, mut sxy, mut syy) = (0.0, 0.0, 0.0);
+    for &(x, y) in points {
+        let (dx, dy) = (x - mx, y - my);
+        sxx += dx * dx;
+        sxy += dx * dy;
+        syy += dy * dy;
+    }
+    if sxx <= 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let intercept = my - slope * mx;
+    let ss_res: f64 = points
+        .iter()
+        .map(|&(x, y)| (y - intercept - slope * x).powi(2))
+        .sum();
+    let r2 = if syy > 0.0 { 1.0 - ss_res / syy } else { 1.0 };
+    Some(Fit {
+        slope,
+        intercept,
+        r2,
+    })
+}
+
+/// The part of line `f` inside `[0, x1] × [0, y1]`, as its two ends (plotters does not clip
+/// what leaves the plotting area); `None` when the line misses the box.
+fn clip_line(f: Fit, x1: f64, y1: f64) -> Option<[(f64, f64); 2]> {
+    let (mut lo, mut hi) = (0.0, x1);
+    if f.slope == 0.0 {
+        if !(0.0..=y1).contains(&f.intercept) {
+            return None;
+        }
+    } else {
+        // Where the line crosses y = 0 and y = y1, in order of x.
+        let (a, b) = (-f.intercept / f.slope, (y1 - f.intercept) / f.slope);
+        lo = f64::max(lo, a.min(b));
+        hi = f64::min(hi, a.max(b));
+    }
+    let y = |x: f64| (f.intercept + f.slope * x).clamp(0.0, y1);
+    (lo < hi).then(|| [(lo, y(lo)), (hi, y(hi))])
+}
+
+/// Merge seconds against static-stage entries on linear axes: per index its points and its
+/// least-squares line, labelled with the line's slope (ns per entry) and R².
+fn merge_chart(title: &str, series: &[MergeSeries], colours: &Colours) -> anyhow::Result<String> {
+    let all = || series.iter().flat_map(|(_, m)| m);
+    let x_hi = all().map(|m| m.entries as f64).fold(0.0, f64::max);
+    let y_hi = all()
+        .map(|m| m.secs)
+        .filter(|s| s.is_finite())
+        .fold(0.0, f64::max);
+    let (x1, y1) = (
+        if x_hi > 0.0 { x_hi * 1.05 } else { 1.0 },
+        if y_hi > 0.0 { y_hi * 1.1 } else { 1.0 },
+    );
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 640)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, TITLE_FONT)
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1, 0.0..y1)
+            .map_err(plot_err)?;
+        let fmt = |v: &f64| compact(*v);
+        chart
+            .configure_mesh()
+            .x_desc("entries in the new static stage")
+            .y_desc("merge time (s)")
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&fmt)
+            .axis_desc_style(DESC_FONT)
+            .label_style(LABEL_FONT)
+            .light_line_style(BLACK.mix(0.05))
+            .bold_line_style(BLACK.mix(0.15))
+            .draw()
+            .map_err(plot_err)?;
+
+        let mut obstacles: Vec<[f64; 4]> = Vec::new();
+        let mut widest = 0.0f64;
+        for (shape, (index, merges)) in series.iter().enumerate() {
+            let colour = colours.of(index);
+            let points: Vec<(f64, f64)> = merges
+                .iter()
+                .map(|m| (m.entries as f64, m.secs))
+                .filter(|p| p.1.is_finite())
+                .collect();
+            let fit = fit_line(&points);
+            let legend = match fit {
+                Some(f) => format!(
+                    "{index}: {:.1} ns/entry, R² {:.3} ({} merges)",
+                    f.slope * 1e9,
+                    f.r2,
+                    points.len()
+                ),
+                None => format!("{index} ({} merges, no fit)", points.len()),
+            };
+            widest = widest.max(text_px(&legend, 14.0));
+            if let Some(segment) = fit.and_then(|f| clip_line(f, x1, y1)) {
+                // The legend avoids the line as it avoids the points.
+                let [(xa, ya), (xb, yb)] = segment;
+                for t in 0..=20 {
+                    let t = f64::from(t) / 20.0;
+                    let (px, py) = chart.backend_coord(&(xa + (xb - xa) * t, ya + (yb - ya) * t));
+                    let (px, py) = (f64::from(px), f64::from(py));
+                    obstacles.push([px - 2.0, px + 2.0, py - 2.0, py + 2.0]);
+                }
+                chart
+                    .draw_series(LineSeries::new(segment, colour.mix(0.8).stroke_width(2)))
+                    .map_err(plot_err)?;
+            }
+            for (k, &p) in points.iter().enumerate() {
+                let (px, py) = chart.backend_coord(&p);
+                let (px, py) = (f64::from(px), f64::from(py));
+                obstacles.push([px - 5.0, px + 5.0, py - 5.0, py + 5.0]);
+                let legend = (k == 0).then_some(legend.as_str());
+                draw_marker(&mut chart, shape, p, 0, 4, colour, legend, true)?;
+            }
+        }
+        let (xr, yr) = chart.plotting_area().get_pixel_range();
+        let legend = (widest + 60.0, 18.0 * series.len() as f64 + 20.0);
+        chart
+            .configure_series_labels()
+            .position(legend_corner(xr, yr, legend, &obstacles))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(LABEL_FONT)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
 }
 
 /// An FPR chart's records share (dataset, keys, query kind); charts of one dataset come in the
@@ -455,7 +653,7 @@ fn plural(n: u32) -> &'static str {
 
 /// Replaces every character outside `[A-Za-z0-9._-]` by `_` (so `u64:/a/b` becomes
 /// `u64__a_b`), strips leading dots, and bounds the length, giving a safe file-name part.
-fn sanitise(s: &str) -> String {
+pub(crate) fn sanitise(s: &str) -> String {
     let mut out: String = s
         .chars()
         .map(|c| {
@@ -1339,6 +1537,127 @@ mod tests {
             .unwrap();
         let svg = std::fs::read_to_string(fpr).unwrap();
         assert!(svg.contains("18 (0%)"), "the zero is labelled");
+    }
+
+    #[test]
+    fn an_exact_line_is_recovered_with_r2_one() {
+        let points: Vec<(f64, f64)> = (1..=10)
+            .map(|x| (f64::from(x), 3.0 + 2.0 * f64::from(x)))
+            .collect();
+        let f = fit_line(&points).unwrap();
+        assert_eq!((f.slope, f.intercept, f.r2), (2.0, 3.0, 1.0));
+        // Merge-like figures: 40 ns per entry through the origin, 4k to 10M entries.
+        let points: Vec<(f64, f64)> = (0..60)
+            .map(|i| {
+                let x = (4096.0 * 1.1f64.powi(i)).round();
+                (x, 40e-9 * x)
+            })
+            .collect();
+        let f = fit_line(&points).unwrap();
+        assert!((f.slope * 1e9 - 40.0).abs() < 1e-9, "{f:?}");
+        assert!(
+            f.intercept.abs() < 1e-12 && (f.r2 - 1.0).abs() < 1e-12,
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn a_noisy_line_fits_below_one_and_degenerate_inputs_do_not_fit() {
+        let f = fit_line(&[(0.0, 0.0), (1.0, 2.0), (2.0, 1.0), (3.0, 3.0)]).unwrap();
+        assert!((f.slope - 0.8).abs() < 1e-12 && (f.intercept - 0.3).abs() < 1e-12);
+        assert!((f.r2 - 0.64).abs() < 1e-12, "{f:?}");
+        assert_eq!(fit_line(&[(1.0, 1.0)]), None);
+        assert_eq!(fit_line(&[(2.0, 1.0), (2.0, 3.0)]), None);
+        assert_eq!(fit_line(&[(1.0, f64::NAN), (2.0, 3.0)]), None);
+        let flat = fit_line(&[(1.0, 5.0), (2.0, 5.0)]).unwrap();
+        assert_eq!((flat.slope, flat.r2), (0.0, 1.0));
+    }
+
+    #[test]
+    fn a_line_is_clipped_to_the_plot() {
+        let f = |slope, intercept| Fit {
+            slope,
+            intercept,
+            r2: 1.0,
+        };
+        assert_eq!(
+            clip_line(f(1.0, 0.0), 10.0, 5.0),
+            Some([(0.0, 0.0), (5.0, 5.0)])
+        );
+        assert_eq!(
+            clip_line(f(1.0, -2.0), 10.0, 20.0),
+            Some([(2.0, 0.0), (10.0, 8.0)])
+        );
+        assert_eq!(
+            clip_line(f(0.0, 1.0), 10.0, 5.0),
+            Some([(0.0, 1.0), (10.0, 1.0)])
+        );
+        assert_eq!(clip_line(f(1.0, -20.0), 10.0, 5.0), None);
+    }
+
+    fn merge_rec(index: &str, dataset: &str, workload: &str, ns_per_entry: f64) -> Record {
+        let mut r = rec(index, workload, 1.0, Some(20.0));
+        if let Record::Index(i) = &mut r {
+            i.m.dataset = dataset.into();
+            i.m.keys = 1_000_000;
+            let sizes: &[u64] = if workload == "load" {
+                &[4096, 45_056, 100_000, 500_000, 1_000_000]
+            } else {
+                &[1_050_000]
+            };
+            i.merges = sizes
+                .iter()
+                .map(|&entries| Merge {
+                    entries,
+                    secs: ns_per_entry * 1e-9 * entries as f64,
+                    old_bytes: entries * 9,
+                    new_bytes: entries * 10,
+                })
+                .collect();
+        }
+        r
+    }
+
+    #[test]
+    fn merges_get_a_chart_per_dataset_with_a_fit_per_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = [
+            rec("btreemap", "load", 2.0, Some(48.0)),
+            merge_rec("hybrid-a", "rand-8", "load", 40.0),
+            merge_rec("hybrid-b", "rand-8", "load", 120.0),
+            merge_rec("hybrid-a", "rand-8", "a", 40.0),
+            merge_rec("hybrid-a", "email", "load", 80.0),
+        ];
+        let json = write_lines(dir.path(), &records);
+        let written = write_report(&json, &dir.path().join("charts")).unwrap();
+        let merge: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("merge-"))
+            .collect();
+        assert_eq!(
+            merge,
+            ["merge-email-1000000.svg", "merge-rand-8-1000000.svg"]
+        );
+        let svg =
+            std::fs::read_to_string(dir.path().join("charts/merge-rand-8-1000000.svg")).unwrap();
+        // hybrid-a: its load's 5 merges and workload a's one, on one line.
+        assert!(
+            svg.contains("hybrid-a: 40.0 ns/entry, R² 1.000 (6 merges)"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("hybrid-b: 120.0 ns/entry, R² 1.000 (5 merges)"),
+            "{svg}"
+        );
+        assert!(!svg.contains("btreemap"), "no merges, no series");
+        assert!(svg.contains("merge time (s)") && svg.contains("1,000,000 keys"));
+        let groups = merge_groups(&records);
+        let rand: Vec<&str> = groups[&("rand-8".to_string(), 1_000_000)]
+            .iter()
+            .map(|(i, _)| i.as_str())
+            .collect();
+        assert_eq!(rand, ["hybrid-a", "hybrid-b"]);
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub(super) fn convert(value: serde_json::Value) -> Result<Record, String> {
         bytes_per_key: f.bytes_per_key,
         overhead_bytes_per_key: f.overhead_bytes_per_key,
         hope,
+        merges: Vec::new(),
     }))
 }
 
