@@ -279,6 +279,72 @@ pub trait ConcurrentOrderedMap<V: Clone>: Sync {
     }
 }
 
+/// A shared reference to a concurrent map is one too (every method takes `&self`), so code
+/// generic over [`ConcurrentOrderedMap`] can borrow a map it does not own.
+///
+/// ```
+/// use mlpdex::ConcurrentOrderedMap;
+/// use mlpdex::skiplist::SkipList;
+///
+/// fn fill<M: ConcurrentOrderedMap<u64>>(map: M) {
+///     map.insert(b"k", 1).unwrap();
+/// }
+/// let list = SkipList::new();
+/// fill(&list);
+/// assert_eq!(list.get_cloned(b"k"), Some(1));
+/// ```
+impl<V: Clone, M: ConcurrentOrderedMap<V>> ConcurrentOrderedMap<V> for &M {
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
+        (**self).get_with(key, f)
+    }
+
+    fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        (**self).insert(key, value)
+    }
+
+    fn remove(&self, key: &[u8]) -> Option<V> {
+        (**self).remove(key)
+    }
+
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+
+    fn memory_usage(&self) -> usize {
+        (**self).memory_usage()
+    }
+
+    fn lower_bound_with<R>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R> {
+        (**self).lower_bound_with(bound, f)
+    }
+
+    fn upper_bound_with<R>(
+        &self,
+        bound: Bound<&[u8]>,
+        f: impl FnOnce(&[u8], &V) -> R,
+    ) -> Option<R> {
+        (**self).upper_bound_with(bound, f)
+    }
+
+    fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        Rg: KeyRange,
+    {
+        (**self).visit_range(range, f)
+    }
+
+    fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
+    where
+        Rg: KeyRange,
+    {
+        (**self).visit_range_rev(range, f)
+    }
+}
+
 /// A lending cursor over a range of a [`StaticMap`]: keys are rebuilt into the cursor's own
 /// buffer (a succinct trie stores no key whole), so each item borrows the cursor until the next
 /// call. The zero-copy way to scan; [`StaticMap::range`] gives the same entries as an

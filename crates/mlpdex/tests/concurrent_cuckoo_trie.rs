@@ -141,54 +141,6 @@ const DIFF_STEPS_MIXED: usize = 8_000;
 /// Steps with [`KeyShape::Long`] (1–8 KiB keys: about 0.35 ms a step).
 const DIFF_STEPS_LONG: usize = 1_500;
 
-/// Lends a map to the driver (which owns what `make` returns), so that the test can audit the
-/// map after the run.
-struct Lent<'a>(&'a Map<u64>);
-
-impl ConcurrentOrderedMap<u64> for Lent<'_> {
-    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&u64) -> R) -> Option<R> {
-        self.0.get_with(key, f)
-    }
-    fn insert(&self, key: &[u8], value: u64) -> Result<Option<u64>, Error> {
-        self.0.insert(key, value)
-    }
-    fn remove(&self, key: &[u8]) -> Option<u64> {
-        self.0.remove(key)
-    }
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn memory_usage(&self) -> usize {
-        self.0.memory_usage()
-    }
-    fn lower_bound_with<R>(
-        &self,
-        bound: Bound<&[u8]>,
-        f: impl FnOnce(&[u8], &u64) -> R,
-    ) -> Option<R> {
-        self.0.lower_bound_with(bound, f)
-    }
-    fn upper_bound_with<R>(
-        &self,
-        bound: Bound<&[u8]>,
-        f: impl FnOnce(&[u8], &u64) -> R,
-    ) -> Option<R> {
-        self.0.upper_bound_with(bound, f)
-    }
-    fn visit_range<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
-    where
-        Rg: mlpdex::KeyRange,
-    {
-        self.0.visit_range(range, f);
-    }
-    fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &u64) -> ControlFlow<()>)
-    where
-        Rg: mlpdex::KeyRange,
-    {
-        self.0.visit_range_rev(range, f);
-    }
-}
-
 /// Every shape, `seeds` seeds each: a differential run, then `check_invariants()`.
 fn differential_suite(config: &str, cfg: fn() -> Config, seeds: &[u64]) {
     for shape in all_shapes() {
@@ -199,7 +151,7 @@ fn differential_suite(config: &str, cfg: fn() -> Config, seeds: &[u64]) {
         };
         for &seed in seeds {
             let map = ctrie::<u64>(cfg());
-            if let Err(d) = try_differential_concurrent(|| Lent(&map), shape, seed, steps) {
+            if let Err(d) = try_differential_concurrent(|| &map, shape, seed, steps) {
                 panic!("[config {config}] {d}");
             }
             audit(

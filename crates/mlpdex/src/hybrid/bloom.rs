@@ -5,6 +5,14 @@
 //! one cache line (and one hash of the key) however many probes it makes. At 10 bits a key
 //! the false-positive rate is about 1%. The filter only grows: keys leaving the dynamic stage
 //! (a remove) stay set until the next merge empties the stage and the filter with it.
+//!
+//! The bits are atomic words so that the [`ConcurrentHybrid`](super::ConcurrentHybrid) can set
+//! them through `&self` while readers test them ([`insert_shared`](Bloom::insert_shared));
+//! the single-threaded [`Hybrid`](super::Hybrid) sets them through `&mut self` with plain
+//! stores ([`insert`](Bloom::insert)), and a test is a plain load either way.
+
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::{Acquire, Release};
 
 use crate::substrate::hash::{hash_bytes, hash_u64};
 
@@ -14,14 +22,16 @@ const PROBES: u32 = 6;
 pub(crate) const BITS_PER_KEY: usize = 10;
 
 /// One cache line of bits.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Debug, Default)]
 #[repr(align(64))]
-struct Block([u64; 8]);
+struct Block([AtomicU64; 8]);
+
+const _: () = assert!(size_of::<Block>() == 64 && align_of::<Block>() == 64);
 
 /// A blocked Bloom filter sized for a number of keys.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Bloom {
-    blocks: Vec<Block>,
+    blocks: Box<[Block]>,
 }
 
 impl Bloom {
@@ -29,8 +39,21 @@ impl Bloom {
     pub(crate) fn with_capacity(keys: usize) -> Bloom {
         let blocks = (keys.max(1) * BITS_PER_KEY).div_ceil(512);
         Bloom {
-            blocks: vec![Block::default(); blocks],
+            blocks: (0..blocks).map(|_| Block::default()).collect(),
         }
+    }
+
+    /// The one-bits `key` sets in each word of its block, and the block.
+    #[inline(always)]
+    fn masks(&self, key: &[u8]) -> (usize, [u64; 8]) {
+        let (b, mut bits) = self.locate(key);
+        let mut masks = [0u64; 8];
+        for _ in 0..PROBES {
+            let bit = (bits & 511) as usize;
+            masks[bit / 64] |= 1 << (bit % 64);
+            bits >>= 9;
+        }
+        (b, masks)
     }
 
     /// The block of `key` and the hash that picks its bits.
@@ -41,27 +64,34 @@ impl Bloom {
         (block, hash_u64(h, 1))
     }
 
-    /// Records `key`.
+    /// Records `key` (plain stores: no other thread can see the filter).
     pub(crate) fn insert(&mut self, key: &[u8]) {
-        let (b, mut bits) = self.locate(key);
-        let block = &mut self.blocks[b].0;
-        for _ in 0..PROBES {
-            let bit = (bits & 511) as usize;
-            block[bit / 64] |= 1 << (bit % 64);
-            bits >>= 9;
+        let (b, masks) = self.masks(key);
+        for (word, mask) in self.blocks[b].0.iter_mut().zip(masks) {
+            *word.get_mut() |= mask;
+        }
+    }
+
+    /// Records `key` while other threads test the filter. The writer calls it before it puts
+    /// `key` in the stage the filter guards, so a reader that finds one of the key's bits
+    /// clear tested before that put took effect, and may skip the stage.
+    pub(crate) fn insert_shared(&self, key: &[u8]) {
+        let (b, masks) = self.masks(key);
+        for (word, mask) in self.blocks[b].0.iter().zip(masks) {
+            if mask != 0 && word.load(Acquire) & mask != mask {
+                word.fetch_or(mask, Release);
+            }
         }
     }
 
     /// False when `key` was certainly never inserted.
     #[inline]
     pub(crate) fn may_contain(&self, key: &[u8]) -> bool {
-        let (b, mut bits) = self.locate(key);
+        let (b, masks) = self.masks(key);
         let block = &self.blocks[b].0;
         let mut all = true;
-        for _ in 0..PROBES {
-            let bit = (bits & 511) as usize;
-            all &= block[bit / 64] >> (bit % 64) & 1 == 1;
-            bits >>= 9;
+        for (word, mask) in block.iter().zip(masks) {
+            all &= word.load(Acquire) & mask == mask;
         }
         all
     }

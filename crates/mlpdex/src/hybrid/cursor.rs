@@ -1,21 +1,11 @@
-//! Walking a range of a [`Hybrid`] from both ends: the two stages' ranges merged in key order.
-//!
-//! Each stage's range is read from both ends with one entry looked ahead at each end. An
-//! entry of the dynamic stage hides the static entry with the same key: its value replaces
-//! the static one, and a tombstone hides both. When one end of a stage's range runs dry, the
-//! entry looked ahead at its other end is the last one left, so it moves over; that is how
-//! the two ends meet without returning an entry twice.
+//! Walking a range of a [`Hybrid`] from both ends: the two stages' ranges merged in key order
+//! ([`Overlay`], which the [`ConcurrentHybrid`](super::ConcurrentHybrid)'s cursor uses too).
 
-use core::ops::Bound;
+use core::cmp::Ordering;
+use core::ops::{Bound, Deref};
 
 use super::{Hybrid, Slot, StaticStage};
 use crate::api::{ByValue, Entries, OrderedMap, RangeCursor};
-
-/// An entry of the dynamic stage, as its range returns it.
-type DynEntry<'a, D> = (
-    <D as OrderedMap<Slot>>::Key<'a>,
-    <D as OrderedMap<Slot>>::Value<'a>,
-);
 
 /// A lending cursor over a range of a [`Hybrid`], from both ends; keys borrow the cursor until
 /// its next step.
@@ -36,11 +26,52 @@ type DynEntry<'a, D> = (
 /// assert_eq!(c.next(), None);
 /// # Ok::<(), mlpdex::Error>(())
 /// ```
-pub struct Cursor<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> {
-    dynamic: D::Range<'a>,
-    stat: S::Cursor<'a>,
-    d_front: Option<DynEntry<'a, D>>,
-    d_back: Option<DynEntry<'a, D>>,
+pub struct Cursor<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a>(
+    Overlay<D::Key<'a>, D::Value<'a>, D::Range<'a>, S::Cursor<'a>>,
+);
+
+impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Cursor<'a, D, S> {
+    pub(super) fn new(map: &'a Hybrid<D, S>, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Self {
+        Cursor(Overlay::new(
+            map.dynamic.range((start, end)),
+            map.stat.cursor((start, end)),
+        ))
+    }
+
+    /// The next entry from the front.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<(&[u8], u64)> {
+        self.0.next()
+    }
+
+    /// The next entry from the back.
+    pub fn next_back(&mut self) -> Option<(&[u8], u64)> {
+        self.0.next_back()
+    }
+
+    /// Calls `f` on every remaining entry, front to back, without copying keys.
+    pub fn for_each(&mut self, f: impl FnMut(&[u8], u64)) {
+        RangeCursor::for_each(self, f);
+    }
+
+    /// The remaining keys, front to back.
+    pub fn collect_keys(&mut self) -> Vec<Vec<u8>> {
+        RangeCursor::collect_keys(self)
+    }
+}
+
+/// A range of dynamic entries (values and tombstones, from an iterator over both ends) laid
+/// over a range of static entries (from a lending cursor): the merge behind every hybrid
+/// cursor. Each side is read from both ends with one entry looked ahead at each end; a
+/// dynamic entry hides the static entry with its key (its value replaces the static one, a
+/// tombstone hides both). When one end of a side runs dry, the entry looked ahead at its
+/// other end is the last one left, so it moves over: that is how the two ends meet without
+/// returning an entry twice.
+pub(crate) struct Overlay<K, V, I, C> {
+    dynamic: I,
+    stat: C,
+    d_front: Option<(K, V)>,
+    d_back: Option<(K, V)>,
     /// Static entries looked ahead: the value, and the key in its own buffer.
     s_front: Option<u64>,
     s_front_key: Vec<u8>,
@@ -50,11 +81,17 @@ pub struct Cursor<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> {
     out: Vec<u8>,
 }
 
-impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Cursor<'a, D, S> {
-    pub(super) fn new(map: &'a Hybrid<D, S>, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Self {
-        Cursor {
-            dynamic: map.dynamic.range((start, end)),
-            stat: map.stat.cursor((start, end)),
+impl<K, V, I, C> Overlay<K, V, I, C>
+where
+    K: AsRef<[u8]>,
+    V: Deref<Target = Slot>,
+    I: DoubleEndedIterator<Item = (K, V)>,
+    C: RangeCursor,
+{
+    pub(crate) fn new(dynamic: I, stat: C) -> Self {
+        Overlay {
+            dynamic,
+            stat,
             d_front: None,
             d_back: None,
             s_front: None,
@@ -65,7 +102,7 @@ impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Cursor<'a, D, S> {
         }
     }
 
-    /// Looks one entry ahead at the front of both stages.
+    /// Looks one entry ahead at the front of both sides.
     fn fill_front(&mut self) {
         if self.d_front.is_none() {
             self.d_front = self.dynamic.next().or_else(|| self.d_back.take());
@@ -87,7 +124,7 @@ impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Cursor<'a, D, S> {
         }
     }
 
-    /// Looks one entry ahead at the back of both stages.
+    /// Looks one entry ahead at the back of both sides.
     fn fill_back(&mut self) {
         if self.d_back.is_none() {
             self.d_back = self.dynamic.next_back().or_else(|| self.d_front.take());
@@ -110,25 +147,22 @@ impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Cursor<'a, D, S> {
     }
 
     /// The next entry from the front.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<(&[u8], u64)> {
+    pub(crate) fn next(&mut self) -> Option<(&[u8], u64)> {
         loop {
             self.fill_front();
             let take_dynamic = match (&self.d_front, self.s_front) {
                 (None, None) => return None,
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
-                (Some((k, _)), Some(_)) => {
-                    match k.as_ref().cmp(&self.s_front_key[..]) {
-                        core::cmp::Ordering::Less => true,
-                        core::cmp::Ordering::Greater => false,
-                        core::cmp::Ordering::Equal => {
-                            // The dynamic entry hides the static one.
-                            self.s_front = None;
-                            true
-                        }
+                (Some((k, _)), Some(_)) => match k.as_ref().cmp(&self.s_front_key[..]) {
+                    Ordering::Less => true,
+                    Ordering::Greater => false,
+                    Ordering::Equal => {
+                        // The dynamic entry hides the static one.
+                        self.s_front = None;
+                        true
                     }
-                }
+                },
             };
             if take_dynamic {
                 let (k, v) = self.d_front.take().expect("looked ahead");
@@ -146,7 +180,7 @@ impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Cursor<'a, D, S> {
     }
 
     /// The next entry from the back.
-    pub fn next_back(&mut self) -> Option<(&[u8], u64)> {
+    pub(crate) fn next_back(&mut self) -> Option<(&[u8], u64)> {
         loop {
             self.fill_back();
             let take_dynamic = match (&self.d_back, self.s_back) {
@@ -154,9 +188,9 @@ impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Cursor<'a, D, S> {
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
                 (Some((k, _)), Some(_)) => match k.as_ref().cmp(&self.s_back_key[..]) {
-                    core::cmp::Ordering::Greater => true,
-                    core::cmp::Ordering::Less => false,
-                    core::cmp::Ordering::Equal => {
+                    Ordering::Greater => true,
+                    Ordering::Less => false,
+                    Ordering::Equal => {
                         self.s_back = None;
                         true
                     }
@@ -176,16 +210,6 @@ impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> Cursor<'a, D, S> {
             }
         }
     }
-
-    /// Calls `f` on every remaining entry, front to back, without copying keys.
-    pub fn for_each(&mut self, f: impl FnMut(&[u8], u64)) {
-        RangeCursor::for_each(self, f);
-    }
-
-    /// The remaining keys, front to back.
-    pub fn collect_keys(&mut self) -> Vec<Vec<u8>> {
-        RangeCursor::collect_keys(self)
-    }
 }
 
 impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> core::fmt::Debug for Cursor<'a, D, S> {
@@ -202,11 +226,11 @@ impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> core::fmt::Debug for Ran
 
 impl<'a, D: OrderedMap<Slot> + 'a, S: StaticStage + 'a> RangeCursor for Cursor<'a, D, S> {
     fn next(&mut self) -> Option<(&[u8], u64)> {
-        Cursor::next(self)
+        self.0.next()
     }
 
     fn next_back(&mut self) -> Option<(&[u8], u64)> {
-        Cursor::next_back(self)
+        self.0.next_back()
     }
 }
 

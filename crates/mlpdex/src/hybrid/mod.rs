@@ -69,6 +69,7 @@
 //! - Single-threaded (`&mut self` writes); `Hybrid` is `Send + Sync` when its stages are.
 
 mod bloom;
+pub mod concurrent;
 mod cursor;
 mod secondary;
 mod stage;
@@ -77,6 +78,7 @@ use core::fmt;
 use core::ops::Bound;
 use std::time::{Duration, Instant};
 
+pub use concurrent::ConcurrentHybrid;
 pub use cursor::{Cursor, Range};
 pub use secondary::{Pairs, Secondary, Values};
 pub use stage::{DynamicStage, StaticStage};
@@ -170,6 +172,9 @@ pub struct MergeStats {
     pub last_old_bytes: usize,
     /// See `last_old_bytes`.
     pub last_new_bytes: usize,
+    /// Merges that failed (the entries stay where they were, readable, and a later write
+    /// tries again).
+    pub failures: u64,
 }
 
 /// A hybrid index (see the module docs): dynamic stage `D`, static stage `S`.
@@ -374,7 +379,13 @@ impl<D: DynamicStage, S: StaticStage> Hybrid<D, S> {
             };
             (k, v)
         });
-        let new = self.stat.merged(updates)?;
+        let new = match self.stat.merged(updates) {
+            Ok(new) => new,
+            Err(e) => {
+                self.stats.failures += 1;
+                return Err(e);
+            }
+        };
         debug_assert_eq!(new.len(), self.len);
         let new_bytes = new.memory_usage();
         self.stat = new;
@@ -392,6 +403,7 @@ impl<D: DynamicStage, S: StaticStage> Hybrid<D, S> {
             last_entries: self.len,
             last_old_bytes: old_bytes,
             last_new_bytes: new_bytes,
+            failures: self.stats.failures,
         };
         Ok(())
     }
