@@ -100,6 +100,20 @@ pub trait BenchIndex: Sized + Send + Sync {
         None
     }
 
+    /// Called at the end of the load, inside its timing and before its memory is measured:
+    /// an index that works in the background finishes that work (a load is done when the
+    /// index has settled). By default nothing.
+    fn finish_load(&mut self) {}
+
+    /// Called before each measured run, after the load: an index that works in the
+    /// background can finish that work first, or start background work the run is to be
+    /// measured under (the `-merging` hybrid). By default nothing.
+    fn before_run(&mut self) {}
+
+    /// Called after each measured run, before its record is made: stops what
+    /// [`before_run`](Self::before_run) started. By default nothing.
+    fn after_run(&mut self) {}
+
     /// The merges the index ran since the last call, oldest first, for an index that rebuilds
     /// part of itself in batches (the hybrid indexes). The runner drains them after the load
     /// and after each run, so a record carries the merges its own operations ran.

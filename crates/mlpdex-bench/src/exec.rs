@@ -385,6 +385,7 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                     )))?;
                     continue;
                 }
+                idx.before_run();
                 let (secs, mut samples) = if threads == 1 {
                     time_exclusive(idx, &run.ops, run.mode, plan.sample_every, plan.batch)
                 } else {
@@ -397,6 +398,7 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                         plan.batch,
                     )
                 };
+                idx.after_run();
                 let mut r = record(
                     name,
                     plan,
@@ -453,6 +455,7 @@ fn load_index<I: BenchIndex>(
             );
         }
     }
+    index.finish_load();
     let load_seconds = start.elapsed().as_secs_f64();
     let owned = allocated_bytes().saturating_sub(before) + index.mapped_bytes();
     if let (Some(huge), Some(anon)) = (

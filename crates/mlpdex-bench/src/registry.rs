@@ -18,6 +18,7 @@ use crate::exec::{self, Driver, Plan};
 use crate::names;
 use crate::ours::compact_art::CompactArtIndex;
 use crate::ours::compact_btree::CompactBTreeIndex;
+use crate::ours::concurrent_hybrid::ConcurrentHybridIndex;
 use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 use crate::ours::fst::FstIndex;
 use crate::ours::hope::{Encoded, select_scheme, split_name};
@@ -239,6 +240,20 @@ pub const INDEXES: &[Entry] = &[
         kind: Kind::Main,
         keys: KeyWidth::Any,
         run: exec::serve::<HybridIndex<mlpdex::compact_art::CompactArt>>,
+    },
+    Entry {
+        name: "hybrid-cuckoo-trie-concurrent-compact-art",
+        about: "mlpdex ConcurrentHybrid: concurrent Cuckoo Trie + compact ART, ratio 10, merges on their own thread; runs start with no merge under way",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: exec::serve::<ConcurrentHybridIndex<mlpdex::compact_art::CompactArt, false>>,
+    },
+    Entry {
+        name: "hybrid-cuckoo-trie-concurrent-compact-art-merging",
+        about: "the same, every run measured while a merge driver keeps a merge under way (re-inserting 1,024 stored entries and merging, again and again)",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: exec::serve::<ConcurrentHybridIndex<mlpdex::compact_art::CompactArt, true>>,
     },
     Entry {
         name: "hybrid-cuckoo-trie-compact-btree",

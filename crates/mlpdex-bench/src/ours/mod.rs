@@ -2,6 +2,7 @@
 
 pub mod compact_art;
 pub mod compact_btree;
+pub mod concurrent_hybrid;
 pub mod cuckoo_trie;
 pub mod fst;
 pub mod hope;

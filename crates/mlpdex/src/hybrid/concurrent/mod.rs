@@ -378,6 +378,16 @@ impl<S: StaticStage + Send + Sync + 'static> ConcurrentHybrid<S> {
         self.range(.., guard)
     }
 
+    /// Bytes of the dynamic stages' table mappings (see
+    /// [`ConcurrentCuckooTrie::mapped_bytes`](crate::cuckoo_trie::ConcurrentCuckooTrie::mapped_bytes));
+    /// part of [`memory_usage`](Self::memory_usage).
+    pub fn mapped_bytes(&self) -> usize {
+        let guard = pin();
+        let stages = self.inner.current.load(&guard);
+        stages.dynamic.trie.mapped_bytes()
+            + stages.frozen.as_ref().map_or(0, |f| f.trie.mapped_bytes())
+    }
+
     /// Bytes of memory owned: the stages published now (while a merge builds, the new
     /// static stage is not counted until it is swapped in) and the filters.
     pub fn memory_usage(&self) -> usize {
