@@ -69,6 +69,7 @@ pub mod api;
 pub mod compact_art;
 pub mod compact_btree;
 pub mod cuckoo_trie;
+pub mod dynamic_surf;
 pub mod epoch;
 mod error;
 pub mod hope;

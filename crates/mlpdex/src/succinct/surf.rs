@@ -70,6 +70,7 @@ use crate::api::RangeFilter;
 use crate::fst::TrieStats;
 use crate::key::{after_start, before_end, is_empty_range};
 use crate::substrate::frozen::{Shared, StableDeref};
+use crate::substrate::{BitVec, FrozenBits};
 use crate::succinct::raw::build::LevelBuilder;
 use crate::succinct::raw::format::{self, SURF_MAGIC};
 use crate::succinct::raw::suffix::{FixedSuffixes, SuffixKind};
@@ -103,7 +104,7 @@ impl SurfKind {
         self.suffix().validate()
     }
 
-    fn suffix(self) -> SuffixKind {
+    pub(crate) fn suffix(self) -> SuffixKind {
         match self {
             SurfKind::Base => SuffixKind::None,
             SurfKind::Hash(n) => SuffixKind::Hash(n),
@@ -182,6 +183,7 @@ impl SurfBuilder {
             len: self.levels.keys,
             kind: self.kind,
             ratio: self.ratio,
+            degraded: None,
         })
     }
 }
@@ -195,6 +197,11 @@ pub struct Surf {
     len: usize,
     kind: SurfKind,
     ratio: u32,
+    /// Leaves whose suffix bits no longer describe every key they stand for, which therefore
+    /// answer as SuRF-Base leaves (no bit check, order unknown): set only by
+    /// [`dynamic_surf`](crate::dynamic_surf), which owns it and never hands such a filter
+    /// out; `None` for every filter built or loaded here (`to_bytes` does not write it).
+    degraded: Option<FrozenBits>,
 }
 
 impl Surf {
@@ -429,7 +436,9 @@ impl Surf {
 
     /// Bytes of memory owned: trie, directories and suffix bits.
     pub fn memory_usage(&self) -> usize {
-        self.trie.memory_usage() + self.fixed.as_ref().map_or(0, FixedSuffixes::memory_usage)
+        self.trie.memory_usage()
+            + self.fixed.as_ref().map_or(0, FixedSuffixes::memory_usage)
+            + self.degraded.as_ref().map_or(0, FrozenBits::memory_usage)
     }
 
     /// Serializes the filter (the FST format with magic `MLPDSURF`).
@@ -480,6 +489,7 @@ impl Surf {
             len: img.keys as usize,
             kind,
             ratio: img.ratio,
+            degraded: None,
         })
     }
 
@@ -495,6 +505,13 @@ impl Surf {
                 .fixed
                 .as_ref()
                 .is_none_or(|f| f.may_match(leaf, key, depth))
+            || self.is_degraded(leaf)
+    }
+
+    /// Whether leaf `leaf` answers as a SuRF-Base leaf (see the `degraded` field).
+    #[inline]
+    fn is_degraded(&self, leaf: usize) -> bool {
+        self.degraded.as_ref().is_some_and(|d| d.bit(leaf))
     }
 
     /// Orders the key of the leaf at `pos` on `level` against `key` by real bits, when the trie
@@ -502,7 +519,99 @@ impl Surf {
     #[inline]
     fn leaf_cmp(&self, key: &[u8], level: usize, pos: usize) -> Option<Ordering> {
         let f = self.fixed.as_ref().filter(|f| f.has_real())?;
-        f.cmp_real(self.trie.leaf(level, pos), key, level + 1)
+        let leaf = self.trie.leaf(level, pos);
+        if self.is_degraded(leaf) {
+            return None;
+        }
+        f.cmp_real(leaf, key, level + 1)
+    }
+}
+
+// Entry points for `dynamic_surf`, which rebuilds a SuRF from the entries of another (the only
+// other reader of these items; no existing answer changes).
+impl SurfBuilder {
+    /// A builder whose [`push_carried`](Self::push_carried) takes each item's hash bits from
+    /// the caller (kinds without hash bits ignore them).
+    pub(crate) fn carrying(kind: SurfKind, ratio: u32) -> Result<Self, Error> {
+        let mut b = Self::with_dense_ratio(kind, ratio)?;
+        b.levels.given_hash = true;
+        Ok(b)
+    }
+
+    /// Appends `item` with `hash` as its hash bits (real bits are computed from `item` at
+    /// the depth its leaf gets); errors as [`push`](Self::push). Only on a builder made by
+    /// [`carrying`](Self::carrying), whose plain `push` would store hash bits 0.
+    pub(crate) fn push_carried(&mut self, item: &[u8], hash: u64) -> Result<(), Error> {
+        debug_assert!(self.levels.given_hash);
+        self.levels.push(item, hash)
+    }
+}
+
+impl Surf {
+    /// The dense ratio the filter was built with.
+    pub(crate) fn dense_ratio(&self) -> u32 {
+        self.ratio
+    }
+
+    /// Marks the leaves set in `leaves` (one bit per leaf) degraded: they answer as SuRF-Base
+    /// leaves from now on. `None` clears the marks.
+    pub(crate) fn set_degraded(&mut self, leaves: Option<BitVec>) {
+        debug_assert!(
+            leaves
+                .as_ref()
+                .is_none_or(|b| b.len() == self.trie.leaves())
+        );
+        self.degraded = leaves.filter(|b| b.count_ones() > 0).map(FrozenBits::from);
+    }
+
+    /// The degraded-leaf marks, when any.
+    pub(crate) fn degraded(&self) -> Option<&FrozenBits> {
+        self.degraded.as_ref()
+    }
+
+    /// Number of leaves in the trie (stored keys but the empty one).
+    pub(crate) fn leaves(&self) -> usize {
+        self.trie.leaves()
+    }
+}
+
+impl SurfCursor<'_> {
+    /// Leaf number of the current entry (the index of its suffix bits). Requires a valid
+    /// cursor.
+    pub(crate) fn leaf(&self) -> usize {
+        self.path.leaf(&self.surf.trie)
+    }
+
+    /// True when the current entry is a prefix key: it stands for exactly the key
+    /// [`prefix`](Self::prefix), a proper prefix of the next entry's.
+    pub(crate) fn is_prefix_key(&self) -> bool {
+        self.path.is_term()
+    }
+
+    /// True when the current entry is degraded (answers as a SuRF-Base leaf).
+    pub(crate) fn is_degraded(&self) -> bool {
+        self.path.is_valid() && self.surf.is_degraded(self.leaf())
+    }
+
+    /// The hash bits stored for the current entry (0 without hash bits or when not valid).
+    pub(crate) fn hash_suffix(&self) -> u64 {
+        match (&self.surf.fixed, self.path.is_valid()) {
+            (Some(f), true) => f.hash(self.leaf()),
+            _ => 0,
+        }
+    }
+
+    /// Whether the current entry admits `key`, which starts with its
+    /// [`prefix`](Self::prefix): what [`Surf::may_contain`] answers for `key` when its walk
+    /// ends here (a prefix key admits only itself).
+    pub(crate) fn admits(&self, key: &[u8]) -> bool {
+        let prefix = self.prefix();
+        debug_assert!(key.starts_with(prefix));
+        if self.is_prefix_key() {
+            return key == prefix;
+        }
+        self.surf
+            .leaf_may_match(self.leaf(), key, prefix.len(), self.path.level())
     }
 }
 
@@ -707,7 +816,14 @@ impl SurfCursor<'_> {
     /// bits or when not valid).
     pub fn real_suffix(&self) -> (u64, u32) {
         match (&self.surf.fixed, self.path.is_valid()) {
-            (Some(f), true) => f.real(self.path.leaf(&self.surf.trie)),
+            (Some(f), true) => {
+                let leaf = self.path.leaf(&self.surf.trie);
+                if self.surf.is_degraded(leaf) {
+                    (0, 0)
+                } else {
+                    f.real(leaf)
+                }
+            }
             _ => (0, 0),
         }
     }

@@ -57,6 +57,9 @@ pub(crate) struct LevelBuilder {
     /// Value of the empty key, when pushed.
     pub(crate) empty: Option<u64>,
     pub(crate) keys: usize,
+    /// Fixed-width kinds take each key's hash bits from its pushed value instead of hashing
+    /// the key (a rebuild from stored entries, `dynamic_surf`); off by default.
+    pub(crate) given_hash: bool,
 }
 
 impl LevelBuilder {
@@ -67,6 +70,7 @@ impl LevelBuilder {
             pending: None,
             empty: None,
             keys: 0,
+            given_hash: false,
         }
     }
 
@@ -144,7 +148,7 @@ impl LevelBuilder {
         if terminator {
             self.level(leaf_level).push(TERMINATOR, false, true);
         }
-        let kind = self.kind;
+        let (kind, given_hash) = (self.kind, self.given_hash);
         let lv = &mut self.levels[leaf_level];
         match kind {
             SuffixKind::None => lv.values.push(value),
@@ -158,6 +162,7 @@ impl LevelBuilder {
                 }
                 lv.suffix_ends.push(true);
             }
+            _ if given_hash => lv.fixed.push(kind.entry_with_hash(key, depth, value)),
             _ => lv.fixed.push(kind.entry(key, depth)),
         }
     }

@@ -87,10 +87,26 @@ impl SuffixKind {
 
     /// The fixed-width entry of `key`, whose unique prefix is `key[..depth]`.
     pub(crate) fn entry(self, key: &[u8], depth: usize) -> u64 {
+        self.entry_with_hash(key, depth, self.key_hash(key))
+    }
+
+    /// The hash bits of `key`'s entry (0 for kinds without hash bits, without hashing).
+    #[inline]
+    pub(crate) fn key_hash(self, key: &[u8]) -> u64 {
+        match self.hash_bits() {
+            0 => 0,
+            h => hash_bytes(key, HASH_SEED) & mask(h),
+        }
+    }
+
+    /// The fixed-width entry of `key` at `depth` with the given hash bits instead of the key's
+    /// own: a rebuild from stored entries (`dynamic_surf`) carries hash bits it cannot
+    /// recompute. `entry(key, depth)` is `entry_with_hash(key, depth, key_hash(key))`.
+    pub(crate) fn entry_with_hash(self, key: &[u8], depth: usize, hash: u64) -> u64 {
         let (h, r) = (self.hash_bits(), self.real_bits());
         let mut v = 0;
         if h > 0 {
-            v = hash_bytes(key, HASH_SEED) & mask(h);
+            v = hash & mask(h);
         }
         if r > 0 {
             // `h + r <= 64`, and `h == 0` when `r == 64`.
@@ -361,6 +377,15 @@ impl FixedSuffixes {
     pub(crate) fn real(&self, i: usize) -> (u64, u32) {
         let r = self.kind.real_bits();
         (self.get(i) & mask(r), r)
+    }
+
+    /// The hash bits of leaf `i` (0 without hash bits).
+    pub(crate) fn hash(&self, i: usize) -> u64 {
+        match self.kind.hash_bits() {
+            0 => 0,
+            // `h + r <= 64`, and `r == 0` when `h == 64`.
+            h => (self.get(i) >> self.kind.real_bits()) & mask(h),
+        }
     }
 
     pub(crate) fn memory_usage(&self) -> usize {

@@ -138,6 +138,12 @@ impl Path {
         &self.key
     }
 
+    /// True when the current leaf is a prefix key (a terminator): its key is exactly
+    /// [`key`](Self::key), which is a proper prefix of the next leaf's.
+    pub(crate) fn is_term(&self) -> bool {
+        self.term
+    }
+
     /// Level of the current leaf.
     pub(crate) fn level(&self) -> usize {
         self.pos.len().saturating_sub(1)
