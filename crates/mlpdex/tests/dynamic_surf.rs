@@ -846,3 +846,83 @@ fn fpr_drift_table() {
         }
     }
 }
+
+/// A filter grown from empty by merges alone drifts; `rebuild` from the key set makes it
+/// answer exactly as a SuRF built over that set and the dynamic stage's keys, drops the keys
+/// left out (deletes), and refuses unsorted input without changing anything.
+#[test]
+fn rebuild_answers_as_a_fresh_surf_and_applies_deletes() {
+    for kind in [SurfKind::Base, SurfKind::Hash(8), SurfKind::Real(8)] {
+        let cfg = Config {
+            ratio: 10,
+            min_merge: 64,
+        };
+        let mut f = DynamicSurf::with_config(kind, cfg).unwrap();
+        let mut rng = TestRng::new(0xB1D);
+        let mut keys = BTreeSet::new();
+        while keys.len() < 20_000 {
+            let k = rng.next_u64().to_be_bytes().to_vec();
+            f.insert(&k).unwrap();
+            keys.insert(k);
+        }
+        assert!(f.stats().merges > 10);
+        // The store keeps every other key; three late keys sit in the dynamic stage.
+        let kept: Vec<Vec<u8>> = keys.iter().step_by(2).cloned().collect();
+        let late: Vec<Vec<u8>> = (0..3).map(|i| vec![0x80, i]).collect();
+        f.merge().unwrap();
+        for k in &late {
+            f.insert(k).unwrap();
+        }
+        // Unsorted input is an error and changes nothing.
+        let before = (f.len(), f.stats(), f.dynamic_len());
+        let unsorted = [b"b".to_vec(), b"a".to_vec()];
+        assert!(matches!(
+            f.rebuild(&unsorted),
+            Err(Error::OutOfOrder { .. })
+        ));
+        assert_eq!((f.len(), f.stats(), f.dynamic_len()), before);
+
+        let union: BTreeSet<Vec<u8>> = kept.iter().chain(&late).cloned().collect();
+        let fresh = Surf::from_sorted(kind, &union).unwrap();
+        let probes: Vec<[u8; 8]> = (0..20_000).map(|_| rng.next_u64().to_be_bytes()).collect();
+        let admitted = |g: &dyn Fn(&[u8]) -> bool| probes.iter().filter(|p| g(&p[..])).count();
+        let drifted = admitted(&|p| f.may_contain(p));
+        let fresh_fp = admitted(&|p| fresh.may_contain(p));
+        assert!(
+            drifted > fresh_fp,
+            "{kind:?}: no drift to undo ({drifted} vs {fresh_fp})"
+        );
+
+        f.rebuild(&kept).unwrap();
+        assert_eq!(f.len(), union.len());
+        assert_eq!(
+            (f.dynamic_len(), f.stats().rebuilds, f.stats().degraded),
+            (0, 1, 0)
+        );
+        for k in &union {
+            assert!(f.may_contain(k), "{kind:?}: {k:?} lost by the rebuild");
+        }
+        for _ in 0..20_000 {
+            let p = rng.next_u64().to_be_bytes();
+            assert_eq!(
+                f.may_contain(&p),
+                fresh.may_contain(&p),
+                "{kind:?}: probe {p:?}"
+            );
+            let hi = p.map(|b| b | 0x0F);
+            assert_eq!(
+                f.may_contain_range(&p[..]..=&hi[..]),
+                fresh.may_contain_range(&p[..]..=&hi[..]),
+                "{kind:?}: range from {p:?}"
+            );
+        }
+        // Keys dropped by the store are answered as a fresh SuRF without them answers.
+        for k in keys.iter().skip(1).step_by(2) {
+            assert_eq!(
+                f.may_contain(k),
+                fresh.may_contain(k),
+                "{kind:?}: dropped {k:?}"
+            );
+        }
+    }
+}

@@ -42,10 +42,11 @@
 //!   drifts towards 100% (table below). A merge sees only the old entries' prefixes, never
 //!   the keys behind them, so it can never cut an entry deeper: an entry keeps the region (the
 //!   keys starting with its prefix) its neighbours gave it when it was built, while a fresh
-//!   build over the grown set would refine it. Rebuild from the original keys when they are
-//!   at hand.
-//! - When keys are deleted: an entry stands for keys it no longer knows, so nothing can be
-//!   removed.
+//!   build over the grown set would refine it. Where the whole key set is at hand now and
+//!   then (a store's compactions), [`rebuild`](DynamicSurf::rebuild) from it: the filter then
+//!   answers exactly as a SuRF built over those keys, drift undone and deletes applied.
+//! - When keys are deleted and the remaining set is never at hand: an entry stands for keys
+//!   it no longer knows, so nothing can be removed.
 //! - For point queries only: a Bloom filter is smaller and does not drift.
 //!
 //! # What it is
@@ -148,7 +149,7 @@ use crate::KeyRange;
 use crate::api::RangeFilter;
 use crate::cuckoo_trie::CuckooTrie;
 use crate::key::{before_end, is_empty_range};
-use crate::surf::{Surf, SurfKind};
+use crate::surf::{Surf, SurfBuilder, SurfKind};
 
 /// When a [`DynamicSurf`] merges.
 ///
@@ -214,7 +215,9 @@ impl Config {
 pub struct MergeStats {
     /// Merges run.
     pub merges: u64,
-    /// Time spent merging, in all.
+    /// Rebuilds from a full key set ([`DynamicSurf::rebuild`]).
+    pub rebuilds: u64,
+    /// Time spent merging and rebuilding, in all.
     pub total: Duration,
     /// The last merge's time.
     pub last: Duration,
@@ -428,6 +431,69 @@ impl DynamicSurf {
         s.entries = self.stat.len();
         s.degraded = self.stat.degraded().map_or(0, |d| d.iter_ones().count());
         debug_assert!(s.degraded >= merged.newly_degraded);
+        Ok(())
+    }
+
+    /// Replaces the static stage with a SuRF built fresh from `keys` (strictly increasing;
+    /// errors as [`Surf::from_sorted`]) and the keys of the dynamic stage, which it empties:
+    /// the filter of exactly those keys, as good as a [`Surf`] built over them. This is how to
+    /// undo the drift of merges and how deletes reach the filter, whenever the key set is at
+    /// hand (a store streams it at a compaction). Keys inserted earlier and missing from
+    /// `keys` are no longer promised; every key of `keys` and of the dynamic stage is. On error
+    /// nothing changes.
+    ///
+    /// ```
+    /// use mlpdex::dynamic_surf::{Config, DynamicSurf};
+    /// use mlpdex::surf::SurfKind;
+    ///
+    /// let mut f = DynamicSurf::with_config(SurfKind::Real(8), Config { ratio: 10, min_merge: 16 })?;
+    /// let keys: Vec<String> = (0..1000).map(|i| format!("key{i:04}")).collect();
+    /// for k in &keys {
+    ///     f.insert(k.as_bytes())?;
+    /// }
+    /// f.merge()?;
+    /// f.insert(b"late")?; // in the dynamic stage, so kept by the rebuild
+    /// // The store deleted the odd keys; rebuild from what it holds now.
+    /// f.rebuild(keys.iter().step_by(2))?;
+    /// assert!(f.may_contain(b"key0998") && f.may_contain(b"late"));
+    /// assert_eq!(f.stats().degraded, 0);
+    /// assert_eq!(f.len(), 501);
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    pub fn rebuild<K: AsRef<[u8]>>(
+        &mut self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Result<(), Error> {
+        let start = Instant::now();
+        let mut b = SurfBuilder::with_dense_ratio(self.kind(), self.stat.dense_ratio())?;
+        let mut pending = self.dynamic.keys().peekable();
+        let mut count = 0usize;
+        for k in keys {
+            let k = k.as_ref();
+            // The dynamic stage's keys before `k` go first; one equal to `k` goes once.
+            while let Some(d) = pending.next_if(|d| *d <= k) {
+                if d != k {
+                    b.push(d)?;
+                    count += 1;
+                }
+            }
+            b.push(k)?;
+            count += 1;
+        }
+        for d in pending {
+            b.push(d)?;
+            count += 1;
+        }
+        let surf = b.finish()?;
+        self.stat = surf;
+        self.dynamic.clear();
+        self.merged_keys = count;
+        let took = start.elapsed();
+        let s = &mut self.stats;
+        s.rebuilds += 1;
+        s.total += took;
+        s.entries = self.stat.len();
+        s.degraded = 0;
         Ok(())
     }
 
