@@ -53,8 +53,9 @@
 //!   its time in dependent DRAM accesses.
 //! - `B/key` is everything the index owns divided by the keys loaded; `ovh B/key` subtracts the
 //!   raw key and 8-byte value.
-//! - `p50 ns` and `p99 ns` (and `p999_ns`, `max_ns` in the JSON) are percentiles of operations
-//!   timed one by one, every `--sample-every`-th (see [`exec::Latency`]).
+//! - `p50 ns` and `p99 ns` (and `p999_ns`, `max_ns` in the JSON; the markdown tables add
+//!   `p99.9 ns`) are percentiles of operations timed one by one, every `--sample-every`-th
+//!   (see [`exec::Latency`]).
 //! - `batch` above 1 (`--batch N`): reads and lower bounds went to the index in groups of N.
 //! - `±` is the spread of the rounds: half the range of their Mops/s over the median round's
 //!   (`spread` in the JSON: rounds, slowest and fastest Mops/s).

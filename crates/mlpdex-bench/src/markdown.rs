@@ -130,7 +130,7 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
             .copied();
         let mut head = vec!["index", "Mops/s", "±", "ns/op"];
         if latency {
-            head.extend(["p50 ns", "p99 ns"]);
+            head.extend(["p50 ns", "p99 ns", "p99.9 ns"]);
         }
         head.extend(["DRAM rt", "B/key"]);
         if filters {
@@ -159,6 +159,7 @@ pub fn render(json: &Path, before: Option<&Path>, title: &str) -> anyhow::Result
             if latency {
                 row.push(opt(m.p50_ns, 0));
                 row.push(opt(m.p99_ns, 0));
+                row.push(opt(m.p999_ns, 0));
             }
             row.push(opt(r.as_index().and_then(|i| i.dram_rt_per_op), 2));
             row.push(opt(r.bytes_per_key(), 1));

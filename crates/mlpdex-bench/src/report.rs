@@ -33,7 +33,7 @@
 //!    `merges` (the hybrid indexes, see [`crate::adapter::Merge`]): one chart per (dataset,
 //!    keys), each merge a point at (entries written to the new static stage, seconds) on linear
 //!    axes, one series per index with every merge of all its records (load and runs), and
-//!    through each series its least-squares line ([`fit_line`], affine), whose slope in ns per
+//!    through each series its least-squares line (`fit_line`, affine), whose slope in ns per
 //!    entry and R² the legend gives. Points on their line mean a merge costs time linear in the
 //!    index's size, so the ratio trigger's amortised cost per write is constant; the slope is
 //!    that cost per key rewritten (memory-efficient-search-trees.txt §5.2).

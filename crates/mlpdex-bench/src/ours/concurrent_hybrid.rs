@@ -191,6 +191,8 @@ impl<S: StaticStage + Send + Sync + 'static, const MERGING: bool> BenchIndex
 
     fn finish_load(&mut self) {
         self.map.wait_for_merges();
+        // The load's merges go in the load's record.
+        self.log_merges();
     }
 
     fn mapped_bytes(&self) -> usize {
@@ -198,9 +200,9 @@ impl<S: StaticStage + Send + Sync + 'static, const MERGING: bool> BenchIndex
     }
 
     fn before_run(&mut self) {
+        // A merge a previous run's writes started belongs to that run.
         self.map.wait_for_merges();
         self.log_merges();
-        // Merges the load started belong to the load.
         if MERGING {
             self.start_driver();
         }

@@ -28,12 +28,16 @@
 //! A writable ordered index whose memory matters: most of its keys live in a static map that
 //! takes a fraction of a dynamic map's memory, so the whole index does too, while reads cost
 //! about what the static map's cost and writes what the dynamic stage's cost plus merges.
-//! Measured against the dynamic stage alone: [`docs/results/hybrid.md`](../../../../docs/results/hybrid.md).
+//! Measured against the dynamic stage alone: [`docs/results/hybrid.md`](../../../../docs/results/hybrid.md)
+//! (10M keys) and [`docs/results/hybrid-50m.md`](../../../../docs/results/hybrid-50m.md) (50M);
+//! merge time against size, with charts:
+//! [`docs/results/hybrid-merge.md`](../../../../docs/results/hybrid-merge.md). For many
+//! threads, and merges that no read or write waits for, see [`ConcurrentHybrid`].
 //!
 //! When not to use it: for write-heavy loads that cannot afford the merges (each merge
 //! rebuilds the static stage, so every key is rewritten about `ratio + 1` times over its
 //! life, the thesis' insert-only cost), or when every write must finish in bounded time
-//! (a merge runs inside the write that triggers it).
+//! (a merge runs inside the write that triggers it: use [`ConcurrentHybrid`]).
 //!
 //! # What it is
 //!
