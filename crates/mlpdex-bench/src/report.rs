@@ -394,14 +394,7 @@ fn merge_chart(title: &str, series: &[MergeSeries], colours: &Colours) -> anyhow
         }
         let (xr, yr) = chart.plotting_area().get_pixel_range();
         let legend = (widest + 60.0, 18.0 * series.len() as f64 + 20.0);
-        chart
-            .configure_series_labels()
-            .position(legend_corner(xr, yr, legend, &obstacles))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(LABEL_FONT)
-            .draw()
-            .map_err(plot_err)?;
+        draw_legend(&mut chart, legend_corner(xr, yr, legend, &obstacles))?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -591,14 +584,7 @@ fn fpr_chart(title: &str, rs: &[&Record]) -> anyhow::Result<String> {
         obstacles.extend(label_boxes);
         let (xr, yr) = chart.plotting_area().get_pixel_range();
         let legend = (widest + 60.0, 18.0 * series.len() as f64 + 20.0);
-        chart
-            .configure_series_labels()
-            .position(legend_corner(xr, yr, legend, &obstacles))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(LABEL_FONT)
-            .draw()
-            .map_err(plot_err)?;
+        draw_legend(&mut chart, legend_corner(xr, yr, legend, &obstacles))?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -698,6 +684,21 @@ fn write_svg(out_dir: &Path, stem: &str, svg: &str) -> anyhow::Result<PathBuf> {
     let path = out_dir.join(format!("{stem}.svg"));
     std::fs::write(&path, svg).with_context(|| format!("writing chart {}", path.display()))?;
     Ok(path)
+}
+
+/// Draws a chart's legend at `position`, in the one style every chart uses.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(LABEL_FONT)
+        .draw()
+        .map_err(plot_err)
 }
 
 /// Converts a plotters error (generic over the backend's error) into an `anyhow` error.
@@ -923,14 +924,7 @@ fn throughput_chart(
                     .map_err(plot_err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(LABEL_FONT)
-            .draw()
-            .map_err(plot_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -1321,14 +1315,7 @@ fn cost_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<
                 .map_err(plot_err)?;
         }
         let legend = (widest + 60.0, 18.0 * (points.len() + 1) as f64 + 20.0);
-        chart
-            .configure_series_labels()
-            .position(legend_corner(xr, yr, legend, &obstacles))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(LABEL_FONT)
-            .draw()
-            .map_err(plot_err)?;
+        draw_legend(&mut chart, legend_corner(xr, yr, legend, &obstacles))?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)

@@ -70,15 +70,7 @@ fn oracle_of<K: AsRef<[u8]>>(keys: impl IntoIterator<Item = K>) -> Oracle {
         .collect()
 }
 
-const SHAPES: &[KeyShape] = &[
-    KeyShape::RandomBytes,
-    KeyShape::SharedPrefix,
-    KeyShape::PrefixChains,
-    KeyShape::ZeroFf,
-    KeyShape::Long,
-    KeyShape::U64,
-    KeyShape::Mixed,
-];
+const SHAPES: &[KeyShape] = KeyShape::ALL;
 
 fn entry(e: Option<(&Vec<u8>, &u64)>) -> Option<(Vec<u8>, u64)> {
     e.map(|(k, v)| (k.clone(), *v))

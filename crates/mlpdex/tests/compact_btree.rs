@@ -39,15 +39,7 @@ fn build(set: &Oracle, leaf_keys: u32) -> CompactBTree {
     b.finish().unwrap()
 }
 
-const SHAPES: &[KeyShape] = &[
-    KeyShape::RandomBytes,
-    KeyShape::SharedPrefix,
-    KeyShape::PrefixChains,
-    KeyShape::ZeroFf,
-    KeyShape::Long,
-    KeyShape::U64,
-    KeyShape::Mixed,
-];
+const SHAPES: &[KeyShape] = KeyShape::ALL;
 
 /// Every seek of `m` around `probe`, against the oracle.
 fn check_seeks(m: &CompactBTree, set: &Oracle, probe: &[u8]) {

@@ -69,15 +69,7 @@ fn subject() -> Subject<Map<CompactArt>> {
 // 1. Differential runs
 // ---------------------------------------------------------------------------------------------
 
-const SHAPES: &[KeyShape] = &[
-    KeyShape::RandomBytes,
-    KeyShape::SharedPrefix,
-    KeyShape::PrefixChains,
-    KeyShape::ZeroFf,
-    KeyShape::Long,
-    KeyShape::U64,
-    KeyShape::Mixed,
-];
+const SHAPES: &[KeyShape] = KeyShape::ALL;
 
 fn differential_for<S: StaticStage + Send + Sync + 'static>(name: &str) {
     for &shape in SHAPES {

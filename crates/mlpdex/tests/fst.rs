@@ -35,15 +35,7 @@ fn build(set: &BTreeMap<Vec<u8>, u64>, config: Config) -> Fst {
     b.finish().unwrap()
 }
 
-const SHAPES: &[KeyShape] = &[
-    KeyShape::RandomBytes,
-    KeyShape::SharedPrefix,
-    KeyShape::PrefixChains,
-    KeyShape::ZeroFf,
-    KeyShape::Long,
-    KeyShape::U64,
-    KeyShape::Mixed,
-];
+const SHAPES: &[KeyShape] = KeyShape::ALL;
 
 #[test]
 fn differential_complete_keys_every_shape_and_ratio() {

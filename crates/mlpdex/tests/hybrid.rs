@@ -21,15 +21,7 @@ use mlpdex::fst::Fst;
 use mlpdex::hybrid::{Config, Hybrid, Slot, StaticStage};
 use mlpdex::testing::{KeyShape, TestRng, differential_ordered};
 
-const SHAPES: &[KeyShape] = &[
-    KeyShape::RandomBytes,
-    KeyShape::SharedPrefix,
-    KeyShape::PrefixChains,
-    KeyShape::ZeroFf,
-    KeyShape::Long,
-    KeyShape::U64,
-    KeyShape::Mixed,
-];
+const SHAPES: &[KeyShape] = KeyShape::ALL;
 
 fn small<S: StaticStage>(ratio: u32, min_merge: usize) -> Hybrid<CuckooTrie<Slot>, S> {
     Hybrid::with_config(Config { ratio, min_merge }).unwrap()

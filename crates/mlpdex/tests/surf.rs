@@ -32,15 +32,7 @@ const KINDS: &[SurfKind] = &[
     SurfKind::Mixed { hash: 3, real: 9 },
 ];
 
-const SHAPES: &[KeyShape] = &[
-    KeyShape::RandomBytes,
-    KeyShape::SharedPrefix,
-    KeyShape::PrefixChains,
-    KeyShape::ZeroFf,
-    KeyShape::Long,
-    KeyShape::U64,
-    KeyShape::Mixed,
-];
+const SHAPES: &[KeyShape] = KeyShape::ALL;
 
 fn key_set(shape: KeyShape, seed: u64, n: usize) -> BTreeSet<Vec<u8>> {
     let mut rng = TestRng::new(seed);

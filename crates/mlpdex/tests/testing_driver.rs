@@ -82,7 +82,7 @@ impl OrderedMap<u64> for StdMap {
 
 #[test]
 fn a_btreemap_wrapper_passes_every_shape() {
-    for &shape in KeyShape::ALL_BYTES.iter().chain([&KeyShape::U64]) {
+    for &shape in KeyShape::ALL.iter() {
         differential_ordered(StdMap::default, shape, 2024, 5_000);
     }
 }

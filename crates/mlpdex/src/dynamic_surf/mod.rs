@@ -148,10 +148,9 @@ use crate::Error;
 use crate::KeyRange;
 use crate::api::RangeFilter;
 use crate::cuckoo_trie::CuckooTrie;
-use crate::key::{before_end, is_empty_range};
-use crate::surf::{Surf, SurfBuilder, SurfKind};
-
-/// When a [`DynamicSurf`] merges.
+/// When a [`DynamicSurf`] merges: the [hybrid index](crate::hybrid)'s trigger, counting the
+/// static stage's SuRF entries. Larger ratios keep the dynamic stage smaller and merge more
+/// often, and so drift more (every merge freezes the regions of the keys it takes).
 ///
 /// ```
 /// use mlpdex::dynamic_surf::{Config, DynamicSurf};
@@ -165,36 +164,9 @@ use crate::surf::{Surf, SurfBuilder, SurfKind};
 /// assert!(DynamicSurf::with_config(SurfKind::Base, Config { ratio: 0, min_merge: 1 }).is_err());
 /// # Ok::<(), mlpdex::Error>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// Merge when the dynamic stage holds at least `1 / ratio` as many keys as the static
-    /// stage has entries (default 10; at least 1). Larger ratios keep the dynamic stage
-    /// smaller (less memory) and merge more often (slower inserts, and more false-positive
-    /// drift: every merge freezes the regions of the keys it takes).
-    pub ratio: u32,
-    /// Never merge a dynamic stage of fewer keys than this (default 4,096; at least 1).
-    pub min_merge: usize,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            ratio: 10,
-            min_merge: 4096,
-        }
-    }
-}
-
-impl Config {
-    fn validate(&self) -> Result<(), Error> {
-        if self.ratio == 0 || self.min_merge == 0 {
-            return Err(Error::InvalidConfig {
-                what: "dynamic SuRF ratio and min_merge must be at least 1",
-            });
-        }
-        Ok(())
-    }
-}
+pub use crate::hybrid::Config;
+use crate::key::{before_end, is_empty_range};
+use crate::surf::{Surf, SurfBuilder, SurfKind};
 
 /// What the merges of a [`DynamicSurf`] did so far.
 ///

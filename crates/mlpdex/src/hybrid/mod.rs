@@ -148,6 +148,18 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// [`Error::InvalidConfig`] when `ratio` or `min_merge` is 0.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.ratio == 0 || self.min_merge == 0 {
+            return Err(Error::InvalidConfig {
+                what: "ratio and min_merge must be at least 1",
+            });
+        }
+        Ok(())
+    }
+}
+
 /// What the merges of a [`Hybrid`] did so far.
 ///
 /// ```
@@ -221,11 +233,7 @@ impl<D: DynamicStage, S: StaticStage> Hybrid<D, S> {
     /// An empty index with these stage types and `config`; [`Error::InvalidConfig`] when
     /// `ratio` or `min_merge` is 0.
     pub fn with_config(config: Config) -> Result<Self, Error> {
-        if config.ratio == 0 || config.min_merge == 0 {
-            return Err(Error::InvalidConfig {
-                what: "hybrid ratio and min_merge must be at least 1",
-            });
-        }
+        config.validate()?;
         Ok(Hybrid {
             dynamic: D::default(),
             stat: S::empty()?,

@@ -43,6 +43,17 @@ impl KeyShape {
         KeyShape::Mixed,
     ];
 
+    /// Every shape: the byte-string ones, then [`KeyShape::U64`].
+    pub const ALL: &'static [KeyShape] = &[
+        KeyShape::RandomBytes,
+        KeyShape::SharedPrefix,
+        KeyShape::PrefixChains,
+        KeyShape::ZeroFf,
+        KeyShape::Long,
+        KeyShape::Mixed,
+        KeyShape::U64,
+    ];
+
     /// Draws one key of this shape.
     pub fn gen_key(&self, rng: &mut TestRng) -> Vec<u8> {
         match self {

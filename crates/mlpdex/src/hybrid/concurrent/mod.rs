@@ -182,11 +182,7 @@ impl<S: StaticStage + Send + Sync + 'static> ConcurrentHybrid<S> {
     /// An empty map with static stage `S` and `config`; [`Error::InvalidConfig`] when `ratio`
     /// or `min_merge` is 0.
     pub fn with_config(config: Config) -> Result<Self, Error> {
-        if config.ratio == 0 || config.min_merge == 0 {
-            return Err(Error::InvalidConfig {
-                what: "hybrid ratio and min_merge must be at least 1",
-            });
-        }
+        config.validate()?;
         let stages = Stages {
             dynamic: Arc::new(Dynamic::new(config.min_merge)?),
             frozen: None,
