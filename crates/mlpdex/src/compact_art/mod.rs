@@ -193,6 +193,28 @@ impl CompactArt {
         self.tree.get(key)
     }
 
+    /// Nodes at the top of a tree a lookup reads before [`prefetch_lookup`](Self::prefetch_lookup)
+    /// prefetches: on a tree of millions of keys the first two levels stay in cache.
+    const PREFETCH_LEVELS: usize = 2;
+
+    /// Starts loading the first lines a [`get`](Self::get) of `key` is likely to miss on
+    /// (the third node of its path), without waiting: a caller with other work before its
+    /// lookup overlaps the miss with that work. Changes nothing observable.
+    ///
+    /// ```
+    /// use mlpdex::compact_art::CompactArt;
+    ///
+    /// let m = CompactArt::from_sorted([(&b"ab"[..], 1), (b"cd", 2)])?;
+    /// m.prefetch_lookup(b"cd");
+    /// // ... other work ...
+    /// assert_eq!(m.get(b"cd"), Some(2));
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    #[inline]
+    pub fn prefetch_lookup(&self, key: &[u8]) {
+        self.tree.prefetch(key, Self::PREFETCH_LEVELS);
+    }
+
     /// True when `key` is stored.
     pub fn contains_key(&self, key: &[u8]) -> bool {
         self.tree.get(key).is_some()

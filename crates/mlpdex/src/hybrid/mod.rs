@@ -312,6 +312,9 @@ impl<D: DynamicStage, S: StaticStage> Hybrid<D, S> {
     /// docs). An error from the dynamic stage (out of memory) leaves the index unchanged; an
     /// error from a merge leaves the write done and the merge not.
     pub fn insert(&mut self, key: &[u8], value: u64) -> Result<Option<u64>, Error> {
+        // A new key's insert reads the static stage after writing the dynamic one: start
+        // that read's first miss now, to overlap the write's.
+        self.stat.prefetch(key);
         let old = match self.dynamic.insert(key, Slot::Value(value))? {
             Some(Slot::Value(old)) => Some(old),
             Some(Slot::Deleted) => None,

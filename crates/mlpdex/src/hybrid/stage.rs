@@ -62,6 +62,13 @@ pub trait StaticStage: StaticMap + Sized {
         Self::builder().finish()
     }
 
+    /// Starts loading what a lookup of `key` will read first, so that the hybrid's insert
+    /// overlaps that miss with its write to the dynamic stage. By default nothing.
+    #[inline]
+    fn prefetch(&self, key: &[u8]) {
+        let _ = key;
+    }
+
     /// A new map with a sorted batch of updates applied (`None` removes the key). By
     /// default a streaming merge: both sorted sequences, walked together into a new map
     /// through [`builder`](Self::builder), the thesis' merge of sorted arrays; a map may do
@@ -130,6 +137,11 @@ impl StaticStage for CompactArt {
 
     fn builder() -> CompactArtBuilder {
         CompactArtBuilder::new()
+    }
+
+    #[inline]
+    fn prefetch(&self, key: &[u8]) {
+        self.prefetch_lookup(key);
     }
 
     fn merged<K: AsRef<[u8]>>(

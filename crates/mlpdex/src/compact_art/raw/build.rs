@@ -241,21 +241,18 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
     // wider records, which keep more leaves one miss closer. `outside[m]`: bytes of the
     // leaves that need records of at least `m` bytes to be inline (MAX_W + 1: none fits).
     let mut outside = [0usize; MAX_W + 2];
+    // Bit `m - REF_W` set: some leaf needs records of exactly `m <= MAX_W` bytes.
+    let mut needs = 0u64;
     for kid in &frame.kids {
         if let Kid::Leaf { len, .. } = *kid {
-            outside[(len + 9).min(MAX_W + 1)] += leaf_size(len);
+            let m = (len + 9).min(MAX_W + 1);
+            outside[m] += leaf_size(len);
+            if m <= MAX_W {
+                needs |= 1 << (m - REF_W);
+            }
         }
     }
-    let mut best = (usize::MAX, REF_W);
-    let mut out = 0; // bytes of the leaves that do not fit records of `w` bytes
-    for w in (REF_W..=MAX_W).rev() {
-        out += outside[w + 1];
-        let size = (n * w).next_multiple_of(8) + out;
-        if size < best.0 {
-            best = (size, w);
-        }
-    }
-    let (total, w) = best;
+    let (total, w) = best_width(n, &outside, needs);
     let records_bytes = (n * w).next_multiple_of(8);
     let plen = prefix.len();
     let labels_bytes = match kind {
@@ -330,6 +327,37 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
     Ok(Ref::node(kind, at / 8, n, w, frame.value.is_some(), plen))
 }
 
+/// The record width in `REF_W..=MAX_W` for `n` records that makes node records plus
+/// out-of-line leaves smallest, widest on a tie, and that size: `outside[m]` holds the bytes of
+/// the leaves needing records of `m` bytes to be inline, `needs` a bit for each such `m` up to
+/// `MAX_W`. The size is `ceil8(n * w) + out(w)`, `out(w)` the bytes of the leaves needing more
+/// than `w`: `out` is constant between consecutive needed widths, where the size grows with
+/// `w`, so each such interval `[lo, hi]` has its least size at `lo`, reached by every width up
+/// to `ceil8(n * lo) / n`; intervals are visited widest first, as a scan from `MAX_W` down
+/// keeping strict improvements would.
+fn best_width(n: usize, outside: &[usize; MAX_W + 2], needs: u64) -> (usize, usize) {
+    let mut best = (usize::MAX, REF_W);
+    let mut out = outside[MAX_W + 1];
+    let mut hi = MAX_W;
+    loop {
+        // The needed widths up to `hi`; the interval starts at the largest (REF_W if none).
+        let below = needs & (u64::MAX >> (63 - (hi - REF_W)));
+        let lo = match below {
+            0 => REF_W,
+            b => REF_W + 63 - b.leading_zeros() as usize,
+        };
+        let size = (n * lo).next_multiple_of(8) + out;
+        if size < best.0 {
+            best = (size, hi.min(size.saturating_sub(out) / n).max(lo));
+        }
+        if lo == REF_W {
+            return best;
+        }
+        out += outside[lo];
+        hi = lo - 1;
+    }
+}
+
 fn check_room(arena: &[u8], bytes: usize) -> Result<(), Error> {
     if (arena.len() + bytes) / 8 > MAX_WORDS {
         return Err(Error::Capacity {
@@ -348,4 +376,52 @@ pub(super) fn emit_leaf(arena: &mut Vec<u8>, value: u64, suffix: &[u8]) {
 
 pub(super) fn pad(arena: &mut Vec<u8>) {
     arena.resize(arena.len().next_multiple_of(8), 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scan `best_width` stands for: every width from `MAX_W` down, strict improvements.
+    fn scan(n: usize, outside: &[usize; MAX_W + 2]) -> (usize, usize) {
+        let mut best = (usize::MAX, REF_W);
+        let mut out = 0;
+        for w in (REF_W..=MAX_W).rev() {
+            out += outside[w + 1];
+            let size = (n * w).next_multiple_of(8) + out;
+            if size < best.0 {
+                best = (size, w);
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn best_width_agrees_with_the_scan_of_every_width() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..if cfg!(miri) { 200 } else { 20_000 } {
+            let n = 1 + next(256) as usize;
+            let mut outside = [0usize; MAX_W + 2];
+            let mut needs = 0u64;
+            for _ in 0..next(n as u64 + 1) {
+                let len = match next(4) {
+                    0 => next(8),
+                    1 => next(64),
+                    _ => next(200),
+                } as usize;
+                let m = (len + 9).min(MAX_W + 1);
+                outside[m] += leaf_size(len);
+                if m <= MAX_W {
+                    needs |= 1 << (m - REF_W);
+                }
+            }
+            assert_eq!(best_width(n, &outside, needs), scan(n, &outside), "n {n}");
+        }
+    }
 }

@@ -571,6 +571,46 @@ impl Tree {
         }
     }
 
+    /// Starts loading the lines a lookup of `key` reads below the top `levels` nodes of its
+    /// path: reads those nodes (the top of a large tree stays in cache) and prefetches the
+    /// next one's prefix and record line, without waiting for it. A caller with other work
+    /// to do before its lookup (the hybrid's insert, which writes its dynamic stage first)
+    /// overlaps that lookup's first miss with the work.
+    pub(crate) fn prefetch(&self, key: &[u8], levels: usize) {
+        if self.len == 0 {
+            return;
+        }
+        dispatch!(p => self.prefetch_with(p, key, levels))
+    }
+
+    #[inline(always)]
+    fn prefetch_with<P: Popcount>(&self, p: P, key: &[u8], levels: usize) {
+        let a = &*self.arena;
+        let mut r = self.root;
+        let mut d = 0;
+        for level in 0..=levels {
+            if r.kind() == Kind::Leaf {
+                return;
+            }
+            let node = Node::new(a, r);
+            let Some(&b) = key.get(d + node.plen) else {
+                return;
+            };
+            if level == levels {
+                node.prefetch(a, b);
+                return;
+            }
+            if !key[d..].starts_with(node.prefix(a)) {
+                return;
+            }
+            d += node.plen + 1;
+            match node.find(p, a, b).map(|i| node.child(a, i)) {
+                Some(Child::Node(c)) => r = c,
+                _ => return,
+            }
+        }
+    }
+
     /// The value of the first entry `>= key` (`> key` when `strict`), found in one descent
     /// without a path: the search remembers the nearest subtree to the right of its way
     /// down, whose first entry is the answer when nothing below the way down is.
