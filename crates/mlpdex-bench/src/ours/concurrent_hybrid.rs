@@ -47,15 +47,6 @@ struct Driver {
     thread: JoinHandle<Vec<Merge>>,
 }
 
-fn merge_of(s: mlpdex::hybrid::MergeStats) -> Merge {
-    Merge {
-        entries: s.last_entries as u64,
-        secs: s.last.as_secs_f64(),
-        old_bytes: s.last_old_bytes as u64,
-        new_bytes: s.last_new_bytes as u64,
-    }
-}
-
 impl<S: StaticStage + Send + Sync + 'static, const MERGING: bool>
     ConcurrentHybridIndex<S, MERGING>
 {
@@ -73,7 +64,7 @@ impl<S: StaticStage + Send + Sync + 'static, const MERGING: bool>
         if s.merges != self.logged {
             // At most one merge finishes between two checks (see the module docs).
             self.logged = s.merges;
-            self.merges.push(merge_of(s));
+            self.merges.push(super::hybrid::last_merge(s));
         }
     }
 
@@ -110,7 +101,7 @@ impl<S: StaticStage + Send + Sync + 'static, const MERGING: bool>
                 map.merge().expect("a merge of the benchmark's keys");
                 let after = map.stats();
                 if after.merges != before {
-                    merges.push(merge_of(after));
+                    merges.push(super::hybrid::last_merge(after));
                 }
             }
             merges

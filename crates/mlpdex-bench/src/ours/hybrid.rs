@@ -10,7 +10,7 @@
 use std::ops::Bound;
 
 use mlpdex::cuckoo_trie::CuckooTrie;
-use mlpdex::hybrid::{Config, Hybrid, Slot, StaticStage};
+use mlpdex::hybrid::{Config, Hybrid, MergeStats, Slot, StaticStage};
 
 use crate::adapter::{BenchIndex, Caps, Merge};
 use crate::keys::Keys;
@@ -32,12 +32,17 @@ impl<S: StaticStage> HybridIndex<S> {
         // A write runs at most one merge, so none goes unlogged.
         debug_assert_eq!(s.merges, self.logged + 1, "one merge per write");
         self.logged = s.merges;
-        self.merges.push(Merge {
-            entries: s.last_entries as u64,
-            secs: s.last.as_secs_f64(),
-            old_bytes: s.last_old_bytes as u64,
-            new_bytes: s.last_new_bytes as u64,
-        });
+        self.merges.push(last_merge(s));
+    }
+}
+
+/// The last merge `s` records, as a record's `merges` element (both hybrid adapters).
+pub(crate) fn last_merge(s: MergeStats) -> Merge {
+    Merge {
+        entries: s.last_entries as u64,
+        secs: s.last.as_secs_f64(),
+        old_bytes: s.last_old_bytes as u64,
+        new_bytes: s.last_new_bytes as u64,
     }
 }
 

@@ -116,6 +116,17 @@ pub enum Slot {
     Deleted,
 }
 
+impl Slot {
+    /// The slot as a merge's update: the value to store, or `None` to remove the key.
+    #[inline]
+    pub(crate) fn update(self) -> Option<u64> {
+        match self {
+            Slot::Value(v) => Some(v),
+            Slot::Deleted => None,
+        }
+    }
+}
+
 /// When a [`Hybrid`] merges.
 ///
 /// ```
@@ -387,13 +398,7 @@ impl<D: DynamicStage, S: StaticStage> Hybrid<D, S> {
         }
         let start = Instant::now();
         let old_bytes = self.stat.memory_usage();
-        let updates = self.dynamic.iter().map(|(k, slot)| {
-            let v = match *slot {
-                Slot::Value(v) => Some(v),
-                Slot::Deleted => None,
-            };
-            (k, v)
-        });
+        let updates = self.dynamic.iter().map(|(k, slot)| (k, slot.update()));
         let new = match self.stat.merged(updates) {
             Ok(new) => new,
             Err(e) => {

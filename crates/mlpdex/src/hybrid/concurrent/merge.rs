@@ -204,10 +204,7 @@ impl Batch {
             for (k, slot) in trie.range((start, Bound::Unbounded), &guard) {
                 b.keys.extend_from_slice(k);
                 b.ends.push(b.keys.len());
-                b.updates.push(match *slot {
-                    Slot::Value(v) => Some(v),
-                    Slot::Deleted => None,
-                });
+                b.updates.push(slot.update());
                 n += 1;
                 if n == COPY_BATCH {
                     break;
@@ -252,12 +249,7 @@ impl<S: StaticStage> Inner<S> {
         let batch = Batch::copy(&frozen.trie);
         let new = stat.merged(batch.iter())?;
         drop(batch);
-        let done = Done {
-            took: Duration::ZERO,
-            entries: new.len(),
-            old_bytes,
-            new_bytes: new.memory_usage(),
-        };
+        let (entries, new_bytes) = (new.len(), new.memory_usage());
         {
             let _w = lock(&self.writer);
             let guard = pin();
@@ -274,7 +266,9 @@ impl<S: StaticStage> Inner<S> {
         reclaim(stat);
         Ok(Some(Done {
             took: start.elapsed(),
-            ..done
+            entries,
+            old_bytes,
+            new_bytes,
         }))
     }
 
