@@ -132,8 +132,9 @@ fuzz_target!(|input: Input| {
     let mut img = match &input.raw {
         None => map.to_bytes(),
         Some(bytes) => {
-            let mut img = b"MLPDXCAR".to_vec();
-            img.extend_from_slice(&1u32.to_le_bytes());
+            // The built image's magic and version, whatever version the crate writes.
+            let mut img = map.to_bytes();
+            img.truncate(12);
             img.extend_from_slice(bytes);
             img
         }

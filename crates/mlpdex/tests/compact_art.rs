@@ -144,13 +144,19 @@ fn arena_bytes(m: &CompactArt) -> usize {
 }
 
 /// Bytes of a node's labels for `n` children (`raw/mod.rs`): Linear up to 24 children (one
-/// byte each, in whole words), Bitmap (4 words) up to 255, Full (none) at 256.
+/// byte each), Bitmap (4 words) up to 255, Full (none) at 256.
 fn labels_bytes(n: usize) -> usize {
     match n {
         256 => 0,
-        0..=24 => n.div_ceil(8) * 8,
+        0..=24 => n,
         _ => 32,
     }
+}
+
+/// Bytes of a node's labels and `records` bytes of records for `n` children: the two
+/// together, padded to a word.
+fn labelled_records(n: usize, records: usize) -> usize {
+    (labels_bytes(n) + records).next_multiple_of(8)
 }
 
 /// Bytes of an out-of-line leaf with a suffix of `len`: its value and its suffix in words.
@@ -158,14 +164,15 @@ fn leaf_bytes(len: usize) -> usize {
     8 + len.next_multiple_of(8)
 }
 
-/// Bytes of the records of a node whose children are leaves with suffixes of `lens` bytes,
-/// plus those of its out-of-line leaves, at the best record width: width `w` (8 to 64 bytes)
-/// takes `w` bytes a child, the records rounded up to a word, and a leaf whose suffix is
-/// longer than `w - 9` bytes (any leaf at `w = 8`, where records hold only refs) lies outside.
+/// Bytes of the labels and records of a node whose children are leaves with suffixes of
+/// `lens` bytes, plus those of its out-of-line leaves, at the best record width: width `w`
+/// (8 to 64 bytes) takes `w` bytes a child, labels and records rounded up to a word, and a
+/// leaf whose suffix is longer than `w - 9` bytes (any leaf at `w = 8`, where records hold
+/// only refs) lies outside.
 fn leaf_records_bytes(lens: &[usize]) -> usize {
     (8..=64)
         .map(|w| {
-            (lens.len() * w).next_multiple_of(8)
+            labelled_records(lens.len(), lens.len() * w)
                 + lens
                     .iter()
                     .filter(|&&len| w == 8 || len + 9 > w)
@@ -296,20 +303,16 @@ fn node_layouts_at_their_child_count_boundaries() {
         let bytes = spread(n);
         // The root: n leaves of no suffix, each an inline record of 9 bytes (value and tag),
         // the records rounded up to a word.
-        let records = (9 * n).next_multiple_of(8);
+        let records = labelled_records(n, 9 * n);
         let set = oracle_of(bytes.iter().map(|&b| [b]));
         let m = check_built(&set, KeyShape::ZeroFf, n as u64);
-        assert_eq!(arena_bytes(&m), labels_bytes(n) + records, "root of {n}");
+        assert_eq!(arena_bytes(&m), records, "root of {n}");
 
         // Below a prefix, with the prefix itself a key: the node has a value and a prefix.
         let mut set = oracle_of(bytes.iter().map(|&b| [&b"pre"[..], &[b]].concat()));
         set.insert(b"pre".to_vec(), 7);
         let m = check_built(&set, KeyShape::PrefixChains, n as u64);
-        assert_eq!(
-            arena_bytes(&m),
-            8 + labels_bytes(n) + records + 8,
-            "{n} below pre"
-        );
+        assert_eq!(arena_bytes(&m), 8 + records + 8, "{n} below pre");
         for c in 0..=255u8 {
             check_seeks(&m, &set, &[&b"pre"[..], &[c]].concat());
             check_seeks(&m, &set, &[&b"pre"[..], &[c, 0]].concat());
@@ -383,10 +386,10 @@ fn leaf_suffixes_around_every_record_width() {
     for len in 0..=70 {
         let set = oracle_of([b'a', b'b', b'c'].map(|b| [&[b][..], &suffix(len, b)].concat()));
         let m = check_built(&set, KeyShape::RandomBytes, len as u64);
-        let want = labels_bytes(3) + leaf_records_bytes(&[len; 3]);
+        let want = leaf_records_bytes(&[len; 3]);
         assert_eq!(arena_bytes(&m), want, "suffixes of {len}");
         if len <= 55 {
-            assert_eq!(want, labels_bytes(3) + (3 * (len + 9)).next_multiple_of(8));
+            assert_eq!(want, labelled_records(3, 3 * (len + 9)));
         }
     }
     // Leaves of every suffix length from 0 to 60 under one node (a Bitmap of 61), in several
@@ -406,11 +409,7 @@ fn leaf_suffixes_around_every_record_width() {
                 .map(|(i, &len)| [&[4 * i as u8][..], &suffix(len, i as u8)].concat()),
         );
         let m = check_built(&set, KeyShape::RandomBytes, round);
-        assert_eq!(
-            arena_bytes(&m),
-            labels_bytes(61) + leaf_records_bytes(&order),
-            "round {round}"
-        );
+        assert_eq!(arena_bytes(&m), leaf_records_bytes(&order), "round {round}");
     }
     for round in 0..200 {
         let n = 2 + rng.index(23);
@@ -429,7 +428,7 @@ fn leaf_suffixes_around_every_record_width() {
         let m = check_built(&set, KeyShape::RandomBytes, round);
         assert_eq!(
             arena_bytes(&m),
-            labels_bytes(n) + leaf_records_bytes(&lens),
+            leaf_records_bytes(&lens),
             "suffix lengths {lens:?}"
         );
     }
@@ -444,7 +443,7 @@ fn long_shared_prefixes_around_the_length_word() {
         let m = check_built(&set, KeyShape::Long, plen as u64);
         assert_eq!(
             arena_bytes(&m),
-            labels_bytes(3) + (3 * 9usize).next_multiple_of(8) + prefix_bytes(plen),
+            labelled_records(3, 3 * 9) + prefix_bytes(plen),
             "prefix of {plen}"
         );
         // Below the root, with a value: the prefix follows the parent's byte.
@@ -1111,12 +1110,14 @@ fn words_copied_over_other_words() {
 /// `a1`) rewritten to the root's own ref, checksum recomputed. Loading must refuse it.
 fn a_child_ref_to_its_own_parent() {
     let img = build(&oracle_of([&b"a0"[..], b"a1", b"b"])).to_bytes();
-    // The arena in post-order: the node below `a` (no value; 1 word of labels, two 2-word
-    // records of inline leaves) at word 0, `b`'s out-of-line leaf at word 5, then the root:
-    // labels at word 6 and 1-word records at words 7 (`a`) and 8 (`b`). The header holds the
-    // root's ref at bytes 24..32 and the arena starts at byte 40.
+    // The arena in post-order: the node below `a` (no value; 2 label bytes and two 11-byte
+    // records of inline leaves, 3 words) at bytes 0..24, then the root: labels at bytes 24..26
+    // and 11-byte records from byte 26, `a`'s first (its ref in bytes 26..34, the tag 0xFF
+    // after it), then `b`'s inline leaf. The header holds the root's ref at bytes 24..32 and
+    // the arena starts at byte 40.
     let mut bad = img.clone();
-    bad.copy_within(24..32, 40 + 7 * 8);
+    assert_eq!(bad[40 + 34], 0xFF, "the layout this test assumes changed");
+    bad.copy_within(24..32, 40 + 26);
     reseal(&mut bad);
     assert!(CompactArt::from_bytes(&bad).is_err());
     assert!(CompactArt::from_shared(bad).is_err());

@@ -14,6 +14,7 @@
 
 use super::{
     Kind, LINEAR_MAX, LONG_PREFIX, MAX_KEY_LEN, MAX_W, MAX_WORDS, REF_TAG, REF_W, Ref, Tree,
+    labels_bytes,
 };
 use crate::Error;
 use crate::substrate::Frozen;
@@ -252,14 +253,10 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
             }
         }
     }
-    let (total, w) = best_width(n, &outside, needs);
-    let records_bytes = (n * w).next_multiple_of(8);
+    let labels_bytes = labels_bytes(kind, n);
+    let (total, w) = best_width(n, labels_bytes % 8, &outside, needs);
+    let records_bytes = (labels_bytes + n * w).next_multiple_of(8) - labels_bytes;
     let plen = prefix.len();
-    let labels_bytes = match kind {
-        Kind::Bitmap => 32,
-        Kind::Linear => n.div_ceil(8) * 8,
-        _ => 0,
-    };
     let value_bytes = 8 * frame.value.is_some() as usize;
     let long = 8 * (plen >= LONG_PREFIX) as usize;
     let node_bytes = value_bytes + labels_bytes + records_bytes + long + plen.next_multiple_of(8);
@@ -330,12 +327,13 @@ pub(super) fn emit_node(arena: &mut Vec<u8>, frame: &Frame, prefix: &[u8]) -> Re
 /// The record width in `REF_W..=MAX_W` for `n` records that makes node records plus
 /// out-of-line leaves smallest, widest on a tie, and that size: `outside[m]` holds the bytes of
 /// the leaves needing records of `m` bytes to be inline, `needs` a bit for each such `m` up to
-/// `MAX_W`. The size is `ceil8(n * w) + out(w)`, `out(w)` the bytes of the leaves needing more
-/// than `w`: `out` is constant between consecutive needed widths, where the size grows with
-/// `w`, so each such interval `[lo, hi]` has its least size at `lo`, reached by every width up
-/// to `ceil8(n * lo) / n`; intervals are visited widest first, as a scan from `MAX_W` down
-/// keeping strict improvements would.
-fn best_width(n: usize, outside: &[usize; MAX_W + 2], needs: u64) -> (usize, usize) {
+/// `MAX_W`, `head` the bytes (mod 8) before the records in their word-padded run (a Linear
+/// node's labels). The size is `rec(w) + out(w)`, `rec(w) = ceil8(head + n * w) - head` and
+/// `out(w)` the bytes of the leaves needing more than `w`: `out` is constant between
+/// consecutive needed widths, where the size grows with `w`, so each such interval `[lo, hi]`
+/// has its least size at `lo`, reached by every width up to `rec(lo) / n`; intervals are
+/// visited widest first, as a scan from `MAX_W` down keeping strict improvements would.
+fn best_width(n: usize, head: usize, outside: &[usize; MAX_W + 2], needs: u64) -> (usize, usize) {
     let mut best = (usize::MAX, REF_W);
     let mut out = outside[MAX_W + 1];
     let mut hi = MAX_W;
@@ -346,7 +344,7 @@ fn best_width(n: usize, outside: &[usize; MAX_W + 2], needs: u64) -> (usize, usi
             0 => REF_W,
             b => REF_W + 63 - b.leading_zeros() as usize,
         };
-        let size = (n * lo).next_multiple_of(8) + out;
+        let size = (head + n * lo).next_multiple_of(8) - head + out;
         if size < best.0 {
             best = (size, hi.min(size.saturating_sub(out) / n).max(lo));
         }
@@ -383,12 +381,12 @@ mod tests {
     use super::*;
 
     /// The scan `best_width` stands for: every width from `MAX_W` down, strict improvements.
-    fn scan(n: usize, outside: &[usize; MAX_W + 2]) -> (usize, usize) {
+    fn scan(n: usize, head: usize, outside: &[usize; MAX_W + 2]) -> (usize, usize) {
         let mut best = (usize::MAX, REF_W);
         let mut out = 0;
         for w in (REF_W..=MAX_W).rev() {
             out += outside[w + 1];
-            let size = (n * w).next_multiple_of(8) + out;
+            let size = (head + n * w).next_multiple_of(8) - head + out;
             if size < best.0 {
                 best = (size, w);
             }
@@ -407,6 +405,7 @@ mod tests {
         };
         for _ in 0..if cfg!(miri) { 200 } else { 20_000 } {
             let n = 1 + next(256) as usize;
+            let head = next(8) as usize;
             let mut outside = [0usize; MAX_W + 2];
             let mut needs = 0u64;
             for _ in 0..next(n as u64 + 1) {
@@ -421,7 +420,11 @@ mod tests {
                     needs |= 1 << (m - REF_W);
                 }
             }
-            assert_eq!(best_width(n, &outside, needs), scan(n, &outside), "n {n}");
+            assert_eq!(
+                best_width(n, head, &outside, needs),
+                scan(n, head, &outside),
+                "n {n} head {head}"
+            );
         }
     }
 }

@@ -1,9 +1,9 @@
-//! The serialized form of a compact ART (format version 1). All integers little-endian.
+//! The serialized form of a compact ART (format version 2). All integers little-endian.
 //!
 //! ```text
 //! offset  size  field
 //! 0       8     magic: "MLPDXCAR"
-//! 8       4     format version (1)
+//! 8       4     format version (2)
 //! 12      4     zero
 //! 16      8     number of keys
 //! 24      8     the root ref (zero when there are no keys)
@@ -17,6 +17,9 @@
 //! failure is an [`Error::Format`] naming the broken rule and its byte, or an
 //! [`Error::Version`]. Damage that yields another valid tree (a changed value, say) is what
 //! the checksum guards against. An aligned buffer is used in place.
+//!
+//! Version 2 stores a Linear node's child bytes unpadded, right before its records (version 1
+//! padded them to a word); a version 1 image is refused as [`Error::Version`].
 
 use super::{Ref, Tree};
 use crate::Error;
@@ -27,7 +30,7 @@ use crate::substrate::image::check_frame;
 /// Magic of a serialized compact ART.
 pub(crate) const MAGIC: [u8; 8] = *b"MLPDXCAR";
 /// Version written and the newest one read.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 /// Bytes before the arena.
 const HEADER: usize = 40;
 

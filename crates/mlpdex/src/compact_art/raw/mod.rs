@@ -10,10 +10,11 @@
 //! ```text
 //! node (word offsets from its start; parts present as the ref says):
 //!   value    1 word       the value of the key that ends at this node
-//!   labels   Linear: ceil(n / 8) words, the n child bytes increasing, zero-padded
+//!   labels   Linear: the n child bytes increasing (not padded: the records follow)
 //!            Bitmap: 4 words, bit b set when a child has byte b (n of them set)
 //!            Full:   nothing (n = 256, child b is record b)
-//!   records  n records of w bytes, one per child in byte order, zero-padded to a word
+//!   records  n records of w bytes, one per child in byte order; labels and records
+//!            together are zero-padded to a word
 //!   prefix   the bytes every key below shares after the parent's byte (path compression),
 //!            zero-padded; a prefix of LONG_PREFIX bytes or more is preceded by a word
 //!            holding its length
@@ -199,6 +200,17 @@ impl LeafAt {
     }
 }
 
+/// Bytes of a node's labels: the child bytes (Linear), the 256-bit set (Bitmap) or none
+/// (Full). Records start right after them.
+#[inline(always)]
+pub(crate) fn labels_bytes(kind: Kind, n: usize) -> usize {
+    match kind {
+        Kind::Bitmap => 32,
+        Kind::Linear => n,
+        _ => 0,
+    }
+}
+
 /// What a record holds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Child {
@@ -230,13 +242,9 @@ impl Node {
         let at = r.offset() * 8;
         let n = r.n();
         let labels = at + 8 * r.has_value() as usize;
-        let records = labels
-            + match r.kind() {
-                Kind::Bitmap => 32,
-                Kind::Linear => n.div_ceil(8) * 8,
-                _ => 0,
-            };
-        let end = records + (n * r.w()).next_multiple_of(8);
+        let head = labels_bytes(r.kind(), n);
+        let records = labels + head;
+        let end = labels + (head + n * r.w()).next_multiple_of(8);
         let (prefix, plen) = match r.plen_field() {
             LONG_PREFIX => (end + 8, word(a, end) as usize),
             p => (end, p),
