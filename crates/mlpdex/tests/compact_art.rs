@@ -1279,6 +1279,127 @@ fn zero_copy_from_a_memory_mapped_file() {
     check_static(&loaded, &set, KeyShape::Mixed, 9, 300);
 }
 
+/// Batches whose keys leave a node's prefix (keys arriving in increasing order do): the
+/// merge puts a new node of the shared part above the old subtree, whose prefix it shortens,
+/// copying the subtree whole or merging the updates that go through its byte. The result
+/// must hold the oracle's entries and be byte for byte the tree a fresh build of them makes.
+#[test]
+fn merged_keys_leaving_a_prefix_keep_the_old_subtree() {
+    let long: Vec<u8> = (0..3000).map(|i| (i * 7 % 251) as u8).collect();
+    let with = |head: &[u8], tail: &[u8]| [head, tail].concat();
+    let counted = |head: &[u8], range: core::ops::Range<u32>| -> Vec<Vec<u8>> {
+        range.map(|i| with(head, &i.to_be_bytes())).collect()
+    };
+    // (old keys, batch): the batch's `None`s delete.
+    let mut cases: Vec<(Vec<Vec<u8>>, Vec<(Vec<u8>, Option<u64>)>)> = vec![
+        // Increasing u32s past a byte boundary, below a shared head: the root's prefix parts.
+        (
+            counted(b"\xAB\xCD", 0..700),
+            counted(b"\xAB\xCD", 0x1_0000..0x1_0300)
+                .into_iter()
+                .map(|k| (k, Some(9)))
+                .collect(),
+        ),
+        // New keys before the old subtree's byte, and one after it.
+        (
+            counted(b"mmm", 0..300),
+            vec![
+                (b"ma".to_vec(), Some(1)),
+                (b"mb".to_vec(), Some(2)),
+                (b"n".to_vec(), Some(3)),
+            ],
+        ),
+        // A new key ending where the prefixes part: the new node's value.
+        (
+            counted(b"abcd", 0..50),
+            vec![(b"ab".to_vec(), Some(4)), (b"abz".to_vec(), Some(5))],
+        ),
+        // Only deletes of absent keys: the old tree comes back whole.
+        (counted(b"aaa", 0..40), vec![(b"b".to_vec(), None)]),
+        // A long prefix cut below the length-word threshold, and one kept above it.
+        (
+            counted(&long, 0..30),
+            vec![(with(&long[..2500], b"\xFF"), Some(6))],
+        ),
+        (
+            counted(&long, 0..30),
+            vec![(with(&long[..100], &[long[100] ^ 1]), Some(7))],
+        ),
+        // Some keys go through the old byte: merged into the old subtree below the new node,
+        // one of them deleting an old key, one ending inside the old prefix.
+        (
+            counted(b"xyz", 0..60),
+            vec![
+                (b"xa".to_vec(), Some(8)),
+                (b"xy".to_vec(), Some(9)),
+                (b"xyq".to_vec(), Some(10)),
+                (with(b"xyz", &7u32.to_be_bytes()), None),
+                (with(b"xyz", &70u32.to_be_bytes()), Some(11)),
+            ],
+        ),
+        // Increasing keys across a byte boundary, some continuing the old subtree's range:
+        // the merge of mono-8 that used to rebuild everything.
+        (
+            counted(b"\x00\xF6", 0xAF00..0xAFF0),
+            counted(b"\x00\xF6", 0xAFF0..0xB040)
+                .into_iter()
+                .map(|k| (k, Some(12)))
+                .collect(),
+        ),
+        // Everything of the old subtree deleted, new keys beside it.
+        (
+            counted(b"qq", 0..5),
+            (0..5u32)
+                .map(|i| (with(b"qq", &i.to_be_bytes()), None))
+                .chain([(b"qz".to_vec(), Some(13))])
+                .collect(),
+        ),
+    ];
+    // Deep enough that the walk below the split gives way to the rebuild (a chain of nodes,
+    // each key the prefix of the next), at depths around where it does.
+    for c in 190..=210 {
+        let chain = vec![b'a'; c];
+        let mut old: Vec<Vec<u8>> = (1..=c).map(|k| vec![b'a'; k]).collect();
+        old.extend(counted(&with(&chain, b"xyzw"), 0..5));
+        let batch = vec![
+            (with(&chain, b"xq"), Some(14)),
+            (with(&with(&chain, b"xyzw"), &9u32.to_be_bytes()), Some(15)),
+        ];
+        cases.push((old, batch));
+    }
+    // Below a node rather than at the root: the same batches with a sibling subtree.
+    let below: Vec<_> = cases
+        .iter()
+        .map(|(old, batch)| {
+            let mut old: Vec<Vec<u8>> = old.iter().map(|k| with(b"\x10", k)).collect();
+            old.extend(counted(b"\x20", 0..20));
+            let batch = batch.iter().map(|(k, v)| (with(b"\x10", k), *v)).collect();
+            (old, batch)
+        })
+        .collect();
+    cases.extend(below);
+    for (i, (old, batch)) in cases.iter().enumerate() {
+        let mut set = oracle_of(old.iter());
+        let m = build(&set);
+        let next = m.merged(batch.iter().map(|(k, v)| (k, *v))).unwrap();
+        for (k, v) in batch {
+            match v {
+                Some(v) => set.insert(k.clone(), *v),
+                None => set.remove(k),
+            };
+        }
+        let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        assert_eq!(next.iter().collect::<Vec<_>>(), want, "case {i}");
+        assert_eq!(
+            CompactArt::from_bytes(&next.to_bytes()).unwrap(),
+            next,
+            "case {i}"
+        );
+        assert_eq!(next, build(&set), "case {i}: not the tree a build makes");
+        check_static(&next, &set, KeyShape::Long, i as u64, 60);
+    }
+}
+
 /// `merged` against the oracle: batches of inserts, updates and deletes (keys old and new,
 /// neighbours of old keys, everything deleted) on maps of every shape; each result is
 /// checked whole, through its image (the loader's audit), and used as the next base.

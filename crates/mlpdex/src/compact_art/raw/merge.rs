@@ -5,11 +5,14 @@
 //! whole: its bytes are one contiguous run of the old arena (post-order puts a subtree before
 //! its root, nothing else in between), so it is one copy plus a pass that shifts the refs
 //! inside it. A node some updates reach is rebuilt from its old children, copied or merged in
-//! turn, and the new keys between them; its layout and record width are chosen afresh. Where
-//! an update splits a node's prefix, or lands on a leaf, or the walk is deep, the keys of
-//! that subtree are decoded and built again by the streaming builder, in place in the new
-//! arena. A node left with one child and no value is merged into that child (path
-//! compression holds after deletes too).
+//! turn, and the new keys between them; its layout and record width are chosen afresh.
+//! Updates that leave a node's prefix get a new node of the shared part, the old subtree
+//! below it with its prefix shortened and merged with the updates that follow it (copied
+//! whole when none do, as when keys arrive in increasing order). Where an update lands on a
+//! leaf, or the walk is deep, the keys of that subtree are decoded and built again by the
+//! streaming builder, in place in the new arena. A node
+//! left with one child and no value is merged into that child (path compression holds after
+//! deletes too).
 //!
 //! Work is proportional to the updates and to the nodes on their paths, plus a copy of
 //! everything else; memory beyond the new tree is the batch itself and one frame per level.
@@ -131,7 +134,7 @@ impl Tree {
         };
         let mut path = Vec::new();
         let mut suffixes = Vec::new();
-        let root = match m.subtree(old, &mut path, 0..n, &mut suffixes, 0)? {
+        let root = match m.subtree(old, 0, &mut path, 0..n, &mut suffixes, 0)? {
             None => return Ok(Tree::empty()),
             Some(Kid::Node(r)) => r,
             Some(Kid::Leaf { value, start, len }) => {
@@ -158,31 +161,39 @@ impl Merger<'_> {
     /// The new form of the subtree at `path` (the key bytes above it, the last one the byte
     /// that leads to it), whose old form is `old` and whose updates are `ups` (all starting
     /// with `path`): a kid for the parent, a leaf's suffix appended to `suffixes`; `None`
-    /// when nothing is left.
+    /// when nothing is left. An old node's first `skip` prefix bytes are already in `path`
+    /// (a split above consumed them).
     fn subtree(
         &mut self,
         old: Old,
+        skip: usize,
         path: &mut Vec<u8>,
         ups: Range<usize>,
         suffixes: &mut Vec<u8>,
         depth: usize,
     ) -> Result<Option<Kid>, Error> {
         if ups.is_empty() {
-            return Ok(self.copy(old, suffixes));
+            return Ok(match self.copy(old, suffixes) {
+                Some(Kid::Node(r)) if skip > 0 => Some(Kid::Node(self.set_prefix(r, &[], skip))),
+                kid => kid,
+            });
         }
         let Old::Node(r) = old else {
-            return self.rebuild(old, path, ups, suffixes);
+            return self.rebuild(old, skip, path, ups, suffixes);
         };
         let a = self.old;
         let node = Node::new(a, r);
-        let prefix = node.prefix(a);
+        let prefix = &node.prefix(a)[skip..];
         let d = path.len();
         let under = |m: &Merger<'_>, i: usize| {
             let k = m.ups.key(i);
             k.len() >= d + prefix.len() && &k[d..d + prefix.len()] == prefix
         };
-        if depth >= MAX_DEPTH || !under(self, ups.start) || !under(self, ups.end - 1) {
-            return self.rebuild(old, path, ups, suffixes);
+        if depth >= MAX_DEPTH {
+            return self.rebuild(old, skip, path, ups, suffixes);
+        }
+        if !under(self, ups.start) || !under(self, ups.end - 1) {
+            return self.split(r, skip, prefix, path, ups, suffixes, depth);
         }
         let q = d + prefix.len();
         path.extend_from_slice(prefix);
@@ -223,7 +234,7 @@ impl Merger<'_> {
                 _ => Old::None,
             };
             path.push(b);
-            let kid = self.subtree(child, path, i..j, &mut frame.suffixes, depth + 1)?;
+            let kid = self.subtree(child, 0, path, i..j, &mut frame.suffixes, depth + 1)?;
             path.pop();
             if let Some(kid) = kid {
                 frame.labels.push(b);
@@ -232,10 +243,20 @@ impl Merger<'_> {
             i = j;
         }
         path.truncate(d);
+        self.finish(frame, prefix, suffixes)
+    }
+
+    /// The kid a node of `prefix` with `frame`'s children and value becomes: nothing, a leaf
+    /// (only its value left), its one child with the prefix in front, or the node.
+    fn finish(
+        &mut self,
+        frame: Frame,
+        prefix: &[u8],
+        suffixes: &mut Vec<u8>,
+    ) -> Result<Option<Kid>, Error> {
         let out = match (frame.kids.len(), frame.value) {
             (0, None) => None,
             (0, Some(v)) => {
-                // Only the node's own key is left: a leaf.
                 let start = suffixes.len();
                 suffixes.extend_from_slice(prefix);
                 Some(Kid::Leaf {
@@ -249,6 +270,101 @@ impl Merger<'_> {
         };
         self.spare.push(frame);
         Ok(out)
+    }
+
+    /// Updates below `path` of which some leave node `r`'s `prefix` (its old prefix from
+    /// byte `skip` on) at its byte `l`: a new node of the shared `prefix[..l]` whose
+    /// children are the old subtree, under byte `prefix[l]` with its prefix cut after that
+    /// byte and merged with the updates through it (copied whole when there are none, as
+    /// for keys arriving in increasing order), and the other updates' subtrees.
+    fn split(
+        &mut self,
+        r: Ref,
+        skip: usize,
+        prefix: &[u8],
+        path: &mut Vec<u8>,
+        ups: Range<usize>,
+        suffixes: &mut Vec<u8>,
+        depth: usize,
+    ) -> Result<Option<Kid>, Error> {
+        let d = path.len();
+        let shared = |k: &[u8]| {
+            k[d..]
+                .iter()
+                .zip(prefix)
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let l = shared(self.ups.key(ups.start)).min(shared(self.ups.key(ups.end - 1)));
+        debug_assert!(l < prefix.len(), "the updates are not all below the prefix");
+        let (q, old_label) = (d + l, prefix[l]);
+        let mut frame = self.spare.pop().unwrap_or_default();
+        frame.labels.clear();
+        frame.kids.clear();
+        frame.suffixes.clear();
+        frame.value = None;
+        // Sorted, so a key ending where the prefixes part is the first update.
+        let mut i = ups.start;
+        if self.ups.key(i).len() == q {
+            frame.value = self.ups.values[i];
+            self.len += frame.value.is_some() as usize;
+            i += 1;
+        }
+        path.extend_from_slice(&prefix[..l]);
+        let mut old_left = true;
+        loop {
+            // The next group of updates by byte, the old subtree in its place among them.
+            let b = match (i < ups.end).then(|| self.ups.key(i)[q]) {
+                Some(u) if !old_left || u < old_label => u,
+                _ if old_left => old_label,
+                _ => break,
+            };
+            let j = (i..ups.end)
+                .find(|&j| self.ups.key(j)[q] != b)
+                .unwrap_or(ups.end);
+            path.push(b);
+            let kid = if b == old_label && old_left {
+                old_left = false;
+                self.subtree(
+                    Old::Node(r),
+                    skip + l + 1,
+                    path,
+                    i..j,
+                    &mut frame.suffixes,
+                    depth + 1,
+                )?
+            } else {
+                self.subtree(Old::None, 0, path, i..j, &mut frame.suffixes, depth + 1)?
+            };
+            path.pop();
+            if let Some(kid) = kid {
+                frame.labels.push(b);
+                frame.kids.push(kid);
+            }
+            i = j;
+        }
+        path.truncate(d);
+        self.finish(frame, &prefix[..l], suffixes)
+    }
+
+    /// Node `r`, the last thing written, with its prefix replaced by the bytes of `front`
+    /// followed by its own prefix from byte `skip` on.
+    fn set_prefix(&mut self, r: Ref, front: &[&[u8]], skip: usize) -> Ref {
+        let node = Node::new(&self.arena, r);
+        let own = bytes(&self.arena, node.prefix, node.plen)[skip..].to_vec();
+        let cut = node.prefix - 8 * (r.plen_field() == LONG_PREFIX) as usize;
+        debug_assert_eq!(node.at + node.size(), self.arena.len());
+        self.arena.truncate(cut);
+        let plen = front.iter().map(|f| f.len()).sum::<usize>() + own.len();
+        if plen >= LONG_PREFIX {
+            self.arena.extend_from_slice(&(plen as u64).to_le_bytes());
+        }
+        for f in front {
+            self.arena.extend_from_slice(f);
+        }
+        self.arena.extend_from_slice(&own);
+        pad(&mut self.arena);
+        Ref::node(r.kind(), r.offset(), r.n(), r.w(), r.has_value(), plen)
     }
 
     /// A node of `prefix` left with one child and no value, as that child with the prefix
@@ -267,30 +383,8 @@ impl Merger<'_> {
                     len: prefix.len() + 1 + len,
                 }
             }
-            Kid::Node(r) => {
-                // The child's node is the last thing written: rewrite its prefix in place.
-                let node = Node::new(&self.arena, r);
-                let own = bytes(&self.arena, node.prefix, node.plen).to_vec();
-                let cut = node.prefix - 8 * (r.plen_field() == LONG_PREFIX) as usize;
-                debug_assert_eq!(node.at + node.size(), self.arena.len());
-                self.arena.truncate(cut);
-                let plen = prefix.len() + 1 + own.len();
-                if plen >= LONG_PREFIX {
-                    self.arena.extend_from_slice(&(plen as u64).to_le_bytes());
-                }
-                self.arena.extend_from_slice(prefix);
-                self.arena.push(b);
-                self.arena.extend_from_slice(&own);
-                pad(&mut self.arena);
-                Kid::Node(Ref::node(
-                    r.kind(),
-                    r.offset(),
-                    r.n(),
-                    r.w(),
-                    r.has_value(),
-                    plen,
-                ))
-            }
+            // The child's node is the last thing written: its prefix is rewritten in place.
+            Kid::Node(r) => Kid::Node(self.set_prefix(r, &[prefix, &[b]], 0)),
         }
     }
 
@@ -370,6 +464,7 @@ impl Merger<'_> {
     fn rebuild(
         &mut self,
         old: Old,
+        skip: usize,
         path: &[u8],
         ups: Range<usize>,
         suffixes: &mut Vec<u8>,
@@ -387,8 +482,10 @@ impl Merger<'_> {
             }
             Old::Node(r) => {
                 let mut key = Vec::new();
+                // Keys relative to the node start with its whole prefix; `skip` of it is in
+                // `path` already.
                 for_each_entry(self.old, r, &mut key, &mut |k, v| {
-                    entries.push((k.to_vec(), v))
+                    entries.push((k[skip..].to_vec(), v))
                 });
             }
         }
