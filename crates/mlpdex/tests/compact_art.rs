@@ -1291,7 +1291,8 @@ fn merged_keys_leaving_a_prefix_keep_the_old_subtree() {
         range.map(|i| with(head, &i.to_be_bytes())).collect()
     };
     // (old keys, batch): the batch's `None`s delete.
-    let mut cases: Vec<(Vec<Vec<u8>>, Vec<(Vec<u8>, Option<u64>)>)> = vec![
+    type Batch = Vec<(Vec<u8>, Option<u64>)>;
+    let mut cases: Vec<(Vec<Vec<u8>>, Batch)> = vec![
         // Increasing u32s past a byte boundary, below a shared head: the root's prefix parts.
         (
             counted(b"\xAB\xCD", 0..700),

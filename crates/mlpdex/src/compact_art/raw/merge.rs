@@ -193,7 +193,7 @@ impl Merger<'_> {
             return self.rebuild(old, skip, path, ups, suffixes);
         }
         if !under(self, ups.start) || !under(self, ups.end - 1) {
-            return self.split(r, skip, prefix, path, ups, suffixes, depth);
+            return self.split(r, skip, path, ups, suffixes, depth);
         }
         let q = d + prefix.len();
         path.extend_from_slice(prefix);
@@ -272,8 +272,8 @@ impl Merger<'_> {
         Ok(out)
     }
 
-    /// Updates below `path` of which some leave node `r`'s `prefix` (its old prefix from
-    /// byte `skip` on) at its byte `l`: a new node of the shared `prefix[..l]` whose
+    /// Updates below `path` of which some leave node `r`'s prefix (from byte `skip` on, call
+    /// it `prefix`) at its byte `l`: a new node of the shared `prefix[..l]` whose
     /// children are the old subtree, under byte `prefix[l]` with its prefix cut after that
     /// byte and merged with the updates through it (copied whole when there are none, as
     /// for keys arriving in increasing order), and the other updates' subtrees.
@@ -281,12 +281,13 @@ impl Merger<'_> {
         &mut self,
         r: Ref,
         skip: usize,
-        prefix: &[u8],
         path: &mut Vec<u8>,
         ups: Range<usize>,
         suffixes: &mut Vec<u8>,
         depth: usize,
     ) -> Result<Option<Kid>, Error> {
+        let a = self.old;
+        let prefix = &Node::new(a, r).prefix(a)[skip..];
         let d = path.len();
         let shared = |k: &[u8]| {
             k[d..]
