@@ -7,7 +7,10 @@
 //! 2. **Stage semantics**: updates and deletes of keys in the static stage are hidden by the
 //!    dynamic stage until a merge applies them; no read returns a stale or deleted value, at
 //!    any point between merges; the merge trigger follows the ratio.
-//! 3. **Merged ranges**: a cursor walked from both ends at once over keys spread across both
+//! 3. **The static-key filter** never hides a key of the static stage from an insert or a
+//!    remove (an update must return the old value), at any bits per key, across the merges
+//!    that rebuild it and when it is rebuilt or dropped between merges.
+//! 4. **Merged ranges**: a cursor walked from both ends at once over keys spread across both
 //!    stages (some hidden by tombstones) returns each live entry exactly once.
 
 use std::collections::BTreeMap;
@@ -152,6 +155,71 @@ fn static_keys_are_updated_and_deleted_through_the_dynamic_stage() {
     assert_eq!(h.static_stage().get(&6u64.to_be_bytes()), None);
     assert_eq!(h.stats().merges, 2);
     assert_eq!(h.stats().last_entries, 99);
+}
+
+/// Loads `keys` (with their positions as values) checking every insert's answer, then
+/// updates and removes them all checking every answer, changing the static-key filter's bits
+/// per key to each of `bits` in turn along the way (between merges, with the dynamic stage
+/// full of keys the next merge moves to the static stage).
+fn filter_run<S: StaticStage>(keys: &[Vec<u8>], bits: &[usize]) {
+    let mut h = small::<S>(4, 8);
+    let mut oracle = BTreeMap::new();
+    let mut bits = bits.iter().cycle();
+    let step = keys.len() / 5 + 1;
+    let check = |i: usize, h: &mut Hybrid<_, S>, bits: &mut dyn Iterator<Item = &usize>| {
+        if i % step == step / 2 {
+            h.set_static_filter_bits(*bits.next().unwrap()).unwrap();
+        }
+    };
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(
+            h.insert(k, i as u64).unwrap(),
+            oracle.insert(k.clone(), i as u64),
+            "load {i}"
+        );
+        check(i, &mut h, &mut bits);
+    }
+    for (i, k) in keys.iter().enumerate() {
+        let v = i as u64 + 1_000_000;
+        assert_eq!(
+            h.insert(k, v).unwrap(),
+            oracle.insert(k.clone(), v),
+            "update {i}"
+        );
+        check(i, &mut h, &mut bits);
+    }
+    for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % 3 != 0) {
+        assert_eq!(h.remove(k), oracle.remove(k), "remove {i}");
+        check(i, &mut h, &mut bits);
+    }
+    assert_eq!(h.len(), oracle.len());
+    let all: Vec<(Vec<u8>, u64)> = h.range(..).map(|(k, v)| (k, *v)).collect();
+    assert_eq!(all, oracle.into_iter().collect::<Vec<_>>());
+    assert!(h.stats().merges > 20, "{:?}", h.stats());
+}
+
+#[test]
+fn the_static_filter_never_hides_a_static_key() {
+    for &shape in SHAPES {
+        let mut rng = TestRng::new(31);
+        let keys: Vec<Vec<u8>> = (0..6000).map(|_| shape.gen_key(&mut rng)).collect();
+        // A filter of one bit a key passes few keys it should not; 32 bits almost none; 0
+        // means none; every change rebuilds it from both stages.
+        filter_run::<CompactArt>(&keys, &[1, 32, 0, 4]);
+        filter_run::<CompactBTree>(&keys, &[4, 1]);
+        filter_run::<Fst>(&keys, &[0, 8]);
+    }
+}
+
+#[test]
+fn the_static_filter_has_bounded_bits() {
+    let mut h = Hybrid::new();
+    assert_eq!(h.static_filter_bits(), mlpdex::hybrid::STATIC_FILTER_BITS);
+    assert!(h.set_static_filter_bits(33).is_err());
+    assert_eq!(h.static_filter_bits(), mlpdex::hybrid::STATIC_FILTER_BITS);
+    h.set_static_filter_bits(32).unwrap();
+    h.insert(b"a", 1).unwrap();
+    assert_eq!(h.insert(b"a", 2).unwrap(), Some(1));
 }
 
 #[test]
