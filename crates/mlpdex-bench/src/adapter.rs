@@ -130,6 +130,10 @@ pub struct Merge {
     pub entries: u64,
     /// Seconds the merge took (inside the write that triggered it).
     pub secs: f64,
+    /// Seconds the same write then spent rebuilding the hybrid's filter over its static
+    /// stage's keys (0 when it did not; absent from older records).
+    #[serde(default)]
+    pub filter_secs: f64,
     /// Bytes of the static stage before the merge.
     pub old_bytes: u64,
     /// Bytes of the new static stage (both exist during the merge).

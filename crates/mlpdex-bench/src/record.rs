@@ -133,7 +133,7 @@ pub struct IndexRecord {
     #[serde(default)]
     pub hope: Option<HopeFacts>,
     /// Every merge a hybrid index ran during the measured operations, oldest first, as
-    /// `{"entries":…,"secs":…,"old_bytes":…,"new_bytes":…}` objects. Empty for other indexes
+    /// `{"entries":…,"secs":…,"filter_secs":…,"old_bytes":…,"new_bytes":…}` objects. Empty for other indexes
     /// and left out of their JSON; lines written before it was recorded read as empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merges: Vec<Merge>,
@@ -509,12 +509,14 @@ pub(crate) mod tests {
                 Merge {
                     entries: 4096,
                     secs: 0.000_5,
+                    filter_secs: 0.0,
                     old_bytes: 0,
                     new_bytes: 40_000,
                 },
                 Merge {
                     entries: 45_056,
                     secs: 0.003,
+                    filter_secs: 0.25,
                     old_bytes: 40_000,
                     new_bytes: 400_000,
                 },
@@ -523,11 +525,19 @@ pub(crate) mod tests {
         let line = serde_json::to_string(&hybrid).unwrap();
         assert!(
             line.contains(
-                r#""merges":[{"entries":4096,"secs":0.0005,"old_bytes":0,"new_bytes":40000},"#
+                r#""merges":[{"entries":4096,"secs":0.0005,"filter_secs":0.0,"old_bytes":0,"new_bytes":40000},"#
             ),
             "{line}"
         );
         assert_eq!(Record::from_json(&line).unwrap(), hybrid);
+        // A merge written before filter rebuilds were timed (no `filter_secs`) reads as none.
+        let older = line.replace(r#""filter_secs":0.25,"#, "");
+        assert_ne!(older, line);
+        let Record::Index(r) = Record::from_json(&older).unwrap() else {
+            panic!("an index record")
+        };
+        assert_eq!(r.merges[1].filter_secs, 0.0);
+        assert_eq!(r.merges[1].secs, 0.003);
 
         // A line written before merges were recorded (it has no such field) reads as none.
         let old = r#"{"kind":"index","index":"hybrid-cuckoo-trie-fst","dataset":"rand-8",

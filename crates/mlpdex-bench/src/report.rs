@@ -1597,6 +1597,7 @@ mod tests {
                 .map(|&entries| Merge {
                     entries,
                     secs: ns_per_entry * 1e-9 * entries as f64,
+                    filter_secs: 0.0,
                     old_bytes: entries * 9,
                     new_bytes: entries * 10,
                 })

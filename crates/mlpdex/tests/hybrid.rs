@@ -223,6 +223,25 @@ fn the_static_filter_has_bounded_bits() {
 }
 
 #[test]
+fn filter_rebuilds_are_timed_apart_from_merges() {
+    let mut h = small::<CompactArt>(10, 64);
+    let (mut rebuilds, mut merges, mut sum) = (0, 0, std::time::Duration::ZERO);
+    for i in 0u64..20_000 {
+        h.insert(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes(), i)
+            .unwrap();
+        let s = h.stats();
+        if s.merges > merges {
+            merges = s.merges;
+            sum += s.last + s.last_filter;
+            rebuilds += usize::from(!s.last_filter.is_zero());
+        }
+    }
+    // From 1,024 keys of room, growing 60% at each rebuild: a handful over 20,000 keys.
+    assert!((2..=12).contains(&rebuilds), "{rebuilds} rebuilds");
+    assert_eq!(h.stats().total, sum);
+}
+
+#[test]
 fn merges_follow_the_ratio() {
     let mut h: Hybrid = Hybrid::with_config(Config {
         ratio: 4,

@@ -41,6 +41,7 @@ pub(crate) fn last_merge(s: MergeStats) -> Merge {
     Merge {
         entries: s.last_entries as u64,
         secs: s.last.as_secs_f64(),
+        filter_secs: s.last_filter.as_secs_f64(),
         old_bytes: s.last_old_bytes as u64,
         new_bytes: s.last_new_bytes as u64,
     }

@@ -101,19 +101,17 @@ impl StaticFilter {
     }
 
     /// Catches up with a new static stage (after a merge or a clear, with the dynamic stage
-    /// empty): its largest key, and a new filter when the old one is full.
-    pub(crate) fn refresh<D: DynamicStage, S: StaticStage>(&mut self, stat: &S, dynamic: &D) {
-        debug_assert!(dynamic.is_empty());
+    /// empty): takes its largest key, and answers whether the filter must be built anew
+    /// ([`rebuild`](Self::rebuild)): when the keys added since its build used its room.
+    pub(crate) fn note_static<S: StaticStage>(&mut self, stat: &S) -> bool {
         self.largest = largest(stat);
-        if self.room == 0 || stat.is_empty() {
-            self.rebuild(stat, dynamic);
-        }
+        self.room == 0 || stat.is_empty()
     }
 
     /// Builds the filter from the keys of both stages (the static stage's, and the dynamic
     /// stage's, which the next merge moves into it), with room for 60% more keys, covering
     /// keys up to the largest of both.
-    fn rebuild<D: DynamicStage, S: StaticStage>(&mut self, stat: &S, dynamic: &D) {
+    pub(crate) fn rebuild<D: DynamicStage, S: StaticStage>(&mut self, stat: &S, dynamic: &D) {
         self.largest = largest(stat);
         self.bloom = None;
         self.covered = None;
