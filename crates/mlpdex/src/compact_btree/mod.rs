@@ -334,6 +334,36 @@ impl CompactBTree {
         Cursor::new(self, self.start_of(start), self.end_of(end))
     }
 
+    /// A new map with a sorted batch of updates applied: `(key, Some(v))` stores `v` under
+    /// `key`, `(key, None)` removes `key`; keys strictly increasing, else
+    /// [`Error::OutOfOrder`] / [`Error::DuplicateKey`]. This map is left as it was, and the
+    /// new one has its [`Config`].
+    ///
+    /// A streaming merge (thesis §5.2.1) that copies whole every leaf it can (those before the
+    /// first update, and all but the last when updates only append rising keys) and
+    /// re-encodes the others. It is how a [`Hybrid`](crate::hybrid::Hybrid) over a compact
+    /// B-tree merges.
+    ///
+    /// ```
+    /// use mlpdex::compact_btree::CompactBTree;
+    ///
+    /// let map = CompactBTree::from_sorted([("ant", 1), ("bee", 2), ("cat", 3)])?;
+    /// let next = map.merged([("bee", None), ("cow", Some(4))])?;
+    /// assert_eq!(next.iter().collect::<Vec<_>>(), [
+    ///     (b"ant".to_vec(), 1), (b"cat".to_vec(), 3), (b"cow".to_vec(), 4),
+    /// ]);
+    /// assert_eq!(map.len(), 3);
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    pub fn merged<K: AsRef<[u8]>>(
+        &self,
+        updates: impl IntoIterator<Item = (K, Option<u64>)>,
+    ) -> Result<CompactBTree, Error> {
+        Ok(CompactBTree {
+            tree: raw::merge::merged(&self.tree, updates)?,
+        })
+    }
+
     /// The first entry within `bound` from below (`≥ k`, `> k`, or the first entry).
     pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
         self.entry(self.start_of(bound))

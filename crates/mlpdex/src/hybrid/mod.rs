@@ -62,7 +62,8 @@
 //!   `1 / ratio` as many entries as the static one (and at least [`Config::min_merge`]), the
 //!   write merges every entry into a new static stage, streaming both stages in key order
 //!   into the static map's builder (§5.2.1); the compact ART instead merges as a trie,
-//!   copying whole every subtree no new key reaches. The extra memory a merge needs is the
+//!   copying whole every subtree no new key reaches, and the compact B-tree copies whole
+//!   every leaf whose keys keep their places (all but the last when keys only rise). The extra memory a merge needs is the
 //!   new static stage while the old one still exists, plus the builder's working set (one
 //!   open node per level) and, for the compact ART, a flat copy of the dynamic stage's keys
 //!   (about a tenth of the index's keys at ratio 10); [`MergeStats`] reports both static

@@ -72,7 +72,8 @@ pub trait StaticStage: StaticMap + Sized {
     /// A new map with a sorted batch of updates applied (`None` removes the key). By
     /// default a streaming merge: both sorted sequences, walked together into a new map
     /// through [`builder`](Self::builder), the thesis' merge of sorted arrays; a map may do
-    /// better (the compact ART copies the subtrees no update reaches).
+    /// better (the compact ART copies the subtrees no update reaches, the compact B-tree the
+    /// leaves).
     fn merged<K: AsRef<[u8]>>(
         &self,
         updates: impl IntoIterator<Item = (K, Option<u64>)>,
@@ -129,6 +130,13 @@ impl StaticStage for CompactBTree {
 
     fn builder() -> CompactBTreeBuilder {
         CompactBTreeBuilder::new()
+    }
+
+    fn merged<K: AsRef<[u8]>>(
+        &self,
+        updates: impl IntoIterator<Item = (K, Option<u64>)>,
+    ) -> Result<Self, Error> {
+        CompactBTree::merged(self, updates)
     }
 }
 

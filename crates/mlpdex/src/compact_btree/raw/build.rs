@@ -4,7 +4,11 @@
 //!
 //! Memory while building: the finished arrays as they grow (`Vec`s, so up to twice their final
 //! size just before a reallocation, trimmed at the end), the open leaf's keys, and a copy of
-//! the previous key for the order check.
+//! the last closed leaf's last key (the order check reads the open leaf's last key otherwise).
+//!
+//! A merge can also append a finished leaf of another tree with the same `shift` whole
+//! ([`TreeBuilder::push_leaf`]): its words are copied with their tail offset moved, nothing
+//! is decoded or encoded.
 
 use super::leaf::{self, Scratch};
 use super::{Layer, Route, Tree};
@@ -23,6 +27,8 @@ struct LayerBuilder {
     words: Vec<u64>,
     tails: Vec<u8>,
     scratch: Scratch,
+    /// The last key of the last closed leaf, once one closed.
+    closed_last: Option<Vec<u8>>,
 }
 
 impl LayerBuilder {
@@ -36,7 +42,37 @@ impl LayerBuilder {
             words: Vec::new(),
             tails: Vec::new(),
             scratch: Scratch::default(),
+            closed_last: None,
         }
+    }
+
+    /// The last key appended, if any.
+    fn last(&self) -> Option<&[u8]> {
+        match *self.open_ends.as_slice() {
+            [] => self.closed_last.as_deref(),
+            [end] => Some(&self.open[..end]),
+            [.., start, end] => Some(&self.open[start..end]),
+        }
+    }
+
+    /// Appends leaf `leaf` of another layer, whose tails are `tails`, whole: it must be full
+    /// (`2^shift` keys), this layer's open leaf empty, and `last` the leaf's last key, sorting
+    /// after every key so far.
+    fn push_leaf(&mut self, leaf: &leaf::Leaf<'_>, words: &[u64], tails: &[u8], last: &[u8]) {
+        debug_assert!(self.open_ends.is_empty() && leaf.n == 1 << self.shift);
+        debug_assert!(self.last().is_none_or(|prev| prev < last));
+        let (from, to) = (leaf.tail_at, leaf.tail_range(leaf.n - 1).1);
+        let at = self.words.len();
+        self.words.extend_from_slice(words);
+        // Word 1 of a leaf is where its tails start in its layer's tail bytes.
+        self.words[at + 1] = self.tails.len() as u64;
+        self.tails
+            .extend_from_slice(tails.get(from..to).unwrap_or(&[]));
+        self.leaf_at.push(self.words.len() as u64);
+        self.len += leaf.n;
+        let prev = self.closed_last.get_or_insert_with(Vec::new);
+        prev.clear();
+        prev.extend_from_slice(last);
     }
 
     /// Appends a key sorting after every key so far.
@@ -61,6 +97,10 @@ impl LayerBuilder {
         });
         leaf::encode(keys, &mut self.words, &mut self.tails, &mut self.scratch);
         self.leaf_at.push(self.words.len() as u64);
+        let start = ends.len().checked_sub(2).map_or(0, |i| ends[i]);
+        let last = self.closed_last.get_or_insert_with(Vec::new);
+        last.clear();
+        last.extend_from_slice(&open[start..]);
         self.open.clear();
         self.open_ends.clear();
     }
@@ -104,9 +144,6 @@ pub(crate) fn upper_layers(keys: &Layer, shift: u32) -> Vec<Layer> {
 pub(crate) struct TreeBuilder {
     keys: LayerBuilder,
     values: Vec<u64>,
-    /// Whether a key was accepted (the previous one is then the open leaf's last, or the last
-    /// of the previous leaf, kept in `previous`).
-    previous: Option<Vec<u8>>,
 }
 
 impl TreeBuilder {
@@ -116,7 +153,6 @@ impl TreeBuilder {
         TreeBuilder {
             keys: LayerBuilder::new(shift),
             values: Vec::new(),
-            previous: None,
         }
     }
 
@@ -125,10 +161,15 @@ impl TreeBuilder {
         self.values.len()
     }
 
+    /// The last key accepted, if any.
+    pub(crate) fn last(&self) -> Option<&[u8]> {
+        self.keys.last()
+    }
+
     /// Appends `key` with `value`: it must sort strictly after the previous key. A refused key
     /// leaves the builder as it was.
     pub(crate) fn push(&mut self, key: &[u8], value: u64) -> Result<(), Error> {
-        if let Some(prev) = &self.previous {
+        if let Some(prev) = self.keys.last() {
             match key.cmp(prev) {
                 core::cmp::Ordering::Greater => {}
                 core::cmp::Ordering::Equal => {
@@ -136,18 +177,37 @@ impl TreeBuilder {
                 }
                 core::cmp::Ordering::Less => {
                     return Err(Error::OutOfOrder {
-                        previous: prev.clone(),
+                        previous: prev.to_vec(),
                         got: key.to_vec(),
                     });
                 }
             }
         }
-        let prev = self.previous.get_or_insert_with(Vec::new);
-        prev.clear();
-        prev.extend_from_slice(key);
         self.keys.push(key);
         self.values.push(value);
         Ok(())
+    }
+
+    /// Whether the open leaf is empty, so that [`push_leaf`](Self::push_leaf) may be called.
+    pub(crate) fn at_leaf_start(&self) -> bool {
+        self.keys.open_ends.is_empty()
+    }
+
+    /// Appends a full leaf of a tree with the same `shift` whole: `leaf` is its view,
+    /// `words` its words, `tails` its layer's tail bytes, `values` its values and `last` its
+    /// last key. Requires [`at_leaf_start`](Self::at_leaf_start) and its first key sorting
+    /// after every key so far (the caller's merge order guarantees both).
+    pub(crate) fn push_leaf(
+        &mut self,
+        leaf: &leaf::Leaf<'_>,
+        words: &[u64],
+        tails: &[u8],
+        values: &[u64],
+        last: &[u8],
+    ) {
+        debug_assert_eq!(values.len(), leaf.n);
+        self.keys.push_leaf(leaf, words, tails, last);
+        self.values.extend_from_slice(values);
     }
 
     /// The finished tree.

@@ -431,9 +431,17 @@ impl<'a> Leaf<'a> {
     /// (what [`select1`](Self::select1) answers; a cursor steps it along instead).
     #[inline]
     pub(crate) fn write_key_at(&self, i: usize, one: usize, tails: &[u8], out: &mut Vec<u8>) {
+        self.write_prefix(out);
+        self.write_rest_at(i, one, tails, out);
+    }
+
+    /// Writes what follows the prefix in key `i` (`i < n`) into `out`, given `one` as for
+    /// [`write_key_at`](Self::write_key_at): a merge keeps the prefix in its buffer and
+    /// rewrites only this.
+    #[inline]
+    pub(crate) fn write_rest_at(&self, i: usize, one: usize, tails: &[u8], out: &mut Vec<u8>) {
         let head = self.head_at(i, one);
         let (class, tail) = self.rest(i, tails);
-        self.write_prefix(out);
         Split { head, class, tail }.write(out);
     }
 

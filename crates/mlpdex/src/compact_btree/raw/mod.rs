@@ -26,6 +26,7 @@ pub(crate) mod build;
 pub(crate) mod format;
 pub(crate) mod index;
 pub(crate) mod leaf;
+pub(crate) mod merge;
 
 use crate::substrate::Frozen;
 use crate::substrate::popcount::{Popcount, dispatch};
@@ -70,11 +71,16 @@ impl Layer {
     /// about 60 of the 920 instructions a lookup took).
     #[inline(always)]
     pub(crate) fn leaf(&self, shift: u32, j: usize) -> Leaf<'_> {
-        let at = |i: usize| self.leaf_at.get(i).map_or(0, |&a| a as usize);
-        let words = self.words.get(at(j)..at(j + 1)).unwrap_or(&[]);
-        let leaf = Leaf::new(words, self.leaf_len(shift, j));
+        let leaf = Leaf::new(self.leaf_words(j), self.leaf_len(shift, j));
         debug_assert!(leaf.is_some(), "leaf {j} does not decode");
         leaf.unwrap_or_else(Leaf::broken)
+    }
+
+    /// The words of leaf `j` (empty when `j` is out of range).
+    #[inline(always)]
+    pub(crate) fn leaf_words(&self, j: usize) -> &[u64] {
+        let at = |i: usize| self.leaf_at.get(i).map_or(0, |&a| a as usize);
+        self.words.get(at(j)..at(j + 1)).unwrap_or(&[])
     }
 
     /// Bytes of memory the layer takes.
