@@ -346,6 +346,19 @@ impl<'a> Leaf<'a> {
         crate::substrate::prefetch::prefetch_read(self.lows.as_ptr().wrapping_add(bit / 64));
     }
 
+    /// Prefetches the line of key `i`'s tail end and, given `per_key`, the tail bytes a key
+    /// of this layer averages, the line where key `i`'s tail is likely to start in `tails`.
+    #[inline]
+    pub(crate) fn prefetch_tail(&self, i: usize, tails: &[u8], per_key: usize) {
+        if self.header.ends == 0 {
+            return;
+        }
+        let bit = i * self.header.ends as usize;
+        crate::substrate::prefetch::prefetch_read(self.ends.as_ptr().wrapping_add(bit / 64));
+        let at = self.tail_at.wrapping_add(i.wrapping_mul(per_key));
+        crate::substrate::prefetch::prefetch_read(tails.as_ptr().wrapping_add(at));
+    }
+
     /// Low part of key `i`.
     #[inline]
     fn low(&self, i: usize) -> u64 {
@@ -399,7 +412,7 @@ impl<'a> Leaf<'a> {
     }
 
     /// Class and tail of the rest of key `i`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn rest<'t>(&self, i: usize, tails: &'t [u8]) -> (u32, &'t [u8]) {
         let base = self.header.short_base;
         if self.header.short == 0 && self.header.ends == 0 {

@@ -277,6 +277,8 @@ impl Tree {
             >> h.zeros;
         let i = guess(d, span, leaf.n.max(1));
         leaf.prefetch_low(i);
+        let per_key = self.keys.tails.len() / self.keys.len.max(1);
+        leaf.prefetch_tail(i, &self.keys.tails, per_key);
         prefetch_read(self.values.as_ptr().wrapping_add((j << self.shift) + i));
     }
 
