@@ -39,6 +39,12 @@
 //! life, the thesis' insert-only cost), or when every write must finish in bounded time
 //! (a merge runs inside the write that triggers it: use [`ConcurrentHybrid`]).
 //!
+//! Which static stage (same tables): the compact ART, the default, reads fastest, string keys
+//! above all; the compact B-tree takes the least memory on integer keys and merges fastest
+//! when keys rise (it copies its leaves), but reads long keys sharing long prefixes (e-mail
+//! addresses) more slowly than the Cuckoo Trie alone; the FST takes the least memory on such
+//! keys and merges slowest (its build).
+//!
 //! # What it is
 //!
 //! - **Two stages** (§5.1): writes go to the dynamic stage `D`, any mlpdex ordered map (the
