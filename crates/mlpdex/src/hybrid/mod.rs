@@ -29,7 +29,9 @@
 //! takes a fraction of a dynamic map's memory, so the whole index does too, while reads cost
 //! about what the static map's cost and writes what the dynamic stage's cost plus merges.
 //! Measured against the dynamic stage alone: [`docs/results/hybrid.md`](../../../../docs/results/hybrid.md)
-//! (10M keys) and [`docs/results/hybrid-50m.md`](../../../../docs/results/hybrid-50m.md) (50M);
+//! (10M keys) and [`docs/results/hybrid-50m.md`](../../../../docs/results/hybrid-50m.md) (50M;
+//! its rand-8 reads in three rounds:
+//! [`docs/results/hybrid-50m-reads.md`](../../../../docs/results/hybrid-50m-reads.md));
 //! merge time against size, with charts:
 //! [`docs/results/hybrid-merge.md`](../../../../docs/results/hybrid-merge.md). For many
 //! threads, and merges that no read or write waits for, see [`ConcurrentHybrid`].
