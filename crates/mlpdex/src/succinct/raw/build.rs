@@ -103,15 +103,18 @@ impl LevelBuilder {
             self.empty = Some(value);
             return Ok(());
         }
-        let lp = match self.pending.take() {
+        // The pending key's buffer is reused for the new one: no allocation a key.
+        let (lp, mut buf) = match self.pending.take() {
             Some((prev, v, prev_lp)) => {
                 let lcp = common_prefix(&prev, key);
                 self.place(&prev, v, prev_lp, lcp);
-                lcp
+                (lcp, prev)
             }
-            None => 0,
+            None => (0, Vec::new()),
         };
-        self.pending = Some((key.to_vec(), value, lp));
+        buf.clear();
+        buf.extend_from_slice(key);
+        self.pending = Some((buf, value, lp));
         Ok(())
     }
 
