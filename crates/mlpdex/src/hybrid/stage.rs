@@ -82,28 +82,21 @@ pub trait StaticStage: StaticMap + Sized {
         let mut ups = updates.into_iter();
         let mut stat = self.cursor(..);
         let mut u = ups.next();
-        let mut s_key = Vec::new();
-        let mut s = stat.next().map(|(k, v)| {
-            s_key.extend_from_slice(k);
-            v
-        });
+        // The old entry borrows the cursor until the next step (no copy of its key).
+        let mut s = stat.next();
         loop {
-            let ord = match (&u, s) {
+            let ord = match (&u, &s) {
                 (None, None) => break,
                 (Some(_), None) => Ordering::Less,
                 (None, Some(_)) => Ordering::Greater,
-                (Some((k, _)), Some(_)) => k.as_ref().cmp(&s_key[..]),
+                (Some((k, _)), Some((s_key, _))) => k.as_ref().cmp(s_key),
             };
             if ord.is_ge() {
                 // The old entry goes in unless an update replaces or removes it.
-                if ord.is_gt() {
-                    b.push(&s_key, s.expect("an old entry"))?;
+                if let (true, Some((s_key, v))) = (ord.is_gt(), &s) {
+                    b.push(s_key, *v)?;
                 }
-                s_key.clear();
-                s = stat.next().map(|(k, v)| {
-                    s_key.extend_from_slice(k);
-                    v
-                });
+                s = stat.next();
             }
             if ord.is_le() {
                 let (k, v) = u.take().expect("an update");
