@@ -584,12 +584,19 @@ impl Fst {
         p.seek_le(&self.trie, k, strict, &cmp)
     }
 
-    /// Writes the key at `p` into `out`.
-    fn key_at(&self, p: &Path, out: &mut Vec<u8>) {
+    /// Writes the key at `p` into `out` and answers its value: one leaf rank and one suffix
+    /// record read for both (a cursor step used to find each twice).
+    fn entry_at(&self, p: &Path, out: &mut Vec<u8>) -> u64 {
         out.clear();
         out.extend_from_slice(p.key());
-        if let Some(s) = &self.suffixes {
-            out.extend_from_slice(s.get_at(p.level(), p.leaf(&self.trie)).1);
+        let leaf = p.leaf(&self.trie);
+        match &self.suffixes {
+            Some(s) => {
+                let (value, suffix) = s.get_at(p.level(), leaf);
+                out.extend_from_slice(suffix);
+                value
+            }
+            None => self.values.get(leaf).copied().unwrap_or(0),
         }
     }
 }
@@ -604,6 +611,8 @@ pub type Range<'a> = Entries<Cursor<'a>>;
 struct End {
     path: Path,
     key: Vec<u8>,
+    /// The value at `path`.
+    value: u64,
 }
 
 /// A cursor over a range of an [`Fst`], from both ends (a lending iterator: each key borrows the
@@ -645,7 +654,7 @@ impl<'a> Cursor<'a> {
         c.empty_pending = fst.empty.is_some() && after_start(b"", start) && before_end(b"", end);
         c.trie_done = !fst.seek_front(&mut c.front.path, start);
         if !c.trie_done {
-            fst.key_at(&c.front.path, &mut c.front.key);
+            c.front.value = fst.entry_at(&c.front.path, &mut c.front.key);
         }
         c
     }
@@ -676,10 +685,10 @@ impl<'a> Cursor<'a> {
             }
         }
         let t = &self.fst.trie;
-        let value = self.fst.value(&f.path);
+        let value = f.value;
         core::mem::swap(&mut self.out, &mut f.key);
         if f.path.next(t) {
-            self.fst.key_at(&f.path, &mut f.key);
+            f.value = self.fst.entry_at(&f.path, &mut f.key);
         } else {
             self.trie_done = true;
         }
@@ -694,7 +703,7 @@ impl<'a> Cursor<'a> {
                 self.back_ready = true;
                 let end = self.end.as_ref().map(Vec::as_slice);
                 if self.fst.seek_back(&mut self.back.path, end) {
-                    self.fst.key_at(&self.back.path, &mut self.back.key);
+                    self.back.value = self.fst.entry_at(&self.back.path, &mut self.back.key);
                 } else {
                     self.trie_done = true;
                 }
@@ -707,10 +716,10 @@ impl<'a> Cursor<'a> {
                     core::cmp::Ordering::Greater => {}
                 }
                 if b.key >= self.front.key {
-                    let value = self.fst.value(&b.path);
+                    let value = b.value;
                     core::mem::swap(&mut self.out, &mut b.key);
                     if b.path.prev(t) {
-                        self.fst.key_at(&b.path, &mut b.key);
+                        b.value = self.fst.entry_at(&b.path, &mut b.key);
                     } else {
                         self.trie_done = true;
                     }
