@@ -152,7 +152,7 @@ pub use self::ordered::{
 };
 pub use self::report::Divergence;
 pub use self::rng::TestRng;
-pub use self::static_map::{check_builder_rejects, check_static, try_check_static};
+pub use self::static_map::{apply_batch, check_builder_rejects, check_static, try_check_static};
 pub use self::strategies::{
     arb_key, arb_ops, arb_ops_with, arb_u64_key, run_ops, run_ops_concurrent,
 };

@@ -38,7 +38,8 @@ use mlpdex::Error;
 use mlpdex::compact_art::{CompactArt, CompactArtBuilder, Cursor};
 use mlpdex::key::is_empty_range;
 use mlpdex::testing::{
-    KeyShape, TestRng, check_builder_rejects, check_static, damage_keeping_checksum, reseal,
+    KeyShape, TestRng, apply_batch, check_builder_rejects, check_static, damage_keeping_checksum,
+    reseal,
 };
 
 type Oracle = BTreeMap<Vec<u8>, u64>;
@@ -1383,12 +1384,7 @@ fn merged_keys_leaving_a_prefix_keep_the_old_subtree() {
         let mut set = oracle_of(old.iter());
         let m = build(&set);
         let next = m.merged(batch.iter().map(|(k, v)| (k, *v))).unwrap();
-        for (k, v) in batch {
-            match v {
-                Some(v) => set.insert(k.clone(), *v),
-                None => set.remove(k),
-            };
-        }
+        apply_batch(&mut set, batch.iter().map(|(k, v)| (k, v)));
         let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, v)| (k.clone(), *v)).collect();
         assert_eq!(next.iter().collect::<Vec<_>>(), want, "case {i}");
         assert_eq!(
@@ -1437,12 +1433,7 @@ fn merged_applies_sorted_batches_like_a_btreemap() {
                     batch = set.keys().map(|k| (k.clone(), None)).collect();
                 }
                 let next = m.merged(batch.iter().map(|(k, v)| (k, *v))).unwrap();
-                for (k, v) in &batch {
-                    match v {
-                        Some(v) => set.insert(k.clone(), *v),
-                        None => set.remove(k),
-                    };
-                }
+                apply_batch(&mut set, &batch);
                 let got: Vec<(Vec<u8>, u64)> = next.iter().collect();
                 let want: Vec<(Vec<u8>, u64)> = set.iter().map(|(k, v)| (k.clone(), *v)).collect();
                 assert_eq!(got, want, "{shape:?} seed {seed} round {round}");

@@ -21,7 +21,7 @@ use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
 use mlpdex::Error;
 use mlpdex::compact_btree::{CompactBTree, CompactBTreeBuilder, Config};
-use mlpdex::testing::{KeyShape, TestRng, check_builder_rejects, check_static};
+use mlpdex::testing::{KeyShape, TestRng, apply_batch, check_builder_rejects, check_static};
 
 type Oracle = BTreeMap<Vec<u8>, u64>;
 type Entries = Vec<(Vec<u8>, u64)>;
@@ -552,12 +552,7 @@ fn merged_applies_sorted_batches_like_a_btreemap() {
                         batch = set.keys().map(|k| (k.clone(), None)).collect();
                     }
                     let next = m.merged(batch.iter().map(|(k, v)| (k, *v))).unwrap();
-                    for (k, v) in &batch {
-                        match v {
-                            Some(v) => set.insert(k.clone(), *v),
-                            None => set.remove(k),
-                        };
-                    }
+                    apply_batch(&mut set, &batch);
                     let what = format!("{shape:?} leaf_keys {leaf_keys} seed {seed} round {round}");
                     assert_eq!(
                         next,

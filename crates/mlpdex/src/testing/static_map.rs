@@ -84,6 +84,20 @@ pub fn try_check_static<M: StaticMap>(
     }
 }
 
+/// Applies a merge batch to the oracle: `(key, Some(v))` stores `v`, `(key, None)` removes the
+/// key (what a static map's `merged` must do).
+pub fn apply_batch<'b>(
+    oracle: &mut BTreeMap<Vec<u8>, u64>,
+    batch: impl IntoIterator<Item = (&'b Vec<u8>, &'b Option<u64>)>,
+) {
+    for (k, v) in batch {
+        match v {
+            Some(v) => oracle.insert(k.clone(), *v),
+            None => oracle.remove(k),
+        };
+    }
+}
+
 /// Checks that a [`StaticMapBuilder`] refuses bad input as its contract says.
 ///
 /// In several scenarios (plain keys, the empty key, prefix keys, 0x00/0xFF keys, 2 KiB keys,
