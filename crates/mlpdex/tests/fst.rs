@@ -800,3 +800,62 @@ fn damaged_images_that_load_answer_consistently() {
         "no damaged image loaded: the test checks nothing"
     );
 }
+
+/// `StaticStage::merged` (the hybrid's merge, which reserves the builder's levels from the old
+/// map's shape and the batch's size) makes exactly the map a build of the merged entries
+/// makes: batches that add deeper keys, delete the deepest ones (the new trie is shallower
+/// than the room reserved), update, and delete everything; batches of known size and of none.
+#[test]
+fn merged_is_the_map_a_build_makes() {
+    use mlpdex::hybrid::StaticStage;
+    use mlpdex::testing::apply_batch;
+    let mut rng = TestRng::new(8080);
+    for &shape in SHAPES {
+        for ratio in [0, 64, u32::MAX] {
+            let cfg = Config {
+                dense_ratio: ratio,
+                keys: KeyStorage::Complete,
+            };
+            let mut set = key_set(shape, ratio as u64 ^ 17, 600);
+            let mut m = build(&set, cfg);
+            for round in 0..8 {
+                let mut batch: BTreeMap<Vec<u8>, Option<u64>> = BTreeMap::new();
+                let olds: Vec<Vec<u8>> = set.keys().cloned().collect();
+                let longest = olds.iter().map(Vec::len).max().unwrap_or(0);
+                for _ in 0..1 + rng.below(300) {
+                    let key = match (olds.is_empty(), rng.below(4)) {
+                        (false, 0) => olds[rng.below(olds.len() as u64) as usize].clone(),
+                        (false, 1) => {
+                            let mut k = olds[rng.below(olds.len() as u64) as usize].clone();
+                            k.extend((0..1 + rng.below(20)).map(|_| rng.below(256) as u8));
+                            k
+                        }
+                        _ => shape.gen_key(&mut rng),
+                    };
+                    let v = (rng.below(3) != 0).then(|| rng.next_u64());
+                    batch.insert(key, v);
+                }
+                if round % 3 == 2 {
+                    // Every key of the deepest lengths goes.
+                    for k in olds.iter().filter(|k| k.len() + 2 >= longest) {
+                        batch.insert(k.clone(), None);
+                    }
+                }
+                if round == 7 {
+                    batch = set.keys().map(|k| (k.clone(), None)).collect();
+                }
+                let next = if round % 2 == 0 {
+                    m.merged(batch.iter().map(|(k, v)| (k, *v))).unwrap()
+                } else {
+                    // No size hint.
+                    m.merged(batch.iter().filter(|_| true).map(|(k, v)| (k, *v)))
+                        .unwrap()
+                };
+                apply_batch(&mut set, &batch);
+                let want = build(&set, cfg);
+                assert_eq!(next, want, "{shape:?} ratio {ratio} round {round}");
+                m = next;
+            }
+        }
+    }
+}

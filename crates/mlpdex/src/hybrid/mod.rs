@@ -471,7 +471,9 @@ impl<D: DynamicStage, S: StaticStage> Hybrid<D, S> {
         }
         let start = Instant::now();
         let old_bytes = self.stat.memory_usage();
-        let updates = self.dynamic.iter().map(|(k, slot)| (k, slot.update()));
+        // `take` bounds the iterator's size hint, which the static stage may reserve by.
+        let updates =
+            (self.dynamic.iter().take(self.dynamic.len())).map(|(k, slot)| (k, slot.update()));
         let new = match self.stat.merged(updates) {
             Ok(new) => new,
             Err(e) => {

@@ -78,36 +78,44 @@ pub trait StaticStage: StaticMap + Sized {
         &self,
         updates: impl IntoIterator<Item = (K, Option<u64>)>,
     ) -> Result<Self, Error> {
-        let mut b = Self::builder();
-        let mut ups = updates.into_iter();
-        let mut stat = self.cursor(..);
-        let mut u = ups.next();
-        // The old entry borrows the cursor until the next step (no copy of its key).
-        let mut s = stat.next();
-        loop {
-            let ord = match (&u, &s) {
-                (None, None) => break,
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (Some((k, _)), Some((s_key, _))) => k.as_ref().cmp(s_key),
-            };
-            if ord.is_ge() {
-                // The old entry goes in unless an update replaces or removes it.
-                if let (true, Some((s_key, v))) = (ord.is_gt(), &s) {
-                    b.push(s_key, *v)?;
-                }
-                s = stat.next();
-            }
-            if ord.is_le() {
-                let (k, v) = u.take().expect("an update");
-                if let Some(v) = v {
-                    b.push(k.as_ref(), v)?;
-                }
-                u = ups.next();
-            }
-        }
-        b.finish()
+        stream_merge(Self::builder(), self, updates)
     }
+}
+
+/// The streaming merge of [`StaticStage::merged`] into builder `b`.
+fn stream_merge<S: StaticStage, K: AsRef<[u8]>>(
+    mut b: S::Builder,
+    old: &S,
+    updates: impl IntoIterator<Item = (K, Option<u64>)>,
+) -> Result<S, Error> {
+    let mut ups = updates.into_iter();
+    let mut stat = old.cursor(..);
+    let mut u = ups.next();
+    // The old entry borrows the cursor until the next step (no copy of its key).
+    let mut s = stat.next();
+    loop {
+        let ord = match (&u, &s) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((k, _)), Some((s_key, _))) => k.as_ref().cmp(s_key),
+        };
+        if ord.is_ge() {
+            // The old entry goes in unless an update replaces or removes it.
+            if let (true, Some((s_key, v))) = (ord.is_gt(), &s) {
+                b.push(s_key, *v)?;
+            }
+            s = stat.next();
+        }
+        if ord.is_le() {
+            let (k, v) = u.take().expect("an update");
+            if let Some(v) = v {
+                b.push(k.as_ref(), v)?;
+            }
+            u = ups.next();
+        }
+    }
+    b.finish()
 }
 
 impl StaticStage for Fst {
@@ -115,6 +123,20 @@ impl StaticStage for Fst {
 
     fn builder() -> FstBuilder {
         FstBuilder::new()
+    }
+
+    /// The streaming merge, into a builder with room for the old map's levels grown by the
+    /// updates' count (their iterator's upper size bound, else its lower one), so that the
+    /// levels do not grow by copies.
+    fn merged<K: AsRef<[u8]>>(
+        &self,
+        updates: impl IntoIterator<Item = (K, Option<u64>)>,
+    ) -> Result<Self, Error> {
+        let updates = updates.into_iter();
+        let (low, high) = updates.size_hint();
+        let mut b = FstBuilder::with_config(self.config());
+        b.reserve_like(self, high.unwrap_or(low));
+        stream_merge(b, self, updates)
     }
 }
 

@@ -135,6 +135,12 @@ impl BitVec {
         self.words.capacity() * 8
     }
 
+    /// Makes room for `additional` more bits.
+    pub fn reserve(&mut self, additional: usize) {
+        let words = (self.len + additional).div_ceil(64);
+        self.words.reserve(words.saturating_sub(self.words.len()));
+    }
+
     /// Releases spare capacity.
     pub fn shrink_to_fit(&mut self) {
         self.words.shrink_to_fit();

@@ -165,13 +165,37 @@ impl FstBuilder {
         self.levels.push(key, value)
     }
 
+    /// Makes room for a map shaped like `map` with `extra` more keys (a merge into it), so
+    /// that the builder's levels do not grow step by step.
+    pub(crate) fn reserve_like(&mut self, map: &Fst, extra: usize) {
+        let shape = map.trie.level_shape();
+        let keys: usize = shape.iter().map(|&(leaves, _)| leaves).sum();
+        // Each level grows as the whole map does; room no key uses is never touched.
+        let grow = |n: usize| n + n.saturating_mul(extra) / keys.max(1) + 64;
+        let mut before = 0;
+        let levels: Vec<_> = shape
+            .iter()
+            .map(|&(leaves, children)| {
+                let records = map.suffixes.as_ref().map_or(0, |s| {
+                    s.record_bytes_before(before + leaves) - s.record_bytes_before(before)
+                });
+                before += leaves;
+                (grow(leaves + children), grow(leaves), grow(records))
+            })
+            .collect();
+        self.levels.reserve(&levels);
+    }
+
     /// Finishes the map.
     pub fn finish(mut self) -> Result<Fst, Error> {
         self.levels.finish_levels();
         let trie = Trie::from_levels(&self.levels.levels, self.config.dense_ratio)?;
-        let mut values = Vec::new();
-        let mut bytes = Vec::new();
+        // Exact sizes up front: no growth by copies, no shrinking copy at the end.
+        let lvs = &self.levels.levels;
+        let mut values = Vec::with_capacity(lvs.iter().map(|lv| lv.values.len()).sum());
+        let mut bytes = Vec::with_capacity(lvs.iter().map(|lv| lv.suffix_bytes.len()).sum());
         let mut ends = crate::substrate::BitVec::new();
+        ends.reserve(lvs.iter().map(|lv| lv.suffix_ends.len()).sum());
         for lv in &mut self.levels.levels {
             values.append(&mut lv.values);
             bytes.append(&mut lv.suffix_bytes);
@@ -184,11 +208,8 @@ impl FstBuilder {
             lv.suffix_ends = Default::default();
         }
         self.levels.levels = Vec::new();
-        values.shrink_to_fit();
         let suffixes = match self.config.keys {
             KeyStorage::Complete => {
-                bytes.shrink_to_fit();
-                ends.shrink_to_fit();
                 let mut s = FullSuffixes::new(bytes.into(), ends.into())?;
                 s.index_levels(&trie.leaves_per_level());
                 Some(s)

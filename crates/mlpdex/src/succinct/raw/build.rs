@@ -82,22 +82,27 @@ impl LevelBuilder {
                 max: u32::MAX as usize,
             });
         }
-        let previous: Option<&[u8]> = match &self.pending {
-            Some((k, _, _)) => Some(k),
-            None => self.empty.map(|_| &[][..]),
-        };
-        if let Some(prev) = previous {
-            match prev.cmp(key) {
-                Ordering::Less => {}
-                Ordering::Equal => return Err(Error::DuplicateKey { key: key.to_vec() }),
-                Ordering::Greater => {
-                    return Err(Error::OutOfOrder {
-                        previous: prev.to_vec(),
-                        got: key.to_vec(),
-                    });
+        // One pass gives both the order check and the common prefix the placement needs.
+        let lcp = match &self.pending {
+            Some((prev, _, _)) => {
+                let lcp = common_prefix(prev, key);
+                match prev.get(lcp).cmp(&key.get(lcp)) {
+                    Ordering::Less => {}
+                    Ordering::Equal => return Err(Error::DuplicateKey { key: key.to_vec() }),
+                    Ordering::Greater => {
+                        return Err(Error::OutOfOrder {
+                            previous: prev.clone(),
+                            got: key.to_vec(),
+                        });
+                    }
                 }
+                lcp
             }
-        }
+            None if self.empty.is_some() && key.is_empty() => {
+                return Err(Error::DuplicateKey { key: Vec::new() });
+            }
+            None => 0,
+        };
         self.keys += 1;
         if key.is_empty() {
             self.empty = Some(value);
@@ -106,7 +111,6 @@ impl LevelBuilder {
         // The pending key's buffer is reused for the new one: no allocation a key.
         let (lp, mut buf) = match self.pending.take() {
             Some((prev, v, prev_lp)) => {
-                let lcp = common_prefix(&prev, key);
                 self.place(&prev, v, prev_lp, lcp);
                 (lcp, prev)
             }
@@ -118,10 +122,37 @@ impl LevelBuilder {
         Ok(())
     }
 
+    /// Reserves room on each level for `shape[l] = (labels, leaves, suffix record bytes)`, so
+    /// that a merge that knows roughly what it will build fills its levels without growing
+    /// them step by step (each step a copy into fresh memory). Room no key uses is never
+    /// touched.
+    pub(crate) fn reserve(&mut self, shape: &[(usize, usize, usize)]) {
+        if self.levels.len() < shape.len() {
+            self.levels.resize_with(shape.len(), Level::default);
+        }
+        for (lv, &(labels, leaves, records)) in self.levels.iter_mut().zip(shape) {
+            lv.labels.reserve(labels);
+            lv.has_child.reserve(labels);
+            lv.louds.reserve(labels);
+            match self.kind {
+                SuffixKind::None => lv.values.reserve(leaves),
+                SuffixKind::Full => {
+                    lv.suffix_bytes.reserve(records);
+                    lv.suffix_ends.reserve(records.saturating_sub(7 * leaves));
+                }
+                _ => lv.fixed.reserve(leaves),
+            }
+        }
+    }
+
     /// Places the last key; the levels are then complete.
     pub(crate) fn finish_levels(&mut self) {
         if let Some((k, v, lp)) = self.pending.take() {
             self.place(&k, v, lp, 0);
+        }
+        // Levels `reserve` made room on that no key reached.
+        while self.levels.last().is_some_and(|lv| lv.labels.is_empty()) {
+            self.levels.pop();
         }
     }
 
@@ -143,8 +174,12 @@ impl LevelBuilder {
             (key.len(), key.len(), true)
         };
         let label_end = if terminator { key.len() } else { last + 1 };
-        for (l, &byte) in key.iter().enumerate().take(label_end).skip(lp) {
-            let lv = self.level(l);
+        if self.levels.len() < label_end {
+            self.levels.resize_with(label_end, Level::default);
+        }
+        for (l, &byte) in key[lp..label_end].iter().enumerate() {
+            let l = lp + l;
+            let lv = &mut self.levels[l];
             let new_node = l > lp || lv.labels.is_empty();
             lv.push(byte, terminator || l < last, new_node);
         }
@@ -160,10 +195,13 @@ impl LevelBuilder {
                 let rest = &key[depth..];
                 lv.suffix_bytes.extend_from_slice(&value.to_le_bytes());
                 lv.suffix_bytes.extend_from_slice(rest);
-                for _ in 0..rest.len() {
-                    lv.suffix_ends.push(false);
+                // The suffix's bytes as zeros, then its end marker.
+                let mut zeros = rest.len();
+                while zeros >= 64 {
+                    lv.suffix_ends.push_bits(0, 64);
+                    zeros -= 64;
                 }
-                lv.suffix_ends.push(true);
+                lv.suffix_ends.push_bits(1 << zeros, zeros as u32 + 1);
             }
             _ if given_hash => lv.fixed.push(kind.entry_with_hash(key, depth, value)),
             _ => lv.fixed.push(kind.entry(key, depth)),

@@ -255,6 +255,18 @@ impl FullSuffixes {
         (&self.records, self.ends.bits())
     }
 
+    /// Bytes of the records (values and suffixes) of leaves `0..leaf`.
+    pub(crate) fn record_bytes_before(&self, leaf: usize) -> usize {
+        match leaf.checked_sub(1) {
+            None => 0,
+            // The suffix bytes are the zeros before the last leaf's end marker.
+            Some(last) => self
+                .ends
+                .select1(last)
+                .map_or(self.records.len(), |end| end + 1 - leaf + VALUE * leaf),
+        }
+    }
+
     /// Number of leaves.
     pub(crate) fn len(&self) -> usize {
         self.ends.count_ones()

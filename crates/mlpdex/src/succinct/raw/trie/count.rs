@@ -70,14 +70,22 @@ impl Trie {
     /// Number of leaves on each level (leaves are numbered level by level, so level `l` owns
     /// the leaf numbers after those of levels `0..l`).
     pub(crate) fn leaves_per_level(&self) -> Vec<usize> {
+        self.level_shape()
+            .into_iter()
+            .map(|(leaves, _)| leaves)
+            .collect()
+    }
+
+    /// Leaves and branches with a child on each level.
+    pub(crate) fn level_shape(&self) -> Vec<(usize, usize)> {
         let mut out = Vec::with_capacity(self.height);
         let (mut first, mut nodes) = (0usize, 1usize);
         for level in 0..self.height {
             let end_pos = self.node_pos(level, first + nodes);
-            out.push(self.leaves_before(level, first, end_pos, false));
             let start = self.node_pos(level, first);
             let children =
                 self.children_before(level, end_pos) - self.children_before(level, start);
+            out.push((self.leaves_before(level, first, end_pos, false), children));
             first += nodes;
             nodes = children;
         }
