@@ -76,9 +76,7 @@ pub mod hope;
 pub mod hybrid;
 pub mod key;
 pub mod mlp_index;
-// Issue 20 lands PI in steps; its cores are tested before the front end uses them.
-#[allow(dead_code)]
-mod pi;
+pub mod pi;
 pub mod skiplist;
 mod substrate;
 mod succinct;

@@ -1,5 +1,369 @@
-//! PI, the batched latch-free SIMD skip list (pi-parallel-skiplist.txt). Under construction
-//! (issue 20): the index layer and its SIMD search have landed; the storage layer, the batch
-//! executor and the public front end come next.
+//! PI: a skip list that executes queries in batches on a pool of threads, latch-free, with
+//! a SIMD-searched index layer (Xie et al., "PI: a Parallel in-memory skip list based Index";
+//! `pi-parallel-skiplist.txt`).
+//!
+//! ```
+//! use mlpdex::pi::{Answer, Batch, Config, Pi, Query};
+//!
+//! let mut pi = Pi::with_config(Config { threads: 2, ..Config::default() })?;
+//! let mut batch: Batch = (0..1000u64).map(|k| Query::Insert(k * 2, k)).collect();
+//! pi.execute(&mut batch);
+//! assert_eq!(pi.len(), 1000);
+//!
+//! // Any mix, in any order; answers come back in the batch's order, as if the queries had
+//! // run one at a time in that order.
+//! let mut batch = Batch::new();
+//! batch.push(Query::Get(10));
+//! batch.push(Query::Remove(10));
+//! batch.push(Query::Get(10));
+//! batch.push(Query::Insert(11, 7));
+//! batch.push(Query::range(9..=12));
+//! pi.execute(&mut batch);
+//! assert_eq!(
+//!     batch.answers(),
+//!     [
+//!         Answer::Value(Some(5)),
+//!         Answer::Value(Some(5)),
+//!         Answer::Value(None),
+//!         Answer::Value(None),
+//!         Answer::Entries(vec![(11, 7), (12, 6)]),
+//!     ]
+//! );
+//! # Ok::<(), mlpdex::Error>(())
+//! ```
+//!
+//! # When to use it
+//!
+//! Many queries at a time on many cores: a server that gathers requests for a few
+//! microseconds, a bulk join or lookup step. A batch is sorted, cut into one share per worker
+//! so that each storage node is touched by one worker only, and each worker walks the index
+//! for a group of queries at once with prefetching, so its DRAM misses overlap.
+//!
+//! Not for: one query at a time with low latency (a batch's queries all wait for the batch;
+//! use [`MlpIndex`](crate::mlp_index::MlpIndex) or a concurrent map); byte-string keys (not
+//! yet: `u64` keys only for now).
+//!
+//! # Contract
+//!
+//! - **Structure** (§3.1, §4.1): a sorted linked list of data nodes (key, value, tower
+//!   height drawn with p = 1/4, deleted flag) under an *index layer* of levels of 64-byte
+//!   entries, four keys and their routes down each, one contiguous array a level, searched
+//!   with one AVX2 compare an entry (two SSE4.2 compares, or scalar ones, on CPUs without
+//!   AVX2; detected at run time).
+//! - **Execution** (§3.2, Algorithms 1–4): [`Pi::execute`] sorts the batch by key (then by
+//!   position), cuts it into one share per worker, finds every query's *interception* (the
+//!   index node of largest key at most the query's) in parallel, moves the cuts so that no
+//!   two workers share an interception (Algorithm 3), and lets each worker execute its share
+//!   on its own stretch of the list without latches. Ranges are cut at the workers'
+//!   boundaries (§3.2.5) and their pieces joined in key order.
+//! - **Order rule**: a batch's answers are those of running its queries one at a time in
+//!   batch order. Queries on one key run in batch order on one worker (they share an
+//!   interception); a range sees exactly the writes before it in the batch (a worker runs a
+//!   range at its start key and overlays the writes on later keys of the range that precede
+//!   it in the batch).
+//! - **Deletes** mark their node (§3.2.3); a marked node is unlinked and freed when the index
+//!   is rebuilt. The index layer is rebuilt from the list once the batches' writes reach
+//!   [`Config::rebuild_fraction`] of the keys (default 15%); until then new nodes are found
+//!   by walking the list from an older node. The rebuild currently runs between batches in
+//!   `execute`; a background rebuild is to come (issue 20).
+//! - **Threads**: a pool of [`Config::threads`] workers owned by the map (on a single NUMA
+//!   node, as on the machines measured so far, nothing is pinned). `Pi` is `Send` and `Sync`;
+//!   `execute` takes `&mut self`, so batches run one after another.
 
+mod batch;
 pub(crate) mod raw;
+
+pub use batch::{Answer, Batch, Query};
+
+use raw::execute::{self, Item, Op, Output, Work};
+use raw::index::IndexLayer;
+use raw::node::{Heights, Node, Storage};
+use raw::partition;
+use raw::simd::Kind;
+use raw::traverse::{self, Walk};
+
+use crate::Error;
+
+/// How a [`Pi`] runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    /// Worker threads (default: the machine's available parallelism).
+    pub threads: usize,
+    /// Rebuild the index layer once writes since the last rebuild reach this fraction of the
+    /// keys (default 0.15; at least 1,024 writes).
+    pub rebuild_fraction: f64,
+    /// Use SIMD compares where the CPU has them (default on; off for the §6.8 breakdown).
+    pub simd: bool,
+    /// Queries walked through the index level by level together (default 16; 1: one at a
+    /// time).
+    pub group: usize,
+    /// Prefetch each query's next index entry during group walks (default on).
+    pub prefetch: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            rebuild_fraction: 0.15,
+            simd: true,
+            group: 16,
+            prefetch: true,
+        }
+    }
+}
+
+/// Writes before the first rebuild, and the least between two.
+const MIN_REBUILD: usize = 1024;
+
+/// A batched skip list of `u64` keys and values (see the module docs).
+pub struct Pi {
+    storage: Storage,
+    index: IndexLayer,
+    len: usize,
+    /// Nodes in the list, deleted ones included.
+    nodes: usize,
+    /// Writes since the last rebuild.
+    writes: usize,
+    config: Config,
+    walk: Walk,
+    /// `None` with one worker: shares run on the calling thread.
+    pool: Option<rayon_core::ThreadPool>,
+    /// Seeds the workers' tower heights, one seed a batch.
+    batches: u64,
+    items: Vec<Item>,
+    keys: Vec<u64>,
+    handles: Vec<Option<u64>>,
+}
+
+impl Default for Pi {
+    fn default() -> Self {
+        Pi::new()
+    }
+}
+
+impl core::fmt::Debug for Pi {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Pi")
+            .field("len", &self.len)
+            .field("index_height", &self.index.height())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pi {
+    /// An empty map with the default [`Config`].
+    ///
+    /// # Panics
+    /// If the operating system refuses to start the worker threads (see
+    /// [`with_config`](Self::with_config) for the fallible form).
+    pub fn new() -> Pi {
+        Pi::with_config(Config::default()).expect("starting PI's worker threads")
+    }
+
+    /// An empty map with `config`; `Err` for no threads, a fraction outside `(0, 1]`, or when
+    /// the workers cannot be started.
+    pub fn with_config(config: Config) -> Result<Pi, Error> {
+        if config.threads == 0 || config.threads > 1024 {
+            return Err(Error::InvalidConfig {
+                what: "PI needs 1 to 1024 worker threads",
+            });
+        }
+        if !(config.rebuild_fraction > 0.0 && config.rebuild_fraction <= 1.0) {
+            return Err(Error::InvalidConfig {
+                what: "PI's rebuild fraction lies in (0, 1]",
+            });
+        }
+        let pool = if config.threads > 1 {
+            Some(
+                rayon_core::ThreadPoolBuilder::new()
+                    .num_threads(config.threads)
+                    .thread_name(|i| format!("mlpdex-pi-{i}"))
+                    .build()
+                    .map_err(|_| Error::InvalidConfig {
+                        what: "PI's worker threads could not be started",
+                    })?,
+            )
+        } else {
+            None
+        };
+        let simd = if config.simd {
+            Kind::detect()
+        } else {
+            Kind::Scalar
+        };
+        Ok(Pi {
+            storage: Storage::default(),
+            index: IndexLayer::default(),
+            len: 0,
+            nodes: 0,
+            writes: 0,
+            walk: Walk {
+                simd,
+                group: config.group.max(1),
+                prefetch: config.prefetch,
+            },
+            config,
+            pool,
+            batches: 0,
+            items: Vec::new(),
+            keys: Vec::new(),
+            handles: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the map holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of the list's nodes (deleted ones not yet freed included) and the index layer.
+    pub fn memory_usage(&self) -> usize {
+        self.nodes * size_of::<Node>() + self.index.memory_usage()
+    }
+
+    /// Executes every query of `batch` and stores the answers in it, one per query in the
+    /// batch's order: those of running the queries one at a time in that order.
+    pub fn execute(&mut self, batch: &mut Batch) {
+        assert!(
+            batch.queries.len() <= u32::MAX as usize,
+            "a batch holds at most 2^32 - 1 queries"
+        );
+        batch.answers.clear();
+        batch
+            .answers
+            .resize(batch.queries.len(), Answer::Value(None));
+        self.items.clear();
+        for (pos, q) in batch.queries.iter().enumerate() {
+            let Some((lo, hi)) = q.span() else {
+                batch.answers[pos] = Answer::Entries(Vec::new());
+                continue;
+            };
+            let op = match *q {
+                Query::Get(_) => Op::Get,
+                Query::Insert(_, v) => Op::Insert(v),
+                Query::Remove(_) => Op::Remove,
+                Query::Range(..) => Op::Range { hi },
+            };
+            self.items.push(Item {
+                key: lo,
+                pos: pos as u32,
+                op,
+            });
+        }
+        self.items.sort_unstable_by_key(Item::order);
+        let outputs = self.run();
+        for out in outputs {
+            self.len = self.len.wrapping_add_signed(out.delta);
+            self.writes += out.updates;
+            self.nodes += out.linked;
+            for (pos, a) in out.points {
+                batch.answers[pos as usize] = Answer::Value(a);
+            }
+            for (pos, mut entries) in out.ranges {
+                match &mut batch.answers[pos as usize] {
+                    Answer::Entries(e) => e.append(&mut entries),
+                    a => *a = Answer::Entries(entries),
+                }
+            }
+        }
+        if self.writes >= MIN_REBUILD.max((self.len as f64 * self.config.rebuild_fraction) as usize)
+        {
+            self.rebuild();
+        }
+    }
+
+    /// Finds the interceptions, plans the shares and runs them; the workers' outputs in
+    /// worker order.
+    fn run(&mut self) -> Vec<Output> {
+        let threads = self.config.threads;
+        let n = self.items.len();
+        self.keys.clear();
+        self.keys.extend(self.items.iter().map(|i| i.key));
+        self.handles.clear();
+        self.handles.resize(n, None);
+        let (index, walk) = (&self.index, self.walk);
+        // Interceptions, one share a worker (Algorithm 1, lines 2–6).
+        let share = n.div_ceil(threads).max(1);
+        match &self.pool {
+            Some(pool) if n > share => pool.scope(|s| {
+                for (k, o) in self.keys.chunks(share).zip(self.handles.chunks_mut(share)) {
+                    s.spawn(move |_| traverse::find_all(index, walk, k, o));
+                }
+            }),
+            _ => traverse::find_all(index, walk, &self.keys, &mut self.handles),
+        }
+        let storage = &self.storage;
+        let starts: Vec<Option<&Node>> = self
+            .handles
+            .iter()
+            // SAFETY: a handle is the address of a node the index was built from; the index
+            // references only nodes not deleted when it was built, and the storage frees only
+            // deleted nodes, in a sweep right after a rebuild replaced the index; so every
+            // node the current index names is alive while `storage` is borrowed.
+            .map(|h| h.map(|h| unsafe { &*(h as usize as *const Node) }))
+            .collect();
+        let plan = partition::plan(&self.items, &starts, threads);
+        self.batches += 1;
+        let seed = self.batches.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let works: Vec<Work<'_, '_>> = (0..threads)
+            .map(|t| {
+                let (a, b) = (plan.bounds[t], plan.bounds[t + 1]);
+                Work {
+                    items: &self.items[a..b],
+                    starts: &starts[a..b],
+                    parts: &plan.parts[t],
+                    first: plan.first[t],
+                    end: plan.end[t],
+                }
+            })
+            .collect();
+        let mut outputs: Vec<Output> = (0..threads).map(|_| Output::default()).collect();
+        let run_one = |t: usize, work: &Work<'_, '_>, out: &mut Output| {
+            if work.items.is_empty() && work.parts.is_empty() {
+                return;
+            }
+            let mut heights = Heights::new(seed ^ (t as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
+            let mut overlay = Vec::new();
+            execute::run(storage, work, &mut heights, &mut overlay, out);
+        };
+        match &self.pool {
+            Some(pool) => pool.scope(|s| {
+                for (t, (work, out)) in works.iter().zip(outputs.iter_mut()).enumerate() {
+                    let run_one = &run_one;
+                    s.spawn(move |_| run_one(t, work, out));
+                }
+            }),
+            None => {
+                for (t, (work, out)) in works.iter().zip(outputs.iter_mut()).enumerate() {
+                    run_one(t, work, out);
+                }
+            }
+        }
+        outputs
+    }
+
+    /// Rebuilds the index layer from the list's live nodes, then frees the deleted nodes
+    /// (the new index names none of them).
+    fn rebuild(&mut self) {
+        self.index = IndexLayer::build(
+            self.storage
+                .iter()
+                .filter(|n| n.height >= 2 && n.live_value().is_some())
+                .map(|n| (n.key, n.height as usize, n as *const Node as usize as u64)),
+        );
+        self.nodes -= self.storage.sweep(|_| false);
+        self.writes = 0;
+    }
+}

@@ -97,6 +97,7 @@ pub(crate) struct IndexLayer {
 }
 
 /// Where a walk goes on the next level down.
+#[cfg(test)]
 #[derive(Clone, Copy)]
 enum Next {
     /// The first entry, as from a head node: the query is below every key seen.
@@ -143,8 +144,10 @@ impl IndexLayer {
     }
 
     /// The interception of `query`: the handle of the node of largest key at most `query`
-    /// among the nodes of height above 1, or `None` when there is none.
-    #[inline]
+    /// among the nodes of height above 1, or `None` when there is none. (The executor walks
+    /// groups with [`find_group`](Self::find_group); this one-query walk is the tests'
+    /// reference.)
+    #[cfg(test)]
     pub(crate) fn find<R: Rank>(&self, r: R, query: u64) -> Option<u64> {
         let q = flip(query);
         let mut next = Next::First;

@@ -1,5 +1,9 @@
-//! PI's cores: the SIMD rank of a key in an entry and the index layer built from the storage
-//! layer's towers.
+//! PI's cores: the SIMD rank of a key in an entry, the index layer, the storage layer, the
+//! interception search, the partition of a batch and a worker's execution of its share.
 
+pub(crate) mod execute;
 pub(crate) mod index;
+pub(crate) mod node;
+pub(crate) mod partition;
 pub(crate) mod simd;
+pub(crate) mod traverse;

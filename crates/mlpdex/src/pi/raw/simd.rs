@@ -66,6 +66,7 @@ impl Kind {
     }
 
     /// Whether this CPU runs `self`.
+    #[cfg(test)]
     pub(crate) fn available(self) -> bool {
         match self {
             Kind::Scalar => true,
@@ -85,7 +86,6 @@ impl Kind {
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
-#[allow(unused_imports)] // the batch executor's dispatch takes them next
 pub(crate) use x86::{Avx2, Sse42};
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]

@@ -1,0 +1,237 @@
+//! Query execution on one worker's segment of the storage layer (pi-parallel-skiplist.txt
+//! §3.2.3, Algorithm 4), with the batch-order rule for ranges.
+//!
+//! A worker gets its queries sorted by `(key, position in the batch)`, each with its
+//! interception, and executes them in that order: for each, it walks the list from the later
+//! of its interception and the previous query's node to the *floor* node (largest key at most
+//! the query's; the head when none), then reads, updates, marks or links after it. Queries on
+//! one key therefore run in batch order, which makes a batch's point answers those of running
+//! it one query at a time in batch order.
+//!
+//! A range runs at its start key, so the writes of the batch that come *later in key order*
+//! but *earlier in the batch* have not been applied yet when it scans. It overlays them: the
+//! worker's following queries with keys inside the range and smaller positions (the last one
+//! per key wins) are merged into the scan. A range therefore sees exactly the writes before it
+//! in the batch, like every other query.
+//!
+//! Segment rule (the partition's guarantee, `partition.rs`): every key this worker is given
+//! lies below `end`, the key of the next worker's first interception, and every range is cut
+//! at `end`; so this worker's walks never pass that node, and it links new nodes only after
+//! nodes of its own segment.
+
+use super::node::{Heights, Node, Storage};
+
+/// What a query does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Get,
+    Insert(u64),
+    Remove,
+    /// Keys from the item's key to `hi`, both included.
+    Range {
+        hi: u64,
+    },
+}
+
+impl Op {
+    /// Whether the query changes the map.
+    fn writes(self) -> bool {
+        matches!(self, Op::Insert(_) | Op::Remove)
+    }
+}
+
+/// A query as the workers see it: key, position in the batch, operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Item {
+    pub(crate) key: u64,
+    pub(crate) pos: u32,
+    pub(crate) op: Op,
+}
+
+impl Item {
+    /// The execution order: by key, then by position in the batch.
+    #[inline(always)]
+    pub(crate) fn order(&self) -> (u64, u32) {
+        (self.key, self.pos)
+    }
+}
+
+/// One worker's share of a batch.
+pub(crate) struct Work<'a, 's> {
+    pub(crate) items: &'a [Item],
+    /// The interception of each item (`None`: the head).
+    pub(crate) starts: &'a [Option<&'s Node>],
+    /// Parts of ranges that started on earlier workers, as items (op `Range`) at this
+    /// segment's first key, sorted by order; they start at `first`.
+    pub(crate) parts: &'a [Item],
+    pub(crate) first: Option<&'s Node>,
+    /// Keys of this segment lie below `end` (`None`: no bound).
+    pub(crate) end: Option<u64>,
+}
+
+/// What a worker hands back.
+#[derive(Debug, Default)]
+pub(crate) struct Output {
+    /// `(position, answer)` of each point query.
+    pub(crate) points: Vec<(u32, Option<u64>)>,
+    /// `(position, entries)` of each range or range part, in key order.
+    pub(crate) ranges: Vec<(u32, Vec<(u64, u64)>)>,
+    /// Keys added minus keys removed.
+    pub(crate) delta: isize,
+    /// Queries that changed the map.
+    pub(crate) updates: usize,
+    /// Nodes linked.
+    pub(crate) linked: usize,
+}
+
+/// Executes `work` on `storage`, appending to `out`.
+pub(crate) fn run<'s>(
+    storage: &'s Storage,
+    work: &Work<'_, 's>,
+    heights: &mut Heights,
+    overlay: &mut Vec<(u64, Option<u64>)>,
+    out: &mut Output,
+) {
+    debug_assert_eq!(work.items.len(), work.starts.len());
+    let mut cursor: &'s Node = storage.head();
+    let (mut i, mut j) = (0, 0);
+    loop {
+        // The next query in order: an own item or a range part.
+        let take_part = match (work.items.get(i), work.parts.get(j)) {
+            (None, None) => break,
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (Some(a), Some(b)) => b.order() < a.order(),
+        };
+        let (item, start) = if take_part {
+            j += 1;
+            (&work.parts[j - 1], work.first)
+        } else {
+            i += 1;
+            (&work.items[i - 1], work.starts[i - 1])
+        };
+        debug_assert!(
+            work.end.is_none_or(|e| item.key < e),
+            "key past the segment"
+        );
+        let from = later(storage, cursor, start);
+        let f = floor(from, item.key);
+        cursor = f;
+        let found = !storage.is_head(f) && f.key == item.key;
+        let answer = match item.op {
+            Op::Get => found.then(|| f.live_value()).flatten(),
+            Op::Insert(v) => {
+                out.updates += 1;
+                if found {
+                    let old = f.live_value();
+                    f.value.store(v, core::sync::atomic::Ordering::Relaxed);
+                    if old.is_none() {
+                        f.deleted
+                            .store(false, core::sync::atomic::Ordering::Relaxed);
+                        out.delta += 1;
+                    }
+                    old
+                } else {
+                    cursor = storage.insert_after(f, item.key, v, heights.next());
+                    out.delta += 1;
+                    out.linked += 1;
+                    None
+                }
+            }
+            Op::Remove => {
+                out.updates += 1;
+                let old = found.then(|| f.live_value()).flatten();
+                if old.is_some() {
+                    f.deleted.store(true, core::sync::atomic::Ordering::Relaxed);
+                    out.delta -= 1;
+                }
+                old
+            }
+            Op::Range { hi } => {
+                let hi = work.end.map_or(hi, |e| hi.min(e - 1));
+                // Later items (own items only: parts do not write) within the range and
+                // earlier in the batch.
+                overlay.clear();
+                for later in work.items[i..].iter().take_while(|l| l.key <= hi) {
+                    if later.op.writes() && later.pos < item.pos {
+                        let effect = match later.op {
+                            Op::Insert(v) => Some(v),
+                            _ => None,
+                        };
+                        match overlay.last_mut() {
+                            Some(last) if last.0 == later.key => last.1 = effect,
+                            _ => overlay.push((later.key, effect)),
+                        }
+                    }
+                }
+                let first = if found { Some(f) } else { f.next() };
+                out.ranges
+                    .push((item.pos, scan(first, item.key, hi, overlay)));
+                continue;
+            }
+        };
+        out.points.push((item.pos, answer));
+    }
+}
+
+/// Of the cursor (the previous query's floor) and an interception, the one with the larger
+/// key; both lie at or before the current query's floor.
+#[inline(always)]
+fn later<'s>(storage: &'s Storage, cursor: &'s Node, start: Option<&'s Node>) -> &'s Node {
+    match start {
+        None => cursor,
+        Some(s) if storage.is_head(cursor) || s.key > cursor.key => s,
+        Some(_) => cursor,
+    }
+}
+
+/// The node of largest key at most `key`, walking from `from` (whose key is at most `key`,
+/// or the head).
+#[inline(always)]
+fn floor(from: &Node, key: u64) -> &Node {
+    let mut n = from;
+    while let Some(next) = n.next() {
+        if next.key > key {
+            break;
+        }
+        n = next;
+    }
+    n
+}
+
+/// The live entries of the nodes from `first` with keys in `lo..=hi`, with `overlay` (sorted
+/// `(key, new value or removed)`) applied.
+fn scan(first: Option<&Node>, lo: u64, hi: u64, overlay: &[(u64, Option<u64>)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut node = first.filter(|n| n.key >= lo);
+    let mut ov = overlay.iter().peekable();
+    loop {
+        let n = node.filter(|n| n.key <= hi);
+        let stored_first = match (n, ov.peek()) {
+            (None, None) => break,
+            (Some(n), Some(o)) => n.key < o.0,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+        };
+        match (n, ov.peek()) {
+            (Some(n), _) if stored_first => {
+                if let Some(v) = n.live_value() {
+                    out.push((n.key, v));
+                }
+                node = n.next();
+            }
+            (n, Some(&&(k, effect))) => {
+                if let Some(v) = effect {
+                    out.push((k, v));
+                }
+                ov.next();
+                // The overlay replaces the stored entry of the same key.
+                if let Some(n) = n.filter(|n| n.key == k) {
+                    node = n.next();
+                }
+            }
+            (_, None) => break,
+        }
+    }
+    out
+}

@@ -1,0 +1,215 @@
+//! The storage layer (pi-parallel-skiplist.txt §3.1): a sorted singly linked list of data
+//! nodes (key, value, height, deleted flag) behind a head node that stands for minus
+//! infinity.
+//!
+//! Ownership: the [`Storage`] owns every node; nodes are freed only through `&mut Storage`
+//! (dropping it, or a sweep between batches), so a node reached from the head while a
+//! `&Storage` lives stays valid for that borrow. During a batch each worker changes only the
+//! nodes of its own segment (the executor's partition, `execute.rs`), and a background rebuild
+//! may read the whole list at the same time. Every field that changes is therefore atomic:
+//! values and flags with relaxed ordering (what a worker writes is published to the next
+//! batch by the pool's join), links with release stores and acquire loads so that a
+//! concurrent reader that sees a new node sees its key and link. On x86 these are plain loads
+//! and stores; a partition bug would show as a wrong answer, never as undefined behaviour.
+
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+
+/// Tallest tower a node gets (level 1 of the index layer holds nodes of height 2 and up).
+pub(crate) const MAX_HEIGHT: usize = 24;
+
+/// One key of the storage layer.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) key: u64,
+    pub(crate) value: AtomicU64,
+    next: AtomicPtr<Node>,
+    /// Tower height, `1..=MAX_HEIGHT` (the head: `MAX_HEIGHT + 1`).
+    pub(crate) height: u8,
+    /// Removed from the map; the node stays linked until a sweep.
+    pub(crate) deleted: AtomicBool,
+}
+
+impl Node {
+    fn boxed(key: u64, value: u64, height: u8, next: *mut Node) -> Box<Node> {
+        Box::new(Node {
+            key,
+            value: AtomicU64::new(value),
+            next: AtomicPtr::new(next),
+            height,
+            deleted: AtomicBool::new(false),
+        })
+    }
+
+    /// The next node, if any.
+    #[inline(always)]
+    pub(crate) fn next(&self) -> Option<&Node> {
+        let p = self.next.load(Ordering::Acquire);
+        // SAFETY: a link is null or points to a node of the same storage, which frees nodes
+        // only through `&mut Storage`; `self` is borrowed from a `&Storage` (every `&Node`
+        // comes from `Storage::head` and links), so the node outlives the returned borrow.
+        unsafe { p.as_ref() }
+    }
+
+    /// The value, unless the node is deleted.
+    #[inline(always)]
+    pub(crate) fn live_value(&self) -> Option<u64> {
+        (!self.deleted.load(Ordering::Relaxed)).then(|| self.value.load(Ordering::Relaxed))
+    }
+}
+
+/// The list: the head node and everything linked from it.
+#[derive(Debug)]
+pub(crate) struct Storage {
+    head: Box<Node>,
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Storage {
+            head: Node::boxed(0, 0, MAX_HEIGHT as u8 + 1, ptr::null_mut()),
+        }
+    }
+}
+
+impl Storage {
+    /// The head node (no key; smaller than every key).
+    #[inline(always)]
+    pub(crate) fn head(&self) -> &Node {
+        &self.head
+    }
+
+    /// Whether `n` is the head.
+    #[inline(always)]
+    pub(crate) fn is_head(&self, n: &Node) -> bool {
+        ptr::eq(n, &*self.head)
+    }
+
+    /// Links a new node after `pred`, before `pred`'s successor, and returns it. The caller
+    /// keeps the list sorted (`pred.key < key < successor's key`) and is the only writer of
+    /// `pred`'s link (the executor's partition).
+    pub(crate) fn insert_after<'s>(
+        &'s self,
+        pred: &'s Node,
+        key: u64,
+        value: u64,
+        height: u8,
+    ) -> &'s Node {
+        let next = pred.next.load(Ordering::Relaxed);
+        debug_assert!(self.is_head(pred) || pred.key < key);
+        // SAFETY: as in `Node::next`: a non-null link points to a live node of this storage.
+        debug_assert!(unsafe { next.as_ref() }.is_none_or(|n| key < n.key));
+        let node = Box::into_raw(Node::boxed(key, value, height, next));
+        // Release: a reader that loads the new link sees the node's fields and link.
+        pred.next.store(node, Ordering::Release);
+        // SAFETY: just allocated and now owned by the list, freed only through `&mut self`.
+        unsafe { &*node }
+    }
+
+    /// Every node after the head, in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Node> {
+        core::iter::successors(self.head.next(), |n| n.next())
+    }
+
+    /// Unlinks and frees every deleted node for which `keep` is false.
+    pub(crate) fn sweep(&mut self, mut keep: impl FnMut(&Node) -> bool) -> usize {
+        let mut freed = 0;
+        let mut pred: *mut Node = &mut *self.head;
+        loop {
+            // SAFETY: `pred` is the head or a node still linked; `&mut self` excludes every
+            // other access to the list.
+            let pred_ref = unsafe { &*pred };
+            let cur = pred_ref.next.load(Ordering::Relaxed);
+            // SAFETY: as above: a link is null or a live node.
+            let Some(c) = (unsafe { cur.as_ref() }) else {
+                break;
+            };
+            if c.deleted.load(Ordering::Relaxed) && !keep(c) {
+                pred_ref
+                    .next
+                    .store(c.next.load(Ordering::Relaxed), Ordering::Relaxed);
+                // SAFETY: `cur` came from `Box::into_raw` and is now unlinked; no reference to
+                // it outlives this iteration (`&mut self`).
+                drop(unsafe { Box::from_raw(cur) });
+                freed += 1;
+            } else {
+                pred = cur;
+            }
+        }
+        freed
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        let mut cur = self.head.next.load(Ordering::Relaxed);
+        while !cur.is_null() {
+            // SAFETY: every non-null link came from `Box::into_raw` and is freed once: here,
+            // walking the list that owns it, with nothing else borrowing it.
+            let node = unsafe { Box::from_raw(cur) };
+            cur = node.next.load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// A source of tower heights: geometric with p = 1/4 (§5), capped at [`MAX_HEIGHT`].
+#[derive(Clone, Debug)]
+pub(crate) struct Heights(u64);
+
+impl Heights {
+    pub(crate) fn new(seed: u64) -> Self {
+        Heights(seed | 1)
+    }
+
+    pub(crate) fn next(&mut self) -> u8 {
+        // xorshift64*: good enough for coin flips, one multiply a node.
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        // Two fair bits a level: the height grows with probability 1/4.
+        (1 + (r.trailing_zeros() / 2) as usize).min(MAX_HEIGHT) as u8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_iterate_and_sweep() {
+        let mut s = Storage::default();
+        let a = s.insert_after(s.head(), 10, 1, 1);
+        let c = s.insert_after(a, 30, 3, 2);
+        s.insert_after(a, 20, 2, 1);
+        s.insert_after(c, 40, 4, 1);
+        let keys: Vec<u64> = s.iter().map(|n| n.key).collect();
+        assert_eq!(keys, [10, 20, 30, 40]);
+        for n in s.iter() {
+            if n.key != 20 {
+                n.deleted.store(true, Ordering::Relaxed);
+            }
+        }
+        // 30 is kept (say, the index still routes to it).
+        assert_eq!(s.sweep(|n| n.key == 30), 2);
+        let keys: Vec<(u64, Option<u64>)> = s.iter().map(|n| (n.key, n.live_value())).collect();
+        assert_eq!(keys, [(20, Some(2)), (30, None)]);
+        assert!(s.is_head(s.head()));
+    }
+
+    #[test]
+    fn heights_are_geometric() {
+        let mut h = Heights::new(7);
+        let mut counts = [0usize; MAX_HEIGHT + 1];
+        let n = if cfg!(miri) { 10_000 } else { 100_000 };
+        for _ in 0..n {
+            counts[h.next() as usize] += 1;
+        }
+        assert_eq!(counts[0], 0);
+        // About 3/4 of height 1, 3/16 of height 2 (fixed seed: a deterministic check).
+        assert!((n * 70 / 100..n * 80 / 100).contains(&counts[1]), "{counts:?}");
+        assert!((n * 16 / 100..n * 215 / 1000).contains(&counts[2]), "{counts:?}");
+    }
+}

@@ -1,0 +1,113 @@
+//! Splitting a sorted batch across the workers (pi-parallel-skiplist.txt §3.2.1, §3.2.2
+//! Algorithm 3, §3.2.5).
+//!
+//! The sorted queries are cut into equal shares; then each cut moves left past the queries
+//! whose interception is the next share's first interception (the *interception
+//! adjustment*), so that no two workers start from one interception. After it, worker `t`
+//! owns the nodes from its first interception up to the next non-empty worker's first
+//! interception: every query it holds has a key below that node's key (its interception is a
+//! smaller index node, and an interception is the largest index node at most the key), so the
+//! workers' walks and links never meet, and no latch is needed.
+//!
+//! The paper's workers exchange the boundary keys by messages; here the cuts are computed in
+//! one pass over the `T` boundaries after all interceptions are known, with the same result.
+//!
+//! A range is executed by the worker holding its start key, up to that worker's segment end;
+//! every later segment it reaches gets a *part*: the same range from that segment's first
+//! key, run by that segment's worker (§3.2.5). The parts' entries, in worker order, follow
+//! the owner's: key order.
+
+use core::ptr;
+
+use super::execute::{Item, Op};
+use super::node::Node;
+
+/// The workers' shares of one batch.
+#[derive(Debug)]
+pub(crate) struct Plan<'s> {
+    /// Worker `t` holds `items[bounds[t]..bounds[t + 1]]`.
+    pub(crate) bounds: Vec<usize>,
+    /// Per worker: the first interception (`None`: the head, or no share).
+    pub(crate) first: Vec<Option<&'s Node>>,
+    /// Per worker: the key its segment ends before (`None`: no bound).
+    pub(crate) end: Vec<Option<u64>>,
+    /// Per worker: range parts from earlier workers, sorted by position.
+    pub(crate) parts: Vec<Vec<Item>>,
+}
+
+fn same(a: Option<&Node>, b: Option<&Node>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => ptr::eq(a, b),
+        _ => false,
+    }
+}
+
+/// Shares of `items` (sorted by order) with interceptions `starts` for `threads` workers.
+pub(crate) fn plan<'s>(items: &[Item], starts: &[Option<&'s Node>], threads: usize) -> Plan<'s> {
+    assert!(threads >= 1);
+    debug_assert_eq!(items.len(), starts.len());
+    debug_assert!(items.windows(2).all(|w| w[0].order() < w[1].order()));
+    let n = items.len();
+    let mut bounds: Vec<usize> = (0..=threads).map(|t| t * n / threads).collect();
+    // The interception adjustment (Algorithm 3), cut by cut from the left: a cut that meets
+    // the previous one leaves its worker empty, and the previous cut already separates
+    // different interceptions.
+    for t in 1..threads {
+        while bounds[t] > bounds[t - 1]
+            && bounds[t] < n
+            && same(starts[bounds[t] - 1], starts[bounds[t]])
+        {
+            bounds[t] -= 1;
+        }
+    }
+    let first: Vec<Option<&'s Node>> = (0..threads)
+        .map(|t| {
+            (bounds[t] < bounds[t + 1])
+                .then(|| starts[bounds[t]])
+                .flatten()
+        })
+        .collect();
+    // A segment ends at the next non-empty worker's first interception.
+    let mut end = vec![None; threads];
+    let mut next_start: Option<u64> = None;
+    for t in (0..threads).rev() {
+        end[t] = next_start;
+        if bounds[t] < bounds[t + 1] {
+            // Non-empty and after another non-empty worker: its first interception is a node
+            // (only the first non-empty worker can start from the head).
+            next_start = first[t].map(|f| f.key);
+        }
+    }
+    let mut parts = vec![Vec::new(); threads];
+    for t in 0..threads {
+        for item in &items[bounds[t]..bounds[t + 1]] {
+            let Op::Range { hi } = item.op else { continue };
+            if end[t].is_none_or(|e| hi < e) {
+                continue;
+            }
+            for u in t + 1..threads {
+                let Some(f) = first[u].filter(|_| bounds[u] < bounds[u + 1]) else {
+                    continue;
+                };
+                if f.key > hi {
+                    break;
+                }
+                parts[u].push(Item {
+                    key: f.key,
+                    pos: item.pos,
+                    op: item.op,
+                });
+            }
+        }
+    }
+    for p in &mut parts {
+        p.sort_unstable_by_key(|i| i.pos);
+    }
+    Plan {
+        bounds,
+        first,
+        end,
+        parts,
+    }
+}

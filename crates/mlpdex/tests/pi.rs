@@ -1,0 +1,271 @@
+//! Integration tests of [`mlpdex::pi::Pi`] through its public API
+//! (`cargo test -p mlpdex --test pi`).
+//!
+//! 1. **Batches against sequential application**: every batch's answers equal those of
+//!    running its queries one at a time, in batch order, on a `BTreeMap`; batches mix every
+//!    query kind, repeat keys (several writes and reads of one key, ranges over keys written
+//!    before and after them in the batch), and include empty batches and batches of one.
+//!    Maps of 1, 2, 4 and 8 workers run the same stream and must all agree with the oracle.
+//! 2. **Streams with rebuilds**: long streams whose writes trigger many rebuilds of the
+//!    index layer (and sweeps of deleted nodes) lose nothing: contents and `len` checked
+//!    after every batch by full ranges.
+//! 3. **Configuration**: invalid configurations are errors.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use mlpdex::Error;
+use mlpdex::pi::{Answer, Batch, Config, Pi, Query};
+use mlpdex::testing::TestRng;
+
+fn pi(threads: usize) -> Pi {
+    Pi::with_config(Config {
+        threads,
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+/// Keys that stress the index: a small dense domain (repeats within a batch), the ends of
+/// the key space and the sign bit (the SIMD compares flip it), and random keys.
+fn key(rng: &mut TestRng) -> u64 {
+    match rng.below(8) {
+        0 => rng.below(4),
+        1 => u64::MAX - rng.below(4),
+        2 => (1 << 63) + rng.below(8) - 4,
+        3 | 4 => rng.below(3000) * 7,
+        5 => rng.next_u64(),
+        _ => 1_000_000 + rng.below(50_000),
+    }
+}
+
+fn bound(rng: &mut TestRng, k: u64) -> Bound<u64> {
+    match rng.below(3) {
+        0 => Bound::Included(k),
+        1 => Bound::Excluded(k),
+        _ => Bound::Unbounded,
+    }
+}
+
+fn query(rng: &mut TestRng) -> Query {
+    let k = key(rng);
+    match rng.below(10) {
+        0..=2 => Query::Get(k),
+        3..=5 => Query::Insert(k, rng.next_u64()),
+        6..=7 => Query::Remove(k),
+        _ => {
+            // Mostly short ranges; some empty, inverted or unbounded ones.
+            let lo = bound(rng, k);
+            let span = match rng.below(4) {
+                0 => rng.below(10),
+                1 => rng.below(10_000),
+                2 => rng.next_u64(),
+                _ => 0,
+            };
+            let hi = bound(rng, k.saturating_add(span));
+            if rng.below(20) == 0 {
+                Query::Range(hi, lo)
+            } else {
+                Query::Range(lo, hi)
+            }
+        }
+    }
+}
+
+/// The answers of running `batch` one query at a time on `oracle`.
+fn sequential(oracle: &mut BTreeMap<u64, u64>, batch: &Batch) -> Vec<Answer> {
+    batch
+        .queries()
+        .iter()
+        .map(|q| match *q {
+            Query::Get(k) => Answer::Value(oracle.get(&k).copied()),
+            Query::Insert(k, v) => Answer::Value(oracle.insert(k, v)),
+            Query::Remove(k) => Answer::Value(oracle.remove(&k)),
+            Query::Range(lo, hi) => {
+                // As inclusive bounds (BTreeMap panics on inverted ranges; a batch answers
+                // them empty).
+                let lo = match lo {
+                    Bound::Included(a) => Some(a),
+                    Bound::Excluded(a) => a.checked_add(1),
+                    Bound::Unbounded => Some(0),
+                };
+                let hi = match hi {
+                    Bound::Included(b) => Some(b),
+                    Bound::Excluded(b) => b.checked_sub(1),
+                    Bound::Unbounded => Some(u64::MAX),
+                };
+                Answer::Entries(match (lo, hi) {
+                    (Some(a), Some(b)) if a <= b => {
+                        oracle.range(a..=b).map(|(&k, &v)| (k, v)).collect()
+                    }
+                    _ => Vec::new(),
+                })
+            }
+        })
+        .collect()
+}
+
+fn contents(p: &mut Pi) -> Vec<(u64, u64)> {
+    let mut b = Batch::new();
+    b.push(Query::range(..));
+    p.execute(&mut b);
+    b.answers()[0].entries().to_vec()
+}
+
+#[test]
+fn batches_answer_like_sequential_application_on_any_worker_count() {
+    let mut rng = TestRng::new(2020);
+    let mut maps: Vec<Pi> = [1, 2, 4, 8].into_iter().map(pi).collect();
+    let mut oracle = BTreeMap::new();
+    for round in 0..400 {
+        let size = match round % 10 {
+            0 => 0,
+            1 => 1,
+            2 => rng.below(5000) as usize,
+            _ => rng.below(700) as usize,
+        };
+        let batch: Batch = (0..size).map(|_| query(&mut rng)).collect();
+        let want = sequential(&mut oracle, &batch);
+        for m in &mut maps {
+            let mut b = batch.clone();
+            m.execute(&mut b);
+            assert_eq!(b.answers().len(), want.len());
+            for (i, (got, w)) in b.answers().iter().zip(&want).enumerate() {
+                assert_eq!(
+                    got,
+                    w,
+                    "round {round}, {} workers, query {i}: {:?}",
+                    m.config().threads,
+                    batch.queries()[i]
+                );
+            }
+            assert_eq!(m.len(), oracle.len(), "round {round}");
+        }
+    }
+    for m in &mut maps {
+        let all: Vec<(u64, u64)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(contents(m), all);
+    }
+}
+
+/// One key written, read and ranged over many times in one batch, across worker cuts.
+#[test]
+fn one_key_many_times_in_a_batch_runs_in_batch_order() {
+    for threads in [1, 2, 4, 8] {
+        let mut m = pi(threads);
+        let mut oracle = BTreeMap::new();
+        // A map large enough to be rebuilt, so the index spreads the keys over workers.
+        let load: Batch = (0..20_000u64).map(|k| Query::Insert(k * 3, k)).collect();
+        sequential(&mut oracle, &load);
+        m.execute(&mut load.clone());
+        let mut rng = TestRng::new(threads as u64);
+        for _ in 0..30 {
+            let k = rng.below(60_000);
+            let mut b = Batch::new();
+            for i in 0..2000u64 {
+                b.push(match i % 6 {
+                    0 => Query::Insert(k, i),
+                    1 => Query::Get(k),
+                    2 => Query::Remove(k),
+                    3 => Query::range(k.saturating_sub(5)..k + 5),
+                    4 => Query::Insert(k + 1 + i % 4, i),
+                    _ => Query::Remove(rng.below(60_000)),
+                });
+            }
+            let want = sequential(&mut oracle, &b);
+            m.execute(&mut b);
+            assert_eq!(b.answers(), want, "{threads} workers");
+        }
+        let all: Vec<(u64, u64)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(contents(&mut m), all);
+    }
+}
+
+/// Long streams with many rebuilds: contents checked after every batch.
+#[test]
+fn streams_with_rebuilds_lose_nothing() {
+    let batches = if cfg!(debug_assertions) { 300 } else { 1500 };
+    for threads in [1, 3] {
+        let mut rng = TestRng::new(77 + threads as u64);
+        let mut m = Pi::with_config(Config {
+            threads,
+            rebuild_fraction: 0.05,
+            ..Config::default()
+        })
+        .unwrap();
+        let mut oracle = BTreeMap::new();
+        for round in 0..batches {
+            // Phases of growth and of shrinking, so rebuilds drop many deleted nodes.
+            let grow = (round / 100) % 2 == 0;
+            let batch: Batch = (0..2000)
+                .map(|_| {
+                    let k = rng.below(200_000);
+                    match (grow, rng.below(4)) {
+                        (true, 0..=2) | (false, 0) => Query::Insert(k, rng.next_u64()),
+                        (_, 3) => Query::Get(k),
+                        _ => Query::Remove(k),
+                    }
+                })
+                .collect();
+            let want = sequential(&mut oracle, &batch);
+            let mut b = batch;
+            m.execute(&mut b);
+            assert_eq!(b.answers(), want, "{threads} workers, round {round}");
+            assert_eq!(m.len(), oracle.len());
+            if round % 50 == 49 {
+                let all: Vec<(u64, u64)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();
+                assert_eq!(contents(&mut m), all, "round {round}");
+            }
+        }
+    }
+}
+
+#[test]
+fn invalid_configurations_are_errors() {
+    let bad = [
+        Config {
+            threads: 0,
+            ..Config::default()
+        },
+        Config {
+            rebuild_fraction: 0.0,
+            ..Config::default()
+        },
+        Config {
+            rebuild_fraction: 1.5,
+            ..Config::default()
+        },
+        Config {
+            rebuild_fraction: f64::NAN,
+            ..Config::default()
+        },
+    ];
+    for c in bad {
+        assert!(
+            matches!(Pi::with_config(c), Err(Error::InvalidConfig { .. })),
+            "{c:?}"
+        );
+    }
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Pi>();
+}
+
+/// The rebuild after a load builds an index layer, and the rebuild after mass deletes frees
+/// the deleted nodes.
+#[test]
+fn rebuilds_index_new_nodes_and_free_deleted_ones() {
+    for threads in [1, 2] {
+        let mut m = pi(threads);
+        let load: Batch = (0..20_000u64).map(|k| Query::Insert(k, k)).collect();
+        m.execute(&mut load.clone());
+        let nodes = 20_000 * 32;
+        assert!(m.memory_usage() > nodes, "no index after the load: {m:?}");
+        let mut del: Batch = (0..20_000u64).map(Query::Remove).collect();
+        m.execute(&mut del);
+        assert_eq!(m.len(), 0);
+        assert_eq!(m.memory_usage(), 0, "deleted nodes kept: {m:?}");
+        assert_eq!(contents(&mut m), []);
+        m.execute(&mut load.clone());
+        assert_eq!(contents(&mut m).len(), 20_000);
+    }
+}
