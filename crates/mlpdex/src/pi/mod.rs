@@ -95,7 +95,7 @@ pub struct Config {
     /// Use SIMD compares where the CPU has them (default on; off for the §6.8 breakdown).
     pub simd: bool,
     /// Queries walked through the index level by level together (default 16; 1: one at a
-    /// time).
+    /// time; at most 64).
     pub group: usize,
     /// Prefetch each query's next index entry during group walks (default on).
     pub prefetch: bool,
@@ -201,7 +201,7 @@ impl Pi {
             writes: 0,
             walk: Walk {
                 simd,
-                group: config.group.max(1),
+                group: config.group.clamp(1, raw::index::MAX_GROUP),
                 prefetch: config.prefetch,
             },
             config,

@@ -20,6 +20,7 @@
 //! nodes of its own segment.
 
 use super::node::{Heights, Node, Storage};
+use crate::substrate::prefetch::prefetch_read;
 
 /// What a query does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +96,20 @@ pub(crate) fn run<'s>(
     debug_assert_eq!(work.items.len(), work.starts.len());
     let mut cursor: &'s Node = storage.head();
     let (mut i, mut j) = (0, 0);
+    // Floors found ahead for own items `i..window`, at `ahead[k - i_window]`.
+    let mut ahead: [Option<&'s Node>; WINDOW] = [None; WINDOW];
+    let (mut window_start, mut window_end) = (0, 0);
     loop {
+        if i == window_end && i < work.items.len() {
+            window_start = i;
+            window_end = (i + WINDOW).min(work.items.len());
+            find_floors(
+                storage,
+                &work.items[window_start..window_end],
+                &work.starts[window_start..window_end],
+                &mut ahead,
+            );
+        }
         // The next query in order: an own item or a range part.
         let take_part = match (work.items.get(i), work.parts.get(j)) {
             (None, None) => break,
@@ -108,7 +122,7 @@ pub(crate) fn run<'s>(
             (&work.parts[j - 1], work.first)
         } else {
             i += 1;
-            (&work.items[i - 1], work.starts[i - 1])
+            (&work.items[i - 1], ahead[i - 1 - window_start])
         };
         debug_assert!(
             work.end.is_none_or(|e| item.key < e),
@@ -171,6 +185,61 @@ pub(crate) fn run<'s>(
             }
         };
         out.points.push((item.pos, answer));
+    }
+}
+
+/// Own items whose floors are found together, ahead of their execution.
+const WINDOW: usize = 32;
+
+/// For each of `items` (with interceptions `starts`), a node at most its key at or before
+/// its floor, into `out`: the walks of the whole window advance together, one hop a round,
+/// each prefetching its next node, so that the list's cache misses overlap across the window
+/// instead of following one another (a walk from an interception is a chain of dependent
+/// misses, the executor's main cost).
+fn find_floors<'s>(
+    storage: &'s Storage,
+    items: &[Item],
+    starts: &[Option<&'s Node>],
+    out: &mut [Option<&'s Node>; WINDOW],
+) {
+    debug_assert!(items.len() <= WINDOW && items.len() == starts.len());
+    // Per walk: the node reached and the next one, prefetched, not yet read.
+    let mut walk: [(Option<&'s Node>, Option<&'s Node>); WINDOW] = [(None, None); WINDOW];
+    for (k, s) in starts.iter().enumerate() {
+        let node = s.unwrap_or_else(|| storage.head());
+        prefetch_read(node);
+        walk[k] = (Some(node), None);
+    }
+    // The start nodes' links, then one hop a round.
+    for (k, w) in walk.iter_mut().enumerate().take(items.len()) {
+        let next = w.0.and_then(Node::next);
+        if let Some(n) = next {
+            prefetch_read(n);
+        }
+        w.1 = next;
+        out[k] = w.0;
+    }
+    // Walks still moving, compacted each round.
+    let mut live: [u8; WINDOW] = core::array::from_fn(|k| k as u8);
+    let mut n_live = items.len();
+    while n_live > 0 {
+        let mut kept = 0;
+        for x in 0..n_live {
+            let k = live[x] as usize;
+            let w = &mut walk[k];
+            let Some(next) = w.1.filter(|n| n.key <= items[k].key) else {
+                continue;
+            };
+            let after = next.next();
+            if let Some(a) = after {
+                prefetch_read(a);
+            }
+            *w = (Some(next), after);
+            out[k] = Some(next);
+            live[kept] = k as u8;
+            kept += 1;
+        }
+        n_live = kept;
     }
 }
 

@@ -22,7 +22,7 @@
 //! 1. Keys ascend strictly along each level; each level's keys are a subset of the level
 //!    below's, and level 1's are the nodes' keys in node order.
 //! 2. Every entry but a level's last is full; the last holds `1..=M` keys, the slots after
-//!    them repeat its last key (a rank is clamped to the filled slots).
+//!    them repeat its last key and route (so a rank that counts them takes the same route).
 //! 3. A route down on level `h > 1` names the entry of level `h - 1` holding the same key.
 
 use super::simd::{M, Rank, flip};
@@ -61,16 +61,16 @@ impl Level {
         self.keys += 1;
     }
 
-    /// Keys in entry `e`.
-    #[inline(always)]
-    fn filled(&self, e: usize) -> usize {
-        (self.keys - e * M).min(M)
-    }
-
-    /// Number of keys of entry `e` at most the (flipped) query.
+    /// Number of keys of entry `e` (`e < entries.len()`) at most the (flipped) query. Exact
+    /// without knowing how many slots are filled: the slots after a last entry's keys repeat
+    /// its last key and route (invariant 2), so counting them changes no route taken.
     #[inline(always)]
     fn rank<R: Rank>(&self, r: R, e: usize, query: u64) -> usize {
-        r.rank(&self.entries[e].keys, query).min(self.filled(e))
+        debug_assert!(e < self.entries.len());
+        // SAFETY: callers pass `e` below `entries.len()`: 0 on a non-empty level (levels are
+        // made by pushing a key), a route down (invariant 3: an entry of this level), or
+        // `e + 1` checked against the length.
+        r.rank(&unsafe { self.entries.get_unchecked(e) }.keys, query)
     }
 
     /// From entry `e`, where the walk entered this level, the entry and rank of the last key
@@ -87,7 +87,19 @@ impl Level {
         }
         (e, rank)
     }
+
+    /// The route down of slot `rank - 1` of entry `e` (`rank ≥ 1`), as returned by `walk`.
+    #[inline(always)]
+    fn down(&self, e: usize, rank: usize) -> u64 {
+        debug_assert!(e < self.entries.len() && (1..=M).contains(&rank));
+        // SAFETY: `walk` returns an entry below `entries.len()` and a rank in `0..=M`; the
+        // caller checked `rank ≥ 1`.
+        unsafe { *self.entries.get_unchecked(e).down.get_unchecked(rank - 1) }
+    }
 }
+
+/// Most queries [`IndexLayer::find_group`] walks together.
+pub(crate) const MAX_GROUP: usize = 64;
 
 /// The levels above the storage layer.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -119,8 +131,14 @@ impl IndexLayer {
             if levels.len() < height - 1 {
                 levels.resize_with(height - 1, Level::default);
             }
+            debug_assert!(handle != u64::MAX);
             let mut down = handle;
             for lv in &mut levels[..height - 1] {
+                // Entry numbers travel as `u32` in group walks: 2^32 entries would be 256 GiB.
+                assert!(
+                    lv.entries.len() < u32::MAX as usize,
+                    "index level too large"
+                );
                 // The entry this key lands in: the route down from the level above.
                 let entry = lv.keys / M;
                 lv.push(key, down);
@@ -168,10 +186,11 @@ impl IndexLayer {
         }
     }
 
-    /// [`find`](Self::find) for each of `queries` into `out` (same length), level by level
-    /// for the whole group: the next entry of each query is prefetched before the group's
-    /// other queries are walked on this level, so the group's misses overlap.
-    #[inline]
+    /// [`find`](Self::find) for each of `queries` into `out` (same length, at most
+    /// [`MAX_GROUP`]), level by level for the whole group: the next entries of each query are
+    /// prefetched before the group's other queries are walked on this level, so the group's
+    /// misses overlap.
+    #[inline(always)]
     pub(crate) fn find_group<R: Rank>(
         &self,
         r: R,
@@ -179,38 +198,43 @@ impl IndexLayer {
         out: &mut [Option<u64>],
         prefetch: bool,
     ) {
-        assert_eq!(queries.len(), out.len(), "one answer a query");
-        // `u64::MAX` marks "first entry" (no entry index reaches it: entries are 64 bytes).
-        const FIRST: u64 = u64::MAX;
-        for o in out.iter_mut() {
-            *o = Some(FIRST);
+        assert!(queries.len() == out.len() && queries.len() <= MAX_GROUP);
+        let Some((bottom, upper)) = self.levels.split_first() else {
+            out.fill(None);
+            return;
+        };
+        // The entry each query enters the current level at: the first entry of the top level,
+        // then the route taken from the level above (rank 0 there means the query is below
+        // every key seen, and the walk starts at the first entry again).
+        let mut at = [0u32; MAX_GROUP];
+        let mut flipped = [0u64; MAX_GROUP];
+        for (f, &q) in flipped.iter_mut().zip(queries) {
+            *f = flip(q);
         }
-        let levels = self.levels.len();
-        for (h, lv) in self.levels.iter().enumerate().rev() {
-            let below = (h > 0).then(|| &self.levels[h - 1]);
-            for (&query, o) in queries.iter().zip(out.iter_mut()) {
-                let start = match *o {
-                    Some(FIRST) | None => 0,
-                    Some(e) => e as usize,
+        let n = queries.len();
+        for h in (0..upper.len()).rev() {
+            let lv = &upper[h];
+            let below = if h == 0 { bottom } else { &upper[h - 1] };
+            for k in 0..n {
+                let (e, rank) = lv.walk(r, at[k] as usize, flipped[k]);
+                let next = if rank == 0 {
+                    0
+                } else {
+                    lv.down(e, rank) as usize
                 };
-                let (e, rank) = lv.walk(r, start, flip(query));
-                let next = match rank {
-                    0 => FIRST,
-                    k => lv.entries[e].down[k - 1],
-                };
-                if let (true, Some(b)) = (prefetch, below) {
-                    let target = if next == FIRST { 0 } else { next as usize };
-                    if let Some(entry) = b.entries.get(target) {
-                        prefetch_read(entry);
-                    }
+                if prefetch {
+                    // The walk below moves right about half the time (the keys after the
+                    // route's key, up to this level's next key, spill into the next entry).
+                    let p = below.entries.as_ptr().wrapping_add(next);
+                    prefetch_read(p);
+                    prefetch_read(p.wrapping_add(1));
                 }
-                *o = Some(next);
+                at[k] = next as u32;
             }
         }
-        for o in out.iter_mut() {
-            if levels == 0 || *o == Some(FIRST) {
-                *o = None;
-            }
+        for k in 0..n {
+            let (e, rank) = bottom.walk(r, at[k] as usize, flipped[k]);
+            out[k] = (rank > 0).then(|| bottom.down(e, rank));
         }
     }
 
@@ -273,8 +297,22 @@ mod tests {
         nodes.iter().rev().find(|n| n.0 <= q).map(|n| n.2)
     }
 
-    /// Every backend, single and grouped (with and without prefetch), against the naive
-    /// interception.
+    /// `find_group` over `queries` in groups of `group`.
+    fn grouped<R: Rank>(
+        ix: &IndexLayer,
+        r: R,
+        queries: &[u64],
+        out: &mut [Option<u64>],
+        group: usize,
+        prefetch: bool,
+    ) {
+        for (q, o) in queries.chunks(group).zip(out.chunks_mut(group)) {
+            ix.find_group(r, q, o, prefetch);
+        }
+    }
+
+    /// Every backend, single and grouped (groups of 1, 7 and the most; with and without
+    /// prefetch), against the naive interception.
     fn check(ix: &IndexLayer, nodes: &[(u64, usize, u64)], queries: &[u64]) {
         let want: Vec<Option<u64>> = queries.iter().map(|&q| naive(nodes, q)).collect();
         for kind in Kind::all_available() {
@@ -285,7 +323,7 @@ mod tests {
                     for (g, &q) in got.iter_mut().zip(queries) {
                         *g = ix.find(Scalar, q);
                     }
-                    ix.find_group(Scalar, queries, &mut got_p, true);
+                    grouped(ix, Scalar, queries, &mut got_p, 7, true);
                 }
                 #[cfg(all(target_arch = "x86_64", not(miri)))]
                 Kind::Avx2 => {
@@ -293,7 +331,7 @@ mod tests {
                     for (g, &q) in got.iter_mut().zip(queries) {
                         *g = ix.find(r, q);
                     }
-                    ix.find_group(r, queries, &mut got_p, false);
+                    grouped(ix, r, queries, &mut got_p, MAX_GROUP, false);
                 }
                 #[cfg(all(target_arch = "x86_64", not(miri)))]
                 Kind::Sse42 => {
@@ -301,7 +339,7 @@ mod tests {
                     for (g, &q) in got.iter_mut().zip(queries) {
                         *g = ix.find(r, q);
                     }
-                    ix.find_group(r, queries, &mut got_p, true);
+                    grouped(ix, r, queries, &mut got_p, 1, true);
                 }
                 #[allow(unreachable_patterns)]
                 _ => unreachable!("not available under this build"),

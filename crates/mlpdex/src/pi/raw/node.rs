@@ -209,7 +209,13 @@ mod tests {
         }
         assert_eq!(counts[0], 0);
         // About 3/4 of height 1, 3/16 of height 2 (fixed seed: a deterministic check).
-        assert!((n * 70 / 100..n * 80 / 100).contains(&counts[1]), "{counts:?}");
-        assert!((n * 16 / 100..n * 215 / 1000).contains(&counts[2]), "{counts:?}");
+        assert!(
+            (n * 70 / 100..n * 80 / 100).contains(&counts[1]),
+            "{counts:?}"
+        );
+        assert!(
+            (n * 16 / 100..n * 215 / 1000).contains(&counts[2]),
+            "{counts:?}"
+        );
     }
 }
