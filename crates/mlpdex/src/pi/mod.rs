@@ -80,6 +80,7 @@ use raw::index::IndexLayer;
 use raw::node::{Heights, Node, Storage};
 use raw::partition;
 use raw::simd::Kind;
+use raw::sort;
 use raw::traverse::{self, Walk};
 
 use crate::Error;
@@ -131,9 +132,23 @@ pub struct Pi {
     pool: Option<rayon_core::ThreadPool>,
     /// Seeds the workers' tower heights, one seed a batch.
     batches: u64,
+    /// Scratch kept between batches: the sorted items, their interceptions, the sort's
+    /// splitters and its rows of buckets (one row a worker).
     items: Vec<Item>,
-    keys: Vec<u64>,
     handles: Vec<Option<u64>>,
+    splitters: Vec<u64>,
+    rows: Vec<Vec<Vec<Item>>>,
+}
+
+/// `s` cut into consecutive pieces of `sizes` (which sum to at most its length).
+fn split_by<'a, T>(mut s: &'a mut [T], sizes: &[usize]) -> Vec<&'a mut [T]> {
+    let mut out = Vec::with_capacity(sizes.len());
+    for &n in sizes {
+        let (a, rest) = core::mem::take(&mut s).split_at_mut(n);
+        out.push(a);
+        s = rest;
+    }
+    out
 }
 
 impl Default for Pi {
@@ -208,8 +223,9 @@ impl Pi {
             pool,
             batches: 0,
             items: Vec::new(),
-            keys: Vec::new(),
             handles: Vec::new(),
+            splitters: Vec::new(),
+            rows: Vec::new(),
         })
     }
 
@@ -240,30 +256,7 @@ impl Pi {
             batch.queries.len() <= u32::MAX as usize,
             "a batch holds at most 2^32 - 1 queries"
         );
-        batch.answers.clear();
-        batch
-            .answers
-            .resize(batch.queries.len(), Answer::Value(None));
-        self.items.clear();
-        for (pos, q) in batch.queries.iter().enumerate() {
-            let Some((lo, hi)) = q.span() else {
-                batch.answers[pos] = Answer::Entries(Vec::new());
-                continue;
-            };
-            let op = match *q {
-                Query::Get(_) => Op::Get,
-                Query::Insert(_, v) => Op::Insert(v),
-                Query::Remove(_) => Op::Remove,
-                Query::Range(..) => Op::Range { hi },
-            };
-            self.items.push(Item {
-                key: lo,
-                pos: pos as u32,
-                op,
-            });
-        }
-        self.items.sort_unstable_by_key(Item::order);
-        let outputs = self.run();
+        let outputs = self.run(batch);
         for out in outputs {
             self.len = self.len.wrapping_add_signed(out.delta);
             self.writes += out.updates;
@@ -272,9 +265,8 @@ impl Pi {
                 batch.answers[pos as usize] = Answer::Value(a);
             }
             for (pos, mut entries) in out.ranges {
-                match &mut batch.answers[pos as usize] {
-                    Answer::Entries(e) => e.append(&mut entries),
-                    a => *a = Answer::Entries(entries),
+                if let Answer::Entries(e) = &mut batch.answers[pos as usize] {
+                    e.append(&mut entries);
                 }
             }
         }
@@ -284,73 +276,123 @@ impl Pi {
         }
     }
 
-    /// Finds the interceptions, plans the shares and runs them; the workers' outputs in
-    /// worker order.
-    fn run(&mut self) -> Vec<Output> {
-        let threads = self.config.threads;
-        let n = self.items.len();
-        self.keys.clear();
-        self.keys.extend(self.items.iter().map(|i| i.key));
-        self.handles.clear();
-        self.handles.resize(n, None);
-        let (index, walk) = (&self.index, self.walk);
-        // Interceptions, one share a worker (Algorithm 1, lines 2–6).
-        let share = n.div_ceil(threads).max(1);
-        match &self.pool {
-            Some(pool) if n > share => pool.scope(|s| {
-                for (k, o) in self.keys.chunks(share).zip(self.handles.chunks_mut(share)) {
-                    s.spawn(move |_| traverse::find_all(index, walk, k, o));
+    /// Runs `job(t)` for every worker `t`: on the pool, or here with one worker.
+    fn on_workers<J: FnOnce() + Send>(pool: Option<&rayon_core::ThreadPool>, jobs: Vec<J>) {
+        match pool {
+            Some(pool) if jobs.len() > 1 => pool.scope(|s| {
+                for job in jobs {
+                    s.spawn(move |_| job());
                 }
             }),
-            _ => traverse::find_all(index, walk, &self.keys, &mut self.handles),
+            _ => jobs.into_iter().for_each(|job| job()),
         }
-        let storage = &self.storage;
-        let starts: Vec<Option<&Node>> = self
-            .handles
-            .iter()
-            // SAFETY: a handle is the address of a node the index was built from; the index
-            // references only nodes not deleted when it was built, and the storage frees only
-            // deleted nodes, in a sweep right after a rebuild replaced the index; so every
-            // node the current index names is alive while `storage` is borrowed.
-            .map(|h| h.map(|h| unsafe { &*(h as usize as *const Node) }))
+    }
+
+    /// Sorts the batch into items, finds their interceptions, plans the shares and runs them
+    /// (Algorithm 1), every step but the planning on all workers; the workers' outputs in
+    /// worker order. Leaves each answer at its default (no value, or no entries).
+    fn run(&mut self, batch: &mut Batch) -> Vec<Output> {
+        let threads = self.config.threads;
+        let pool = self.pool.as_ref();
+        let n = batch.queries.len();
+        batch.answers.clear();
+        batch.answers.resize(n, Answer::Value(None));
+        // 1. Items bucketed by key range, one chunk of the batch a worker (`sort.rs`).
+        sort::splitters(&batch.queries, threads, &mut self.splitters);
+        if self.rows.len() != threads {
+            self.rows = vec![vec![Vec::new(); threads]; threads];
+        }
+        let chunk = n.div_ceil(threads).max(1);
+        let splitters = &self.splitters;
+        let chunks = batch
+            .queries
+            .chunks(chunk)
+            .zip(batch.answers.chunks_mut(chunk));
+        let mut rows = self.rows.iter_mut();
+        let jobs: Vec<_> = chunks
+            .zip(rows.by_ref())
+            .enumerate()
+            .map(|(t, ((q, a), row))| move || sort::bucket_chunk(q, t * chunk, splitters, row, a))
             .collect();
-        let plan = partition::plan(&self.items, &starts, threads);
-        self.batches += 1;
-        let seed = self.batches.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let works: Vec<Work<'_, '_>> = (0..threads)
-            .map(|t| {
-                let (a, b) = (plan.bounds[t], plan.bounds[t + 1]);
-                Work {
-                    items: &self.items[a..b],
-                    starts: &starts[a..b],
-                    parts: &plan.parts[t],
-                    first: plan.first[t],
-                    end: plan.end[t],
+        Self::on_workers(pool, jobs);
+        for row in rows {
+            row.iter_mut().for_each(Vec::clear);
+        }
+        // 2. Each bucket gathered and sorted, and its interceptions found (Algorithm 1,
+        // lines 2–6), by one worker.
+        let sizes: Vec<usize> = (0..threads)
+            .map(|b| self.rows.iter().map(|r| r[b].len()).sum())
+            .collect();
+        let total: usize = sizes.iter().sum();
+        let blank = Item {
+            key: 0,
+            pos: 0,
+            op: Op::Get,
+        };
+        self.items.clear();
+        self.items.resize(total, blank);
+        self.handles.clear();
+        self.handles.resize(total, None);
+        let mut starts: Vec<Option<&Node>> = vec![None; total];
+        let (rows, index, walk) = (&self.rows, &self.index, self.walk);
+        let parts = split_by(&mut self.items, &sizes)
+            .into_iter()
+            .zip(split_by(&mut self.handles, &sizes))
+            .zip(split_by(&mut starts, &sizes));
+        let jobs: Vec<_> = parts
+            .enumerate()
+            .map(|(b, ((items, handles), starts))| {
+                move || {
+                    sort::gather_sorted(rows, b, items);
+                    let keys: Vec<u64> = items.iter().map(|i| i.key).collect();
+                    traverse::find_all(index, walk, &keys, handles);
+                    for (s, h) in starts.iter_mut().zip(handles.iter()) {
+                        // SAFETY: a handle is the address of a node the index was built from;
+                        // the index references only nodes not deleted when it was built, and
+                        // the storage frees only deleted nodes, in a sweep right after a
+                        // rebuild replaced the index; so every node the current index names
+                        // is alive while `self.storage` is borrowed (until this batch ends).
+                        *s = h.map(|h| unsafe { &*(h as usize as *const Node) });
+                    }
                 }
             })
             .collect();
-        let mut outputs: Vec<Output> = (0..threads).map(|_| Output::default()).collect();
-        let run_one = |t: usize, work: &Work<'_, '_>, out: &mut Output| {
-            if work.items.is_empty() && work.parts.is_empty() {
-                return;
-            }
-            let mut heights = Heights::new(seed ^ (t as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
-            let mut overlay = Vec::new();
-            execute::run(storage, work, &mut heights, &mut overlay, out);
-        };
-        match &self.pool {
-            Some(pool) => pool.scope(|s| {
-                for (t, (work, out)) in works.iter().zip(outputs.iter_mut()).enumerate() {
-                    let run_one = &run_one;
-                    s.spawn(move |_| run_one(t, work, out));
-                }
-            }),
-            None => {
-                for (t, (work, out)) in works.iter().zip(outputs.iter_mut()).enumerate() {
-                    run_one(t, work, out);
-                }
-            }
+        Self::on_workers(pool, jobs);
+        // 3. The interception adjustment, from the buckets as first cuts.
+        let mut bounds = Vec::with_capacity(threads + 1);
+        bounds.push(0);
+        for s in &sizes {
+            bounds.push(bounds[bounds.len() - 1] + s);
         }
+        let plan = partition::plan(&self.items, &starts, bounds);
+        // 4. Each share executed on its own stretch of the list (Algorithm 4).
+        self.batches += 1;
+        let seed = self.batches.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let storage = &self.storage;
+        let mut outputs: Vec<Output> = (0..threads).map(|_| Output::default()).collect();
+        let jobs: Vec<_> = outputs
+            .iter_mut()
+            .enumerate()
+            .map(|(t, out)| {
+                let work = Work {
+                    items: &self.items[plan.bounds[t]..plan.bounds[t + 1]],
+                    starts: &starts[plan.bounds[t]..plan.bounds[t + 1]],
+                    parts: &plan.parts[t],
+                    first: plan.first[t],
+                    end: plan.end[t],
+                };
+                move || {
+                    if work.items.is_empty() && work.parts.is_empty() {
+                        return;
+                    }
+                    let salt = (t as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+                    let mut heights = Heights::new(seed ^ salt);
+                    out.points.reserve(work.items.len());
+                    execute::run(storage, &work, &mut heights, &mut Vec::new(), out);
+                }
+            })
+            .collect();
+        Self::on_workers(pool, jobs);
         outputs
     }
 

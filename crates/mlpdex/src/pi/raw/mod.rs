@@ -6,4 +6,5 @@ pub(crate) mod index;
 pub(crate) mod node;
 pub(crate) mod partition;
 pub(crate) mod simd;
+pub(crate) mod sort;
 pub(crate) mod traverse;

@@ -1,9 +1,9 @@
 //! Splitting a sorted batch across the workers (pi-parallel-skiplist.txt §3.2.1, §3.2.2
 //! Algorithm 3, §3.2.5).
 //!
-//! The sorted queries are cut into equal shares; then each cut moves left past the queries
-//! whose interception is the next share's first interception (the *interception
-//! adjustment*), so that no two workers start from one interception. After it, worker `t`
+//! The sorted queries are cut into shares (the sort's buckets, `sort.rs`); then each cut
+//! moves left past the queries whose interception is the next share's first interception
+//! (the *interception adjustment*), so that no two workers start from one interception. After it, worker `t`
 //! owns the nodes from its first interception up to the next non-empty worker's first
 //! interception: every query it holds has a key below that node's key (its interception is a
 //! smaller index node, and an interception is the largest index node at most the key), so the
@@ -43,13 +43,20 @@ fn same(a: Option<&Node>, b: Option<&Node>) -> bool {
     }
 }
 
-/// Shares of `items` (sorted by order) with interceptions `starts` for `threads` workers.
-pub(crate) fn plan<'s>(items: &[Item], starts: &[Option<&'s Node>], threads: usize) -> Plan<'s> {
+/// Shares of `items` (sorted by order) with interceptions `starts` for `bounds.len() - 1`
+/// workers, from first cuts `bounds` (ascending, from 0 to `items.len()`).
+pub(crate) fn plan<'s>(
+    items: &[Item],
+    starts: &[Option<&'s Node>],
+    mut bounds: Vec<usize>,
+) -> Plan<'s> {
+    let threads = bounds.len() - 1;
     assert!(threads >= 1);
     debug_assert_eq!(items.len(), starts.len());
     debug_assert!(items.windows(2).all(|w| w[0].order() < w[1].order()));
     let n = items.len();
-    let mut bounds: Vec<usize> = (0..=threads).map(|t| t * n / threads).collect();
+    debug_assert!(bounds[0] == 0 && bounds[threads] == n);
+    debug_assert!(bounds.windows(2).all(|w| w[0] <= w[1]));
     // The interception adjustment (Algorithm 3), cut by cut from the left: a cut that meets
     // the previous one leaves its worker empty, and the previous cut already separates
     // different interceptions.
