@@ -61,11 +61,14 @@
 //!   interception); a range sees exactly the writes before it in the batch (a worker runs a
 //!   range at its start key and overlays the writes on later keys of the range that precede
 //!   it in the batch).
-//! - **Deletes** mark their node (§3.2.3); a marked node is unlinked and freed when the index
-//!   is rebuilt. The index layer is rebuilt from the list once the batches' writes reach
-//!   [`Config::rebuild_fraction`] of the keys (default 15%); until then new nodes are found
-//!   by walking the list from an older node. The rebuild currently runs between batches in
-//!   `execute`; a background rebuild is to come (issue 20).
+//! - **Deletes** mark their node (§3.2.3). The index layer is rebuilt from the list in the
+//!   background once the batches' writes reach [`Config::rebuild_fraction`] of the keys
+//!   (default 15%): a thread of its own scans the list while batches keep running, and the
+//!   first batch after it ends swaps the new index in ([`Pi::finish_rebuild`] waits for it).
+//!   Right after a swap the workers unlink and free the deleted nodes the new index does not
+//!   name, as an internal batch of unlinks; nodes deleted after the scan passed them wait for
+//!   the next rebuild. Until a rebuild, new nodes are found by walking the list from an older
+//!   one.
 //! - **Threads**: a pool of [`Config::threads`] workers owned by the map (on a single NUMA
 //!   node, as on the machines measured so far, nothing is pinned). `Pi` is `Send` and `Sync`;
 //!   `execute` takes `&mut self`, so batches run one after another.
@@ -82,6 +85,8 @@ use raw::partition;
 use raw::simd::Kind;
 use raw::sort;
 use raw::traverse::{self, Walk};
+
+use std::sync::Arc;
 
 use crate::Error;
 
@@ -114,13 +119,21 @@ impl Default for Config {
     }
 }
 
-/// Writes before the first rebuild, and the least between two.
-const MIN_REBUILD: usize = 1024;
+/// Writes before the first rebuild, and the least between two (fewer under miri, so that its
+/// small tests rebuild too).
+const MIN_REBUILD: usize = if cfg!(miri) { 32 } else { 1024 };
 
 /// A batched skip list of `u64` keys and values (see the module docs).
 pub struct Pi {
-    storage: Storage,
+    /// Shared with the background rebuild's scan.
+    storage: Arc<Storage>,
     index: IndexLayer,
+    /// The current index layer's generation (nodes it names carry it in `indexed`).
+    generation: u32,
+    /// The background rebuild, while one runs: it returns the next generation's index.
+    rebuild: Option<std::thread::JoinHandle<IndexLayer>>,
+    /// Keys whose nodes were deleted and not yet unlinked.
+    deleted: Vec<u64>,
     len: usize,
     /// Nodes in the list, deleted ones included.
     nodes: usize,
@@ -209,8 +222,11 @@ impl Pi {
             Kind::Scalar
         };
         Ok(Pi {
-            storage: Storage::default(),
+            storage: Arc::new(Storage::default()),
             index: IndexLayer::default(),
+            generation: 0,
+            rebuild: None,
+            deleted: Vec::new(),
             len: 0,
             nodes: 0,
             writes: 0,
@@ -256,11 +272,15 @@ impl Pi {
             batch.queries.len() <= u32::MAX as usize,
             "a batch holds at most 2^32 - 1 queries"
         );
+        if self.rebuild.as_ref().is_some_and(|r| r.is_finished()) {
+            self.finish_rebuild();
+        }
         let outputs = self.run(batch);
-        for out in outputs {
+        for mut out in outputs {
             self.len = self.len.wrapping_add_signed(out.delta);
             self.writes += out.updates;
             self.nodes += out.linked;
+            self.deleted.append(&mut out.deleted);
             for (pos, a) in out.points {
                 batch.answers[pos as usize] = Answer::Value(a);
             }
@@ -270,10 +290,101 @@ impl Pi {
                 }
             }
         }
-        if self.writes >= MIN_REBUILD.max((self.len as f64 * self.config.rebuild_fraction) as usize)
-        {
-            self.rebuild();
+        let due = MIN_REBUILD.max((self.len as f64 * self.config.rebuild_fraction) as usize);
+        if self.writes >= due && self.rebuild.is_none() {
+            self.start_rebuild();
         }
+    }
+
+    /// Whether a rebuild of the index layer is running in the background.
+    pub fn is_rebuilding(&self) -> bool {
+        self.rebuild.is_some()
+    }
+
+    /// Waits for a background rebuild of the index layer, if one runs, and swaps it in (which
+    /// `execute` otherwise does at the first batch after it ends): afterwards the nodes
+    /// deleted before the rebuild began are freed.
+    pub fn finish_rebuild(&mut self) {
+        let Some(handle) = self.rebuild.take() else {
+            return;
+        };
+        // A panic in the rebuild (a bug) leaves the old index, which stays correct.
+        let Ok(index) = handle.join() else { return };
+        self.index = index;
+        self.generation += 1;
+        self.unlink_deleted();
+    }
+
+    /// Starts rebuilding the index layer on its own thread, from a scan of the list made
+    /// while batches keep running: the scan reads keys, heights and deleted flags and follows
+    /// links published with release stores, and no node is freed while it runs (frees happen
+    /// only in [`unlink_deleted`](Self::unlink_deleted), after it ended).
+    fn start_rebuild(&mut self) {
+        let storage = Arc::clone(&self.storage);
+        let generation = self.generation + 1;
+        let spawned = std::thread::Builder::new()
+            .name("mlpdex-pi-rebuild".into())
+            .spawn(move || build_index(&storage, generation));
+        match spawned {
+            Ok(handle) => self.rebuild = Some(handle),
+            // No thread to be had: rebuild here (the result is the same, only later).
+            Err(_) => {
+                self.index = build_index(&self.storage, generation);
+                self.generation = generation;
+                self.unlink_deleted();
+            }
+        }
+        self.writes = 0;
+    }
+
+    /// After a new index layer was swapped in: unlinks and frees the deleted nodes it does not
+    /// name, as an internal batch of unlinks that the workers run like any batch (sorted,
+    /// partitioned, each on its own stretch of the list). Nodes deleted after the rebuild's
+    /// scan passed them are in the new index; they wait for the next rebuild.
+    fn unlink_deleted(&mut self) {
+        let mut keys = core::mem::take(&mut self.deleted);
+        if keys.is_empty() {
+            return;
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let threads = self.config.threads;
+        let step = keys.len().div_ceil(sort::SAMPLE * threads).max(1);
+        self.splitters.clear();
+        if threads > 1 {
+            let sample: Vec<u64> = keys.iter().step_by(step).copied().collect();
+            self.splitters
+                .extend((1..threads).map(|t| sample[t * sample.len() / threads]));
+        }
+        if self.rows.len() != threads {
+            self.rows = vec![vec![Vec::new(); threads]; threads];
+        }
+        for row in &mut self.rows {
+            row.iter_mut().for_each(Vec::clear);
+        }
+        for (pos, &key) in keys.iter().enumerate() {
+            let b = self.splitters.partition_point(|&s| s <= key);
+            self.rows[0][b].push(Item {
+                key,
+                pos: pos as u32,
+                op: Op::Unlink,
+            });
+        }
+        let outputs = self.run_rows();
+        let mut freed = 0;
+        for mut out in outputs {
+            self.deleted.append(&mut out.kept);
+            for node in out.unlinked {
+                // SAFETY: every worker is done, so no walk stands on an unlinked node; the
+                // list no longer links it (nor does any other unlinked node still in use:
+                // all are freed here together); the index names it not (its generation
+                // differs from the current one); and no rebuild scan runs (swaps and this
+                // pass happen between a rebuild's end and the next one's start).
+                unsafe { node.free() };
+                freed += 1;
+            }
+        }
+        self.nodes -= freed;
     }
 
     /// Runs `job(t)` for every worker `t`: on the pool, or here with one worker.
@@ -318,6 +429,13 @@ impl Pi {
         for row in rows {
             row.iter_mut().for_each(Vec::clear);
         }
+        self.run_rows()
+    }
+
+    /// Phases 2–4 of [`run`](Self::run), from the items bucketed in `self.rows`.
+    fn run_rows(&mut self) -> Vec<Output> {
+        let threads = self.config.threads;
+        let pool = self.pool.as_ref();
         // 2. Each bucket gathered and sorted, and its interceptions found (Algorithm 1,
         // lines 2–6), by one worker.
         let sizes: Vec<usize> = (0..threads)
@@ -347,12 +465,14 @@ impl Pi {
                     let keys: Vec<u64> = items.iter().map(|i| i.key).collect();
                     traverse::find_all(index, walk, &keys, handles);
                     for (s, h) in starts.iter_mut().zip(handles.iter()) {
-                        // SAFETY: a handle is the address of a node the index was built from;
-                        // the index references only nodes not deleted when it was built, and
-                        // the storage frees only deleted nodes, in a sweep right after a
-                        // rebuild replaced the index; so every node the current index names
-                        // is alive while `self.storage` is borrowed (until this batch ends).
-                        *s = h.map(|h| unsafe { &*(h as usize as *const Node) });
+                        // SAFETY: a handle is the address of a node the current index was
+                        // built from, stamped with its generation; nodes are freed only by
+                        // `unlink_deleted`, which takes out only nodes whose stamp differs
+                        // from the current generation, or when the map drops. So the node is
+                        // alive while `self` is borrowed, for the whole batch.
+                        *s = h.map(|h| unsafe {
+                            &*core::ptr::with_exposed_provenance::<Node>(h as usize)
+                        });
                     }
                 }
             })
@@ -368,7 +488,7 @@ impl Pi {
         // 4. Each share executed on its own stretch of the list (Algorithm 4).
         self.batches += 1;
         let seed = self.batches.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let storage = &self.storage;
+        let storage: &Storage = &self.storage;
         let mut outputs: Vec<Output> = (0..threads).map(|_| Output::default()).collect();
         let jobs: Vec<_> = outputs
             .iter_mut()
@@ -380,6 +500,7 @@ impl Pi {
                     parts: &plan.parts[t],
                     first: plan.first[t],
                     end: plan.end[t],
+                    generation: self.generation,
                 };
                 move || {
                     if work.items.is_empty() && work.parts.is_empty() {
@@ -395,17 +516,76 @@ impl Pi {
         Self::on_workers(pool, jobs);
         outputs
     }
+}
 
-    /// Rebuilds the index layer from the list's live nodes, then frees the deleted nodes
-    /// (the new index names none of them).
-    fn rebuild(&mut self) {
-        self.index = IndexLayer::build(
-            self.storage
-                .iter()
-                .filter(|n| n.height >= 2 && n.live_value().is_some())
-                .map(|n| (n.key, n.height as usize, n as *const Node as usize as u64)),
-        );
-        self.nodes -= self.storage.sweep(|_| false);
-        self.writes = 0;
+/// The index layer of the list's live nodes of height 2 and up, each stamped with
+/// `generation` (the stamp keeps a node deleted later linked while this index names it).
+fn build_index(storage: &Storage, generation: u32) -> IndexLayer {
+    IndexLayer::build(
+        storage
+            .iter()
+            .filter(|n| n.height >= 2 && n.live_value().is_some())
+            .map(|n| {
+                n.indexed
+                    .store(generation, core::sync::atomic::Ordering::Relaxed);
+                (
+                    n.key,
+                    n.height as usize,
+                    (n as *const Node).expose_provenance() as u64,
+                )
+            }),
+    )
+}
+
+impl Drop for Pi {
+    fn drop(&mut self) {
+        // The rebuild thread shares the list; let it end before the map goes.
+        if let Some(h) = self.rebuild.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The whole life of nodes on one and two workers, small enough for miri: links,
+    /// background rebuilds (the scan beside batches), deletes, unlinks and frees after the
+    /// swap, and the drop of what is left.
+    #[test]
+    fn nodes_are_linked_rebuilt_unlinked_and_freed() {
+        // Above the rebuild threshold (1024 writes, 32 under miri) at each step.
+        let n: u64 = if cfg!(miri) { 60 } else { 1500 };
+        for threads in [1, 2] {
+            let mut m = Pi::with_config(Config {
+                threads,
+                ..Config::default()
+            })
+            .unwrap();
+            let mut b: Batch = (0..n).map(|k| Query::Insert(k * 2, k)).collect();
+            m.execute(&mut b);
+            // Deletes run beside the rebuild's scan.
+            let gone = n * 13 / 15;
+            let mut b: Batch = (0..gone).map(|k| Query::Remove(k * 2)).collect();
+            m.execute(&mut b);
+            m.finish_rebuild();
+            let added = n * 11 / 15;
+            let mut b: Batch = (0..added).map(|k| Query::Insert(k * 2 + 1, k)).collect();
+            m.execute(&mut b);
+            m.finish_rebuild();
+            let live = (n - gone + added) as usize;
+            assert_eq!(m.len(), live);
+            let mut b = Batch::new();
+            b.push(Query::range(..));
+            b.push(Query::Get(2 * (n - 1)));
+            b.push(Query::Get(2));
+            m.execute(&mut b);
+            assert_eq!(b.answers()[0].entries().len(), live);
+            assert_eq!(b.answers()[1], Answer::Value(Some(n - 1)));
+            assert_eq!(b.answers()[2], Answer::Value(None));
+            // The last rebuild began after every delete: no deleted node is left.
+            assert_eq!(m.nodes, live, "{threads} workers");
+        }
     }
 }

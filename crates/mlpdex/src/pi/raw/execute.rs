@@ -19,7 +19,9 @@
 //! at `end`; so this worker's walks never pass that node, and it links new nodes only after
 //! nodes of its own segment.
 
-use super::node::{Heights, Node, Storage};
+use core::sync::atomic::Ordering::Relaxed;
+
+use super::node::{Heights, Node, Storage, UNLINKED, Unlinked};
 use crate::substrate::prefetch::prefetch_read;
 
 /// What a query does.
@@ -32,6 +34,9 @@ pub(crate) enum Op {
     Range {
         hi: u64,
     },
+    /// Internal, after a rebuild: unlink the key's node if it is deleted and the current
+    /// index does not name it.
+    Unlink,
 }
 
 impl Op {
@@ -55,6 +60,16 @@ impl Item {
     pub(crate) fn order(&self) -> (u64, u32) {
         (self.key, self.pos)
     }
+
+    /// The key whose floor the query needs: its own, or for an unlink the key before it
+    /// (its node's predecessor; `None`: the head).
+    #[inline(always)]
+    fn target(&self) -> Option<u64> {
+        match self.op {
+            Op::Unlink => self.key.checked_sub(1),
+            _ => Some(self.key),
+        }
+    }
 }
 
 /// One worker's share of a batch.
@@ -68,6 +83,8 @@ pub(crate) struct Work<'a, 's> {
     pub(crate) first: Option<&'s Node>,
     /// Keys of this segment lie below `end` (`None`: no bound).
     pub(crate) end: Option<u64>,
+    /// The generation of the current index layer (see [`Node::indexed`]).
+    pub(crate) generation: u32,
 }
 
 /// What a worker hands back.
@@ -83,6 +100,12 @@ pub(crate) struct Output {
     pub(crate) updates: usize,
     /// Nodes linked.
     pub(crate) linked: usize,
+    /// Keys whose nodes this batch marked deleted.
+    pub(crate) deleted: Vec<u64>,
+    /// Nodes unlinked, to be freed once every worker is done.
+    pub(crate) unlinked: Vec<Unlinked>,
+    /// Keys of deleted nodes an unlink left linked: the current index names them.
+    pub(crate) kept: Vec<u64>,
 }
 
 /// Executes `work` on `storage`, appending to `out`.
@@ -128,6 +151,19 @@ pub(crate) fn run<'s>(
             work.end.is_none_or(|e| item.key < e),
             "key past the segment"
         );
+        if item.op == Op::Unlink {
+            // A floor found ahead may be a node an earlier unlink of this share took out;
+            // the cursor (the last predecessor used) is still linked.
+            let start = start.filter(|s| s.indexed.load(Relaxed) != UNLINKED);
+            let from = later(storage, cursor, start);
+            let pred = match item.target() {
+                Some(t) => floor(from, t),
+                None => storage.head(),
+            };
+            cursor = pred;
+            unlink(storage, pred, item.key, work.generation, out);
+            continue;
+        }
         let from = later(storage, cursor, start);
         let f = floor(from, item.key);
         cursor = f;
@@ -158,9 +194,11 @@ pub(crate) fn run<'s>(
                 if old.is_some() {
                     f.deleted.store(true, core::sync::atomic::Ordering::Relaxed);
                     out.delta -= 1;
+                    out.deleted.push(item.key);
                 }
                 old
             }
+            Op::Unlink => unreachable!("unlinks run above"),
             Op::Range { hi } => {
                 let hi = work.end.map_or(hi, |e| hi.min(e - 1));
                 // Later items (own items only: parts do not write) within the range and
@@ -186,6 +224,35 @@ pub(crate) fn run<'s>(
         };
         out.points.push((item.pos, answer));
     }
+}
+
+/// Unlinks the node of `key` after `pred` if it is deleted and the index of `generation`
+/// does not name it; a deleted node the index names is kept for a later try.
+///
+/// `pred` is the floor of `key - 1` walked from the key's interception, which is the node
+/// itself when the index names it (the walk cannot go back): then it stays. A key the pass
+/// does not find (which its contract rules out) is kept too, never dropped.
+fn unlink(storage: &Storage, pred: &Node, key: u64, generation: u32, out: &mut Output) {
+    if !storage.is_head(pred) && pred.key == key {
+        debug_assert_eq!(pred.indexed.load(Relaxed), generation);
+        if pred.deleted.load(Relaxed) {
+            out.kept.push(key);
+        }
+        return;
+    }
+    let Some(node) = pred.next().filter(|n| n.key == key) else {
+        debug_assert!(false, "the deleted node of {key} is gone");
+        out.kept.push(key);
+        return;
+    };
+    if !node.deleted.load(Relaxed) {
+        return; // inserted again since
+    }
+    if node.indexed.load(Relaxed) == generation {
+        out.kept.push(key);
+        return;
+    }
+    out.unlinked.push(storage.unlink_after(pred, node));
 }
 
 /// Own items whose floors are found together, ahead of their execution.
@@ -227,7 +294,9 @@ fn find_floors<'s>(
         for x in 0..n_live {
             let k = live[x] as usize;
             let w = &mut walk[k];
-            let Some(next) = w.1.filter(|n| n.key <= items[k].key) else {
+            let Some(next) =
+                w.1.filter(|n| items[k].target().is_some_and(|t| n.key <= t))
+            else {
                 continue;
             };
             let after = next.next();

@@ -2,21 +2,30 @@
 //! nodes (key, value, height, deleted flag) behind a head node that stands for minus
 //! infinity.
 //!
-//! Ownership: the [`Storage`] owns every node; nodes are freed only through `&mut Storage`
-//! (dropping it, or a sweep between batches), so a node reached from the head while a
-//! `&Storage` lives stays valid for that borrow. During a batch each worker changes only the
-//! nodes of its own segment (the executor's partition, `execute.rs`), and a background rebuild
-//! may read the whole list at the same time. Every field that changes is therefore atomic:
-//! values and flags with relaxed ordering (what a worker writes is published to the next
-//! batch by the pool's join), links with release stores and acquire loads so that a
-//! concurrent reader that sees a new node sees its key and link. On x86 these are plain loads
-//! and stores; a partition bug would show as a wrong answer, never as undefined behaviour.
+//! Ownership: the [`Storage`] owns every node. A node is freed only when the storage drops,
+//! or through [`Unlinked::free`] after [`Storage::unlink_after`] took it out of the list;
+//! `free`'s contract is that no reference to the node exists or will be made. So every node
+//! reachable from the head is alive, and a node reached while a `&Storage` lives stays alive
+//! for as long as the unlinker keeps that contract (`Pi` unlinks only in an internal batch
+//! right after a rebuild ended, and frees only once that batch's workers are all done).
+//!
+//! During a batch each worker changes only the nodes of its own segment (the executor's
+//! partition, `execute.rs`), and a background rebuild may read the whole list at the same
+//! time. Every field that changes is therefore atomic: values and flags with relaxed
+//! ordering (what a worker writes is published to the next batch by the pool's join), links
+//! with release stores and acquire loads so that a concurrent reader that sees a new node
+//! sees its key and link. On x86 these are plain loads and stores; a partition bug would show
+//! as a wrong answer, never as undefined behaviour.
 
-use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// Tallest tower a node gets (level 1 of the index layer holds nodes of height 2 and up).
 pub(crate) const MAX_HEIGHT: usize = 24;
+
+/// The `indexed` stamp of a node unlinked (and not yet freed): a walk found ahead that stands
+/// on one must start again from a node still linked.
+pub(crate) const UNLINKED: u32 = u32::MAX;
 
 /// One key of the storage layer.
 #[derive(Debug)]
@@ -26,8 +35,11 @@ pub(crate) struct Node {
     next: AtomicPtr<Node>,
     /// Tower height, `1..=MAX_HEIGHT` (the head: `MAX_HEIGHT + 1`).
     pub(crate) height: u8,
-    /// Removed from the map; the node stays linked until a sweep.
+    /// Removed from the map; the node stays linked until it is unlinked after a rebuild.
     pub(crate) deleted: AtomicBool,
+    /// The generation of the last index layer built with this node in it (0: none); a
+    /// deleted node the current index names must stay linked.
+    pub(crate) indexed: AtomicU32,
 }
 
 impl Node {
@@ -38,6 +50,7 @@ impl Node {
             next: AtomicPtr::new(next),
             height,
             deleted: AtomicBool::new(false),
+            indexed: AtomicU32::new(0),
         })
     }
 
@@ -45,9 +58,10 @@ impl Node {
     #[inline(always)]
     pub(crate) fn next(&self) -> Option<&Node> {
         let p = self.next.load(Ordering::Acquire);
-        // SAFETY: a link is null or points to a node of the same storage, which frees nodes
-        // only through `&mut Storage`; `self` is borrowed from a `&Storage` (every `&Node`
-        // comes from `Storage::head` and links), so the node outlives the returned borrow.
+        // SAFETY: a link is null or points to a node of the same storage. Nodes are freed
+        // when the storage drops (no borrow of it is left then) or through `Unlinked::free`,
+        // whose contract forbids any reference to the node to exist or be made, which
+        // includes reaching it through this link; so the node outlives the returned borrow.
         unsafe { p.as_ref() }
     }
 
@@ -102,7 +116,8 @@ impl Storage {
         let node = Box::into_raw(Node::boxed(key, value, height, next));
         // Release: a reader that loads the new link sees the node's fields and link.
         pred.next.store(node, Ordering::Release);
-        // SAFETY: just allocated and now owned by the list, freed only through `&mut self`.
+        // SAFETY: just allocated and now owned by the list; freed only when the list drops or
+        // through `Unlinked::free`, whose contract covers this borrow (see `Node::next`).
         unsafe { &*node }
     }
 
@@ -111,32 +126,40 @@ impl Storage {
         core::iter::successors(self.head.next(), |n| n.next())
     }
 
-    /// Unlinks and frees every deleted node for which `keep` is false.
-    pub(crate) fn sweep(&mut self, mut keep: impl FnMut(&Node) -> bool) -> usize {
-        let mut freed = 0;
-        let mut pred: *mut Node = &mut *self.head;
-        loop {
-            // SAFETY: `pred` is the head or a node still linked; `&mut self` excludes every
-            // other access to the list.
-            let pred_ref = unsafe { &*pred };
-            let cur = pred_ref.next.load(Ordering::Relaxed);
-            // SAFETY: as above: a link is null or a live node.
-            let Some(c) = (unsafe { cur.as_ref() }) else {
-                break;
-            };
-            if c.deleted.load(Ordering::Relaxed) && !keep(c) {
-                pred_ref
-                    .next
-                    .store(c.next.load(Ordering::Relaxed), Ordering::Relaxed);
-                // SAFETY: `cur` came from `Box::into_raw` and is now unlinked; no reference to
-                // it outlives this iteration (`&mut self`).
-                drop(unsafe { Box::from_raw(cur) });
-                freed += 1;
-            } else {
-                pred = cur;
-            }
-        }
-        freed
+    /// Unlinks `node`, the successor of `pred`, and hands it back to be freed once nothing
+    /// can reach it. The caller is the only writer of `pred`'s link (the executor's
+    /// partition) and checked that `node` follows `pred`.
+    pub(crate) fn unlink_after(&self, pred: &Node, node: &Node) -> Unlinked {
+        // The link's pointer, not one made from `&Node`: it carries the allocation's own
+        // permissions (from `Box::into_raw`), which freeing needs.
+        let raw = pred.next.load(Ordering::Relaxed);
+        assert!(ptr::eq(raw, node), "unlink_after: not the successor");
+        debug_assert!(pred.indexed.load(Ordering::Relaxed) != UNLINKED);
+        pred.next
+            .store(node.next.load(Ordering::Relaxed), Ordering::Release);
+        node.indexed.store(UNLINKED, Ordering::Relaxed);
+        Unlinked(NonNull::new(raw).expect("a successor"))
+    }
+}
+
+/// A node unlinked from its list, not yet freed.
+#[derive(Debug)]
+pub(crate) struct Unlinked(NonNull<Node>);
+
+// SAFETY: an `Unlinked` is a unique claim on a node no list reaches any more (its fields are
+// atomics or immutable); moving the claim to another thread moves nothing else.
+unsafe impl Send for Unlinked {}
+
+impl Unlinked {
+    /// Frees the node.
+    ///
+    /// # Safety
+    /// No reference to the node may be alive or made later: no walk may stand on it or reach
+    /// it through the link of another unlinked node still in use, and no index may name it.
+    pub(crate) unsafe fn free(self) {
+        // SAFETY: the node came from `Box::into_raw` (`insert_after`); it is unlinked and,
+        // by the caller's contract, unreachable, so this is its only release.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 }
 
@@ -179,23 +202,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn links_iterate_and_sweep() {
-        let mut s = Storage::default();
+    fn links_iterate_and_unlink() {
+        let s = Storage::default();
         let a = s.insert_after(s.head(), 10, 1, 1);
         let c = s.insert_after(a, 30, 3, 2);
-        s.insert_after(a, 20, 2, 1);
+        let b = s.insert_after(a, 20, 2, 1);
         s.insert_after(c, 40, 4, 1);
         let keys: Vec<u64> = s.iter().map(|n| n.key).collect();
         assert_eq!(keys, [10, 20, 30, 40]);
-        for n in s.iter() {
-            if n.key != 20 {
-                n.deleted.store(true, Ordering::Relaxed);
-            }
-        }
-        // 30 is kept (say, the index still routes to it).
-        assert_eq!(s.sweep(|n| n.key == 30), 2);
+        b.deleted.store(true, Ordering::Relaxed);
+        assert_eq!(b.live_value(), None);
+        let gone = s.unlink_after(a, b);
+        // SAFETY: nothing refers to the node any more (`b` is not used again).
+        unsafe { gone.free() };
+        let first = s.head().next().expect("a node");
+        let gone = s.unlink_after(s.head(), first);
+        // SAFETY: as above.
+        unsafe { gone.free() };
         let keys: Vec<(u64, Option<u64>)> = s.iter().map(|n| (n.key, n.live_value())).collect();
-        assert_eq!(keys, [(20, Some(2)), (30, None)]);
+        assert_eq!(keys, [(30, Some(3)), (40, Some(4))]);
         assert!(s.is_head(s.head()));
     }
 

@@ -16,7 +16,7 @@ use super::execute::{Item, Op};
 use crate::pi::batch::{Answer, Query};
 
 /// Queries sampled a worker to choose the splitters.
-const SAMPLE: usize = 64;
+pub(crate) const SAMPLE: usize = 64;
 
 /// `threads - 1` keys that cut a sample of `queries` into equal parts, into `out`.
 pub(crate) fn splitters(queries: &[Query], threads: usize, out: &mut Vec<u64>) {
