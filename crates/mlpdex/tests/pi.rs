@@ -3,13 +3,15 @@
 //!
 //! 1. **Batches against sequential application**: every batch's answers equal those of
 //!    running its queries one at a time, in batch order, on a `BTreeMap`; batches mix every
-//!    query kind, repeat keys (several writes and reads of one key, ranges over keys written
-//!    before and after them in the batch), and include empty batches and batches of one.
+//!    query kind, repeat keys (several writes and reads of one key, ranges and count-limited
+//!    scans over keys written before and after them in the batch), and include empty batches
+//!    and batches of one.
 //!    Maps of 1, 2, 4 and 8 workers run the same stream and must all agree with the oracle.
 //! 2. **Streams with rebuilds**: long streams whose writes trigger many rebuilds of the
 //!    index layer (and sweeps of deleted nodes) lose nothing: contents and `len` checked
 //!    after every batch by full ranges.
-//! 3. **Configuration**: invalid configurations are errors.
+//! 3. **Configuration**: invalid configurations are errors; the pool can change size
+//!    between batches.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -53,6 +55,16 @@ fn query(rng: &mut TestRng) -> Query {
         0..=2 => Query::Get(k),
         3..=5 => Query::Insert(k, rng.next_u64()),
         6..=7 => Query::Remove(k),
+        8 if rng.below(2) == 0 => {
+            // Scans of every length: none, one (a lower bound), short, past the end.
+            let count = match rng.below(4) {
+                0 => 0,
+                1 => 1,
+                2 => rng.below(20) as usize,
+                _ => rng.below(5000) as usize,
+            };
+            Query::Scan(k, count)
+        }
         _ => {
             // Mostly short ranges; some empty, inverted or unbounded ones.
             let lo = bound(rng, k);
@@ -81,6 +93,13 @@ fn sequential(oracle: &mut BTreeMap<u64, u64>, batch: &Batch) -> Vec<Answer> {
             Query::Get(k) => Answer::Value(oracle.get(&k).copied()),
             Query::Insert(k, v) => Answer::Value(oracle.insert(k, v)),
             Query::Remove(k) => Answer::Value(oracle.remove(&k)),
+            Query::Scan(k, count) => Answer::Entries(
+                oracle
+                    .range(k..)
+                    .take(count)
+                    .map(|(&k, &v)| (k, v))
+                    .collect(),
+            ),
             Query::Range(lo, hi) => {
                 // As inclusive bounds (BTreeMap panics on inverted ranges; a batch answers
                 // them empty).
@@ -167,6 +186,7 @@ fn one_key_many_times_in_a_batch_runs_in_batch_order() {
                     0 => Query::Insert(k, i),
                     1 => Query::Get(k),
                     2 => Query::Remove(k),
+                    3 if i % 4 == 3 => Query::Scan(k.saturating_sub(3), 4),
                     3 => Query::range(k.saturating_sub(5)..k + 5),
                     4 => Query::Insert(k + 1 + i % 4, i),
                     _ => Query::Remove(rng.below(60_000)),
@@ -248,6 +268,30 @@ fn invalid_configurations_are_errors() {
     }
     fn send_sync<T: Send + Sync>() {}
     send_sync::<Pi>();
+    let mut m = pi(2);
+    assert!(matches!(m.set_threads(0), Err(Error::InvalidConfig { .. })));
+    assert_eq!(m.config().threads, 2, "a refused pool keeps the old one");
+}
+
+/// Changing the pool between batches changes nothing but who runs them.
+#[test]
+fn set_threads_between_batches_keeps_every_answer() {
+    let mut m = pi(1);
+    let mut oracle = BTreeMap::new();
+    let mut rng = TestRng::new(99);
+    for (round, threads) in [2, 4, 1, 8, 3, 2].into_iter().enumerate() {
+        m.set_threads(threads).unwrap();
+        assert_eq!(m.config().threads, threads);
+        for _ in 0..5 {
+            let mut b: Batch = (0..3000).map(|_| query(&mut rng)).collect();
+            let want = sequential(&mut oracle, &b);
+            m.execute(&mut b);
+            assert_eq!(b.answers(), want, "round {round}, {threads} workers");
+        }
+    }
+    let all: Vec<(u64, u64)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();
+    assert_eq!(contents(&mut m), all);
+    assert_eq!(m.len(), all.len());
 }
 
 /// The rebuild after a load builds an index layer, and the rebuild after mass deletes frees

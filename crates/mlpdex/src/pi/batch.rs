@@ -14,6 +14,9 @@ pub enum Query {
     Remove(u64),
     /// The entries with keys in `(start, end)`, in key order ([`Answer::Entries`]).
     Range(Bound<u64>, Bound<u64>),
+    /// The first `count` entries with keys at least the key, in key order
+    /// ([`Answer::Entries`]): `map.range(key..).take(count)`, the scan of YCSB's workload E.
+    Scan(u64, usize),
 }
 
 impl Query {
@@ -22,11 +25,12 @@ impl Query {
         Query::Range(r.start_bound().cloned(), r.end_bound().cloned())
     }
 
-    /// The key the query is ordered by, and for a range its last key; `None` for a range
-    /// that holds no key.
+    /// The key the query is ordered by, and for a range or scan its last possible key;
+    /// `None` for a range or scan that holds no key.
     pub(crate) fn span(&self) -> Option<(u64, u64)> {
         match *self {
             Query::Get(k) | Query::Insert(k, _) | Query::Remove(k) => Some((k, k)),
+            Query::Scan(k, count) => (count > 0).then_some((k, u64::MAX)),
             Query::Range(start, end) => {
                 let lo = match start {
                     Bound::Included(k) => k,
@@ -49,12 +53,12 @@ impl Query {
 pub enum Answer {
     /// To `Get`, `Insert` and `Remove`: the value found (before the change, for writes).
     Value(Option<u64>),
-    /// To `Range`: the entries in key order.
+    /// To `Range` and `Scan`: the entries in key order.
     Entries(Vec<(u64, u64)>),
 }
 
 impl Answer {
-    /// The value of a point query's answer (`None` for a range's).
+    /// The value of a point query's answer (`None` for a range's or scan's).
     pub fn value(&self) -> Option<u64> {
         match self {
             Answer::Value(v) => *v,
@@ -62,7 +66,7 @@ impl Answer {
         }
     }
 
-    /// The entries of a range's answer (empty for a point query's).
+    /// The entries of a range's or scan's answer (empty for a point query's).
     pub fn entries(&self) -> &[(u64, u64)] {
         match self {
             Answer::Value(_) => &[],

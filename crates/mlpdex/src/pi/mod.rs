@@ -69,8 +69,9 @@
 //!   name, as an internal batch of unlinks; nodes deleted after the scan passed them wait for
 //!   the next rebuild. Until a rebuild, new nodes are found by walking the list from an older
 //!   one.
-//! - **Threads**: a pool of [`Config::threads`] workers owned by the map (on a single NUMA
-//!   node, as on the machines measured so far, nothing is pinned). `Pi` is `Send` and `Sync`;
+//! - **Threads**: a pool of [`Config::threads`] workers owned by the map
+//!   ([`Pi::set_threads`] replaces it between batches; on a single NUMA node, as on the
+//!   machines measured so far, nothing is pinned). `Pi` is `Send` and `Sync`;
 //!   `execute` takes `&mut self`, so batches run one after another.
 
 mod batch;
@@ -153,6 +154,26 @@ pub struct Pi {
     rows: Vec<Vec<Vec<Item>>>,
 }
 
+/// The worker pool for `threads` workers (`None` for one: shares run on the caller).
+fn pool_of(threads: usize) -> Result<Option<rayon_core::ThreadPool>, Error> {
+    if threads == 0 || threads > 1024 {
+        return Err(Error::InvalidConfig {
+            what: "PI needs 1 to 1024 worker threads",
+        });
+    }
+    if threads == 1 {
+        return Ok(None);
+    }
+    rayon_core::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("mlpdex-pi-{i}"))
+        .build()
+        .map(Some)
+        .map_err(|_| Error::InvalidConfig {
+            what: "PI's worker threads could not be started",
+        })
+}
+
 /// `s` cut into consecutive pieces of `sizes` (which sum to at most its length).
 fn split_by<'a, T>(mut s: &'a mut [T], sizes: &[usize]) -> Vec<&'a mut [T]> {
     let mut out = Vec::with_capacity(sizes.len());
@@ -193,29 +214,12 @@ impl Pi {
     /// An empty map with `config`; `Err` for no threads, a fraction outside `(0, 1]`, or when
     /// the workers cannot be started.
     pub fn with_config(config: Config) -> Result<Pi, Error> {
-        if config.threads == 0 || config.threads > 1024 {
-            return Err(Error::InvalidConfig {
-                what: "PI needs 1 to 1024 worker threads",
-            });
-        }
+        let pool = pool_of(config.threads)?;
         if !(config.rebuild_fraction > 0.0 && config.rebuild_fraction <= 1.0) {
             return Err(Error::InvalidConfig {
                 what: "PI's rebuild fraction lies in (0, 1]",
             });
         }
-        let pool = if config.threads > 1 {
-            Some(
-                rayon_core::ThreadPoolBuilder::new()
-                    .num_threads(config.threads)
-                    .thread_name(|i| format!("mlpdex-pi-{i}"))
-                    .build()
-                    .map_err(|_| Error::InvalidConfig {
-                        what: "PI's worker threads could not be started",
-                    })?,
-            )
-        } else {
-            None
-        };
         let simd = if config.simd {
             Kind::detect()
         } else {
@@ -243,6 +247,16 @@ impl Pi {
             splitters: Vec::new(),
             rows: Vec::new(),
         })
+    }
+
+    /// Replaces the pool with one of `threads` workers for the batches to come; `Err` (and
+    /// the old pool kept) for no threads, more than 1,024, or when they cannot be started.
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), Error> {
+        if threads != self.config.threads {
+            self.pool = pool_of(threads)?;
+            self.config.threads = threads;
+        }
+        Ok(())
     }
 
     /// The configuration.
@@ -284,8 +298,13 @@ impl Pi {
             for (pos, a) in out.points {
                 batch.answers[pos as usize] = Answer::Value(a);
             }
+            // Workers in key order: a range's parts join in key order. A scan's parts each
+            // read up to its count; the first ones in key order make the answer.
             for (pos, mut entries) in out.ranges {
                 if let Answer::Entries(e) = &mut batch.answers[pos as usize] {
+                    if let Query::Scan(_, count) = batch.queries[pos as usize] {
+                        entries.truncate(count.saturating_sub(e.len()));
+                    }
                     e.append(&mut entries);
                 }
             }
@@ -509,7 +528,7 @@ impl Pi {
                     let salt = (t as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
                     let mut heights = Heights::new(seed ^ salt);
                     out.points.reserve(work.items.len());
-                    execute::run(storage, &work, &mut heights, &mut Vec::new(), out);
+                    execute::run(storage, &work, &mut heights, out);
                 }
             })
             .collect();

@@ -11,8 +11,10 @@
 //! A range runs at its start key, so the writes of the batch that come *later in key order*
 //! but *earlier in the batch* have not been applied yet when it scans. It overlays them: the
 //! worker's following queries with keys inside the range and smaller positions (the last one
-//! per key wins) are merged into the scan. A range therefore sees exactly the writes before it
-//! in the batch, like every other query.
+//! per key wins) are merged into the scan as it goes. A range therefore sees exactly the
+//! writes before it in the batch, like every other query. A count-limited range (a scan)
+//! stops after its count of entries, and reads only the following queries up to where it
+//! stopped.
 //!
 //! Segment rule (the partition's guarantee, `partition.rs`): every key this worker is given
 //! lies below `end`, the key of the next worker's first interception, and every range is cut
@@ -30,9 +32,11 @@ pub(crate) enum Op {
     Get,
     Insert(u64),
     Remove,
-    /// Keys from the item's key to `hi`, both included.
+    /// Keys from the item's key to `hi`, both included, at most `limit` entries
+    /// ([`UNLIMITED`]: all).
     Range {
         hi: u64,
+        limit: u32,
     },
     /// Internal, after a rebuild: unlink the key's node if it is deleted and the current
     /// index does not name it.
@@ -45,6 +49,9 @@ impl Op {
         matches!(self, Op::Insert(_) | Op::Remove)
     }
 }
+
+/// The `limit` of a range without one.
+pub(crate) const UNLIMITED: u32 = u32::MAX;
 
 /// A query as the workers see it: key, position in the batch, operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,7 +120,6 @@ pub(crate) fn run<'s>(
     storage: &'s Storage,
     work: &Work<'_, 's>,
     heights: &mut Heights,
-    overlay: &mut Vec<(u64, Option<u64>)>,
     out: &mut Output,
 ) {
     debug_assert_eq!(work.items.len(), work.starts.len());
@@ -199,26 +205,17 @@ pub(crate) fn run<'s>(
                 old
             }
             Op::Unlink => unreachable!("unlinks run above"),
-            Op::Range { hi } => {
+            Op::Range { hi, limit } => {
                 let hi = work.end.map_or(hi, |e| hi.min(e - 1));
                 // Later items (own items only: parts do not write) within the range and
                 // earlier in the batch.
-                overlay.clear();
-                for later in work.items[i..].iter().take_while(|l| l.key <= hi) {
-                    if later.op.writes() && later.pos < item.pos {
-                        let effect = match later.op {
-                            Op::Insert(v) => Some(v),
-                            _ => None,
-                        };
-                        match overlay.last_mut() {
-                            Some(last) if last.0 == later.key => last.1 = effect,
-                            _ => overlay.push((later.key, effect)),
-                        }
-                    }
-                }
+                let overlay = Overlay {
+                    later: &work.items[i..],
+                    pos: item.pos,
+                };
                 let first = if found { Some(f) } else { f.next() };
                 out.ranges
-                    .push((item.pos, scan(first, item.key, hi, overlay)));
+                    .push((item.pos, scan(first, item.key, hi, limit, overlay)));
                 continue;
             }
         };
@@ -337,38 +334,74 @@ fn floor(from: &Node, key: u64) -> &Node {
     n
 }
 
-/// The live entries of the nodes from `first` with keys in `lo..=hi`, with `overlay` (sorted
-/// `(key, new value or removed)`) applied.
-fn scan(first: Option<&Node>, lo: u64, hi: u64, overlay: &[(u64, Option<u64>)]) -> Vec<(u64, u64)> {
+/// The writes a range overlays on the list: of the queries after it in key order (`later`,
+/// sorted by key, then position), those that precede it in the batch (`pos`), the last write
+/// of each key. Read lazily, only as far as the scan gets.
+struct Overlay<'a> {
+    later: &'a [Item],
+    pos: u32,
+}
+
+impl Overlay<'_> {
+    /// The next overlaid key at most `upto` as `(key, new value or removed)`; passes the keys
+    /// up to it without such a write.
+    fn next_upto(&mut self, upto: u64) -> Option<(u64, Option<u64>)> {
+        loop {
+            let key = self.later.first().filter(|l| l.key <= upto)?.key;
+            let n = self.later.iter().take_while(|l| l.key == key).count();
+            let (group, rest) = self.later.split_at(n);
+            self.later = rest;
+            let last = group
+                .iter()
+                .rev()
+                .find(|l| l.op.writes() && l.pos < self.pos);
+            if let Some(l) = last {
+                let effect = match l.op {
+                    Op::Insert(v) => Some(v),
+                    _ => None,
+                };
+                return Some((key, effect));
+            }
+        }
+    }
+}
+
+/// The live entries of the nodes from `first` with keys in `lo..=hi`, with the `overlay`
+/// applied, at most `limit` of them. The overlay is read only up to the last key passed, so
+/// a short scan reads few of the queries after it however many there are.
+fn scan(
+    first: Option<&Node>,
+    lo: u64,
+    hi: u64,
+    limit: u32,
+    mut overlay: Overlay<'_>,
+) -> Vec<(u64, u64)> {
+    let limit = if limit == UNLIMITED {
+        usize::MAX
+    } else {
+        limit as usize
+    };
     let mut out = Vec::new();
     let mut node = first.filter(|n| n.key >= lo);
-    let mut ov = overlay.iter().peekable();
-    loop {
+    while out.len() < limit {
         let n = node.filter(|n| n.key <= hi);
-        let stored_first = match (n, ov.peek()) {
-            (None, None) => break,
-            (Some(n), Some(o)) => n.key < o.0,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-        };
-        match (n, ov.peek()) {
-            (Some(n), _) if stored_first => {
-                if let Some(v) = n.live_value() {
-                    out.push((n.key, v));
-                }
-                node = n.next();
-            }
-            (n, Some(&&(k, effect))) => {
+        match overlay.next_upto(n.map_or(hi, |n| n.key)) {
+            Some((k, effect)) => {
                 if let Some(v) = effect {
                     out.push((k, v));
                 }
-                ov.next();
                 // The overlay replaces the stored entry of the same key.
                 if let Some(n) = n.filter(|n| n.key == k) {
                     node = n.next();
                 }
             }
-            (_, None) => break,
+            None => {
+                let Some(n) = n else { break };
+                if let Some(v) = n.live_value() {
+                    out.push((n.key, v));
+                }
+                node = n.next();
+            }
         }
     }
     out

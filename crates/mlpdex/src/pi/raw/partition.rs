@@ -89,7 +89,9 @@ pub(crate) fn plan<'s>(
     let mut parts = vec![Vec::new(); threads];
     for t in 0..threads {
         for item in &items[bounds[t]..bounds[t + 1]] {
-            let Op::Range { hi } = item.op else { continue };
+            let Op::Range { hi, .. } = item.op else {
+                continue;
+            };
             if end[t].is_none_or(|e| hi < e) {
                 continue;
             }

@@ -12,7 +12,7 @@
 //! Items keep the batch order among equal keys: chunks are gathered in order and each chunk
 //! pushes its items in order, and the sort is by `(key, position)`.
 
-use super::execute::{Item, Op};
+use super::execute::{Item, Op, UNLIMITED};
 use crate::pi::batch::{Answer, Query};
 
 /// Queries sampled a worker to choose the splitters.
@@ -60,24 +60,39 @@ pub(crate) fn bucket_chunk(
         b.clear();
     }
     for (k, (q, a)) in queries.iter().zip(answers.iter_mut()).enumerate() {
-        let span = q.span();
-        *a = match (q, span) {
-            (Query::Range(..), _) => Answer::Entries(Vec::new()),
+        *a = match q {
+            Query::Range(..) | Query::Scan(..) => Answer::Entries(Vec::new()),
             _ => Answer::Value(None),
         };
-        let Some((lo, hi)) = span else { continue };
-        let op = match *q {
-            Query::Get(_) => Op::Get,
-            Query::Insert(_, v) => Op::Insert(v),
-            Query::Remove(_) => Op::Remove,
-            Query::Range(..) => Op::Range { hi },
-        };
+        let Some((lo, op)) = op_of(q) else { continue };
         row[bucket(splitters, lo)].push(Item {
             key: lo,
             pos: (first + k) as u32,
             op,
         });
     }
+}
+
+/// The key a query is sorted by and what it does there; `None` for a range or scan that
+/// holds no key.
+#[inline]
+pub(crate) fn op_of(q: &Query) -> Option<(u64, Op)> {
+    let (lo, hi) = q.span()?;
+    let op = match *q {
+        Query::Get(_) => Op::Get,
+        Query::Insert(_, v) => Op::Insert(v),
+        Query::Remove(_) => Op::Remove,
+        Query::Range(..) => Op::Range {
+            hi,
+            limit: UNLIMITED,
+        },
+        // A count beyond `u32::MAX - 1` entries is no limit on any map that fits in memory.
+        Query::Scan(_, count) => Op::Range {
+            hi,
+            limit: u32::try_from(count).unwrap_or(UNLIMITED),
+        },
+    };
+    Some((lo, op))
 }
 
 /// Gathers bucket `b` of every row, in row order, into `out` (exactly their length) and sorts
@@ -100,11 +115,12 @@ mod tests {
     #[test]
     fn buckets_concatenate_to_the_sorted_batch() {
         let queries: Vec<Query> = (0..1000u64)
-            .map(|i| match i % 5 {
+            .map(|i| match i % 6 {
                 0 => Query::Get(i * 7919 % 1000),
                 1 => Query::Insert(i * 31 % 100, i),
                 2 => Query::Remove(u64::MAX - i % 3),
                 3 => Query::range(i..i + 10),
+                4 => Query::Scan(i * 13 % 1000, (i % 3) as usize),
                 _ => Query::range(i + 10..i),
             })
             .collect();
@@ -138,13 +154,7 @@ mod tests {
             }
             let mut want: Vec<Item> = Vec::new();
             for (pos, q) in queries.iter().enumerate() {
-                if let Some((lo, hi)) = q.span() {
-                    let op = match *q {
-                        Query::Get(_) => Op::Get,
-                        Query::Insert(_, v) => Op::Insert(v),
-                        Query::Remove(_) => Op::Remove,
-                        Query::Range(..) => Op::Range { hi },
-                    };
+                if let Some((lo, op)) = op_of(q) {
                     want.push(Item {
                         key: lo,
                         pos: pos as u32,
@@ -155,7 +165,7 @@ mod tests {
             want.sort_by_key(Item::order);
             assert_eq!(all, want, "{threads} workers");
             for (q, a) in queries.iter().zip(&answers) {
-                let empty_range = matches!(q, Query::Range(..));
+                let empty_range = matches!(q, Query::Range(..) | Query::Scan(..));
                 assert_eq!(matches!(a, Answer::Entries(e) if e.is_empty()), empty_range);
                 assert_eq!(*a == Answer::Value(None), !empty_range);
             }
