@@ -287,6 +287,14 @@ fn set_threads_between_batches_keeps_every_answer() {
             let want = sequential(&mut oracle, &b);
             m.execute(&mut b);
             assert_eq!(b.answers(), want, "round {round}, {threads} workers");
+            // One lookup without a batch answers like one in a batch.
+            for q in b.queries().iter().take(200) {
+                let k = match *q {
+                    Query::Get(k) | Query::Insert(k, _) | Query::Remove(k) | Query::Scan(k, _) => k,
+                    Query::Range(..) => continue,
+                };
+                assert_eq!(m.get(k), oracle.get(&k).copied(), "get({k})");
+            }
         }
     }
     let all: Vec<(u64, u64)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();

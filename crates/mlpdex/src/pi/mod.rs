@@ -274,6 +274,25 @@ impl Pi {
         self.len == 0
     }
 
+    /// The value of `key`, looked up on the calling thread without a batch: one walk down
+    /// the index layer and along the list (no batch can run meanwhile: `execute` needs
+    /// `&mut self`). For many keys, a batch of [`Query::Get`] overlaps their misses.
+    pub fn get(&self, key: u64) -> Option<u64> {
+        let mut handle = [None];
+        traverse::find_all(&self.index, self.walk, &[key], &mut handle);
+        let start = match handle[0] {
+            // SAFETY: as for the handles of a batch (`run_rows`): the node was indexed by the
+            // current index layer, whose nodes are not freed while `self` is borrowed.
+            Some(h) => unsafe { &*core::ptr::with_exposed_provenance::<Node>(h as usize) },
+            None => self.storage.head(),
+        };
+        let f = execute::floor(start, key);
+        if self.storage.is_head(f) || f.key != key {
+            return None;
+        }
+        f.live_value()
+    }
+
     /// Bytes of the list's nodes (deleted ones not yet freed included) and the index layer.
     pub fn memory_usage(&self) -> usize {
         self.nodes * size_of::<Node>() + self.index.memory_usage()

@@ -323,7 +323,7 @@ fn later<'s>(storage: &'s Storage, cursor: &'s Node, start: Option<&'s Node>) ->
 /// The node of largest key at most `key`, walking from `from` (whose key is at most `key`,
 /// or the head).
 #[inline(always)]
-fn floor(from: &Node, key: u64) -> &Node {
+pub(crate) fn floor(from: &Node, key: u64) -> &Node {
     let mut n = from;
     while let Some(next) = n.next() {
         if next.key > key {
