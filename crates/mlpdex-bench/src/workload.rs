@@ -70,6 +70,8 @@ pub enum Workload {
     LowerBound,
     /// Scans of exactly this many keys.
     Scan(usize),
+    /// This percentage of inserts of new keys, the rest reads (PI's §6.3 mix).
+    Inserts(u8),
 }
 
 /// Every workload name with a one-line description, for `mlpdex-bench list`.
@@ -99,6 +101,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "scan-N",
         "100% scan of N keys from a chosen start, e.g. scan-100",
     ),
+    (
+        "insert-N",
+        "N% insert of new keys, the rest read (N in 0..=100), e.g. insert-25",
+    ),
 ];
 
 impl Workload {
@@ -118,11 +124,18 @@ impl Workload {
             .collect()
     }
 
-    /// True when the workload issues inserts or updates (`load`, `a`, `b`, `d`, `e`, `f`).
+    /// True when the workload issues inserts or updates (`load`, `a`, `b`, `d`, `e`, `f`,
+    /// `insert-N`).
     pub fn writes(&self) -> bool {
         matches!(
             self,
-            Workload::Load | Workload::A | Workload::B | Workload::D | Workload::E | Workload::F
+            Workload::Load
+                | Workload::A
+                | Workload::B
+                | Workload::D
+                | Workload::E
+                | Workload::F
+                | Workload::Inserts(_)
         )
     }
 
@@ -146,6 +159,7 @@ impl fmt::Display for Workload {
             Workload::LookupMiss => "lookup-miss",
             Workload::LowerBound => "lower-bound",
             Workload::Scan(n) => return write!(f, "scan-{n}"),
+            Workload::Inserts(pct) => return write!(f, "insert-{pct}"),
         };
         f.write_str(name)
     }
@@ -167,6 +181,14 @@ impl FromStr for Workload {
             "f" => Workload::F,
             "lookup-miss" => Workload::LookupMiss,
             "lower-bound" => Workload::LowerBound,
+            _ if name.starts_with("insert-") => match name["insert-".len()..].parse::<u8>() {
+                Ok(pct) if pct <= 100 => Workload::Inserts(pct),
+                _ => {
+                    return Err(format!(
+                        "bad insert percentage in `{s}`: expected insert-N with N in 0..=100"
+                    ));
+                }
+            },
             _ => match name.strip_prefix("scan-").map(str::parse::<u32>) {
                 Some(Ok(n)) if n > 0 => Workload::Scan(n as usize),
                 Some(_) => {
@@ -388,6 +410,10 @@ pub fn generate(
         }
         Workload::F => mix(rng, n_ops, 0.5, OpKind::Read, OpKind::ReadModifyWrite),
         Workload::LowerBound => mix(rng, n_ops, 1.0, OpKind::LowerBound, OpKind::LowerBound),
+        Workload::Inserts(pct) => {
+            let reads = 1.0 - f64::from(pct) / 100.0;
+            mix(rng, n_ops, reads, OpKind::Read, OpKind::Insert)
+        }
         Workload::Scan(len) => {
             let len = u32::try_from(len).ok().filter(|&l| l > 0).ok_or_else(|| {
                 anyhow::anyhow!("scan length {len} out of range 1..={}", u32::MAX)
@@ -515,6 +541,9 @@ mod tests {
             Workload::LowerBound,
             Workload::Scan(1),
             Workload::Scan(100),
+            Workload::Inserts(0),
+            Workload::Inserts(25),
+            Workload::Inserts(100),
         ];
         for w in all {
             assert_eq!(w.to_string().parse::<Workload>(), Ok(w));
@@ -525,7 +554,10 @@ mod tests {
             assert_eq!(d.to_string().parse::<Distribution>(), Ok(d));
         }
         // Every listed name except the pattern parses.
-        for (name, _) in WORKLOADS.iter().filter(|(n, _)| *n != "scan-N") {
+        for (name, _) in WORKLOADS
+            .iter()
+            .filter(|(n, _)| !["scan-N", "insert-N"].contains(n))
+        {
             assert_eq!(name.parse::<Workload>().unwrap().to_string(), *name);
         }
         assert_eq!(
@@ -580,6 +612,32 @@ mod tests {
         assert_eq!(writes, [true, true, false, true, false]);
         assert!(Workload::E.ordered() && Workload::LowerBound.ordered());
         assert!(Workload::Scan(5).ordered() && !Workload::D.ordered());
+    }
+
+    #[test]
+    fn insert_mixes_insert_new_keys_at_their_percentage() {
+        let ds = dataset(100_000);
+        let n = 10_000;
+        for pct in [0u8, 30, 100] {
+            let ops = generate(
+                Workload::Inserts(pct),
+                Distribution::Uniform,
+                &ds,
+                n,
+                &mut Fresh::new(),
+                5,
+            )
+            .unwrap();
+            let got = share(&ops, OpKind::Insert);
+            assert!(
+                (got - f64::from(pct) / 100.0).abs() <= 0.02,
+                "insert-{pct}: {got}"
+            );
+            assert_eq!(share(&ops, OpKind::Read), 1.0 - got);
+        }
+        for bad in ["insert-101", "insert-", "insert-x"] {
+            assert!(bad.parse::<Workload>().is_err(), "{bad}");
+        }
     }
 
     #[test]
