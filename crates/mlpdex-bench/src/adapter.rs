@@ -15,6 +15,7 @@
 //! index read, never a constant when the index found something.
 
 use crate::keys::Keys;
+use crate::workload::Op;
 
 /// What an index can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +33,13 @@ pub struct Caps {
 pub trait BenchIndex: Sized + Send + Sync {
     /// What this index can do.
     const CAPS: Caps;
+
+    /// Whether the index executes whole batches of mixed operations on a pool of its own
+    /// threads (PI): the runner then sizes the pool to each run's thread count
+    /// ([`set_threads`](Self::set_threads)) and hands it the run's operations from one thread
+    /// in batches of `--batch` ([`execute_batch`](Self::execute_batch)), the load's inserts
+    /// included; it never calls the one-at-a-time operations.
+    const BATCHED: bool = false;
 
     /// A new index. Static indexes (`!CAPS.writes`) are built from the whole load set, values
     /// given by [`value_of`], and the runner times this call as their `load`; dynamic indexes
@@ -81,6 +89,21 @@ pub trait BenchIndex: Sized + Send + Sync {
     fn insert_shared(&self, key: &[u8], value: u64) -> Option<u64> {
         let _ = (key, value);
         unsupported("insert_shared")
+    }
+
+    /// For a [`BATCHED`](Self::BATCHED) index: the number of threads its batches run on.
+    fn set_threads(&mut self, threads: usize) -> anyhow::Result<()> {
+        let _ = threads;
+        unsupported("set_threads")
+    }
+
+    /// For a [`BATCHED`](Self::BATCHED) index: executes `ops` as one batch, operation `k` on
+    /// key `keys.get(first + k)` (writes store [`value_of`]`(first + k)`), and writes into
+    /// `out[k]` the answer the one-at-a-time operation would give (scans: the checksum of the
+    /// values visited).
+    fn execute_batch(&mut self, ops: &[Op], keys: &Keys, first: usize, out: &mut [Option<u64>]) {
+        let _ = (ops, keys, first, out);
+        unsupported("execute_batch")
     }
 
     /// Bytes the index maps outside the global allocator (e.g. huge-page regions).
@@ -155,7 +178,7 @@ pub struct HopeFacts {
 /// Reached only if the runner breaks its contract of checking [`Caps`] first.
 #[cold]
 #[inline(never)]
-fn unsupported(op: &str) -> ! {
+pub(crate) fn unsupported(op: &str) -> ! {
     panic!("internal error: the runner called `{op}` on an index whose Caps exclude it")
 }
 

@@ -31,6 +31,17 @@
 //! the lookup's loads — has completed. On other targets misses are serialized only as far as the
 //! index's own data flow goes.
 //!
+//! # Batched indexes
+//!
+//! With `--batch B`, every index gets the run's operations in the same groups of `B`: an
+//! index with a batched lookup answers a group of reads at once
+//! ([`BenchIndex::get_batch`]), the others loop over it. An index that executes whole
+//! batches on its own pool of threads ([`BenchIndex::BATCHED`], PI) gets each group of `B`
+//! consecutive operations of any kind as one batch from one driving thread, with its pool
+//! sized to the run's thread count, while `--threads T` runs the one-at-a-time indexes on `T`
+//! threads, each looping over its contiguous share of the same operations. Both are timed by
+//! the wall clock over all operations, so `mops` compares directly.
+//!
 //! # Memory
 //!
 //! Each index is measured by jemalloc's `stats.allocated` before and after its load (the dataset
@@ -248,7 +259,11 @@ pub fn unsupported_reason<I: BenchIndex>(w: Workload, threads: usize) -> Option<
         Some("static index: no inserts or updates")
     } else if w.ordered() && !caps.ordered {
         Some("unordered index: no scans or seeks")
-    } else if threads > 1 && w.writes() && !caps.concurrent {
+    } else if I::BATCHED && w == Workload::F {
+        Some(
+            "batched index: a read-modify-write's write needs its read's answer, which a batch gives only at its end",
+        )
+    } else if threads > 1 && w.writes() && !caps.concurrent && !I::BATCHED {
         Some("single-threaded index: no concurrent writes")
     } else {
         None
@@ -386,7 +401,10 @@ pub fn serve<I: BenchIndex>(name: &str, plan: &Plan, driver: &mut dyn Driver) ->
                     continue;
                 }
                 idx.before_run();
-                let (secs, mut samples) = if threads == 1 {
+                let (secs, mut samples) = if I::BATCHED {
+                    idx.set_threads(threads)?;
+                    time_batched(idx, &run.ops, run.mode, plan.sample_every, plan.batch)
+                } else if threads == 1 {
                     time_exclusive(idx, &run.ops, run.mode, plan.sample_every, plan.batch)
                 } else {
                     time_shared(
@@ -431,18 +449,32 @@ fn load_index<I: BenchIndex>(
 ) -> Result<((I, f64), Option<Record>, Vec<String>)> {
     let keys = &plan.dataset.keys;
     let n = keys.len();
-    let load_threads = if I::CAPS.concurrent {
+    let load_threads = if I::CAPS.concurrent || I::BATCHED {
         plan.threads.first().copied().unwrap_or(1)
     } else {
         1
     };
     let mut notes = Vec::new();
+    let load_ops = if I::BATCHED {
+        vec![
+            Op {
+                kind: OpKind::Insert,
+                len: 0
+            };
+            plan.batch.max(1)
+        ]
+    } else {
+        Vec::new()
+    };
     let before = allocated_bytes();
     let start = Instant::now();
     let mut index = I::create(keys)?;
     let mut series = None;
     if I::CAPS.writes {
-        if load_threads > 1 {
+        if I::BATCHED {
+            index.set_threads(load_threads)?;
+            load_batched(&mut index, keys, &load_ops);
+        } else if load_threads > 1 {
             load_shared(&index, keys, load_threads);
         } else {
             series = load_exclusive(
@@ -479,7 +511,7 @@ fn load_index<I: BenchIndex>(
     // The load's merges go in its record, or nowhere when the load is not reported.
     let merges = index.take_merges();
     let load = plan.report_load.then(|| {
-        let mode = if I::CAPS.writes && load_threads == 1 {
+        let mode = if I::CAPS.writes && load_threads == 1 && !I::BATCHED {
             plan.load_mode
         } else {
             Mode::Independent
@@ -610,6 +642,18 @@ fn load_chunk<I: BenchIndex, const DEP: bool>(index: &mut I, keys: &Keys, from: 
         }
     }
     black_box(dep);
+}
+
+/// Inserts the load set in order in batches of `ops.len()` inserts (a batched index).
+fn load_batched<I: BenchIndex>(index: &mut I, keys: &Keys, ops: &[Op]) {
+    let mut out = vec![None; ops.len()];
+    let mut at = 0;
+    while at < keys.len() {
+        let n = ops.len().min(keys.len() - at);
+        index.execute_batch(&ops[..n], keys, at, &mut out[..n]);
+        at += n;
+    }
+    black_box(&out);
 }
 
 fn load_shared<I: BenchIndex>(index: &I, keys: &Keys, threads: usize) {
@@ -960,6 +1004,56 @@ pub fn time_shared<I: BenchIndex>(
     })
 }
 
+/// Seconds for a batched index ([`BenchIndex::BATCHED`]) to run all operations, handed to it
+/// from this thread in consecutive batches of `batch`, and the latencies of every
+/// `every`-th batch, each timed whole. In dependent mode each batch's position depends on
+/// every answer of the one before, as in [`exec_batched`].
+pub fn time_batched<I: BenchIndex>(
+    index: &mut I,
+    ops: &Ops,
+    mode: Mode,
+    every: usize,
+    batch: usize,
+) -> (f64, Vec<u32>) {
+    let n = ops.ops.len();
+    let size = batch.max(1);
+    // Every `every`-th batch is sampled.
+    let mut lat = Vec::with_capacity(if every == 0 {
+        0
+    } else {
+        n.div_ceil(size) / every + 1
+    });
+    let mut out = vec![None; size];
+    let mask = black_box(0usize);
+    let every_mask = every.wrapping_sub(1);
+    let (mut i, mut dep, mut group, mut sum) = (0usize, 0usize, 0usize, 0u64);
+    let t = Instant::now();
+    while i < n {
+        let from = i + dep;
+        let to = (from + size).min(n);
+        let t0 = (every > 0 && group & every_mask == 0).then(Instant::now);
+        let out = &mut out[..to - from];
+        index.execute_batch(&ops.ops[from..to], &ops.keys, from, out);
+        // One answer standing for all: absent if any is, so the dependency waits for all.
+        let mut all = Some(0u64);
+        for o in out.iter() {
+            sum = sum.wrapping_add(o.unwrap_or(0));
+            all = all.zip(*o).map(|(x, y)| x ^ y);
+        }
+        if let Some(t0) = t0 {
+            debug_assert!(lat.len() < lat.capacity(), "latency buffer sized up front");
+            lat.push(t0.elapsed().as_nanos().min(u32::MAX as u128) as u32);
+        }
+        i += to - from;
+        group += 1;
+        if mode == Mode::Dependent {
+            dep = depend(all, mask);
+        }
+    }
+    black_box((dep, sum));
+    (t.elapsed().as_secs_f64(), lat)
+}
+
 /// Latency percentiles of one measurement, from individually timed operations.
 ///
 /// Every `--sample-every`-th operation (64 by default) is timed with two clock reads around it.
@@ -1304,6 +1398,136 @@ mod tests {
                 assert_eq!(lat.len(), groups.div_ceil(4), "one sample per 4 groups");
                 let seen: Vec<u8> = r.seen.into_inner().unwrap().iter().map(|k| k[0]).collect();
                 assert_eq!(seen, (0..50).collect::<Vec<u8>>(), "batch {batch} {mode}");
+            }
+        }
+    }
+
+    /// A batched index that records the batches it was handed.
+    struct BatchRecorder {
+        /// `(first, keys)` of each batch.
+        batches: Vec<(usize, Vec<u8>)>,
+        threads: usize,
+    }
+
+    impl BenchIndex for BatchRecorder {
+        const CAPS: Caps = Caps {
+            writes: true,
+            ordered: true,
+            concurrent: false,
+        };
+        const BATCHED: bool = true;
+        fn create(_: &Keys) -> Result<Self> {
+            Ok(BatchRecorder {
+                batches: Vec::new(),
+                threads: 0,
+            })
+        }
+        fn get(&self, _: &[u8]) -> Option<u64> {
+            unreachable!("a batched index is never asked one key at a time")
+        }
+        fn set_threads(&mut self, threads: usize) -> Result<()> {
+            self.threads = threads;
+            Ok(())
+        }
+        fn execute_batch(
+            &mut self,
+            ops: &[Op],
+            keys: &Keys,
+            first: usize,
+            out: &mut [Option<u64>],
+        ) {
+            let seen = (first..first + ops.len()).map(|i| keys.get(i)[0]).collect();
+            self.batches.push((first, seen));
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = Some((first + k) as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn a_batched_index_gets_consecutive_batches_of_the_batch_size() {
+        for mode in [Mode::Independent, Mode::Dependent] {
+            for batch in [1, 7, 16, 64] {
+                let ops = ops_of(50);
+                let mut r = BatchRecorder::create(&Keys::new()).unwrap();
+                let (_, lat) = time_batched(&mut r, &ops, mode, 2, batch);
+                let groups = 50usize.div_ceil(batch);
+                assert_eq!(r.batches.len(), groups, "batch {batch} {mode}");
+                assert_eq!(lat.len(), groups.div_ceil(2), "one sample per 2 batches");
+                let mut at = 0;
+                for (first, seen) in &r.batches {
+                    assert_eq!(*first, at);
+                    assert_eq!(seen.len(), batch.min(50 - at));
+                    assert_eq!(
+                        *seen,
+                        (at as u8..(at + seen.len()) as u8).collect::<Vec<_>>()
+                    );
+                    at += seen.len();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn batched_indexes_skip_only_read_modify_writes() {
+        assert!(unsupported_reason::<BatchRecorder>(Workload::F, 1).is_some());
+        for w in [Workload::A, Workload::E, Workload::C, Workload::Load] {
+            assert_eq!(unsupported_reason::<BatchRecorder>(w, 4), None, "{w}");
+        }
+    }
+
+    /// PI through the harness's batches answers every operation as a `BTreeMap` answers it
+    /// one at a time: reads, writes, lower bounds and scans in one mixed stream.
+    #[test]
+    fn pi_batches_answer_as_one_at_a_time_operations() {
+        use crate::ours::pi;
+        pi_answers_as_one_at_a_time::<{ pi::FULL }>();
+        pi_answers_as_one_at_a_time::<{ pi::NO_SIMD }>();
+        pi_answers_as_one_at_a_time::<{ pi::NO_GROUP }>();
+        pi_answers_as_one_at_a_time::<{ pi::NO_PREFETCH }>();
+    }
+
+    fn pi_answers_as_one_at_a_time<const V: u8>() {
+        use crate::baselines::btree::BTree;
+        use crate::ours::pi::PiIndex;
+        let mut keys = Keys::new();
+        let mut ops = Vec::new();
+        let mut x = 7u64;
+        for i in 0..20_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            keys.push(&(x >> 52).to_be_bytes());
+            let (kind, len) = match i % 7 {
+                0 | 1 => (OpKind::Insert, 0),
+                2 => (OpKind::Update, 0),
+                3 => (OpKind::LowerBound, 0),
+                4 => (OpKind::Scan, (x % 40) as u32),
+                _ => (OpKind::Read, 0),
+            };
+            ops.push(Op { kind, len });
+        }
+        let mut pi = PiIndex::<V>::create(&keys).unwrap();
+        let mut tree = BTree::<u64>::create(&keys).unwrap();
+        for threads in [1, 2, 3] {
+            pi.set_threads(threads).unwrap();
+            let n = ops.len() / 3;
+            let (lo, hi) = ((threads - 1) * n, threads * n);
+            for first in (lo..hi).step_by(999) {
+                let to = (first + 999).min(hi);
+                let mut out = vec![None; to - first];
+                pi.execute_batch(&ops[first..to], &keys, first, &mut out);
+                for (k, o) in out.iter().enumerate() {
+                    let (i, key) = (first + k, keys.get(first + k));
+                    let want = match ops[i].kind {
+                        OpKind::Read => tree.get(key),
+                        OpKind::Insert | OpKind::Update => tree.insert(key, value_of(i)),
+                        OpKind::LowerBound => tree.lower_bound(key),
+                        OpKind::Scan => tree.scan(key, ops[i].len as usize),
+                        OpKind::ReadModifyWrite => unreachable!(),
+                    };
+                    assert_eq!(*o, want, "variant {V}, op {i} ({:?})", ops[i].kind);
+                }
             }
         }
     }

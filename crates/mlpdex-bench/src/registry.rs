@@ -11,8 +11,8 @@
 use anyhow::Result;
 
 use crate::baselines::{
-    btree::BTree, congee::Art, fst::FstMap, fst::FstSet, hash::Hash, skipmap::Skip,
-    sorted_vec::SortedVec,
+    btree::BTree, congee::Art, fst::FstMap, fst::FstSet, hash::Hash, scc_tree::SccTree,
+    skipmap::Skip, sorted_vec::SortedVec,
 };
 use crate::exec::{self, Driver, Plan};
 use crate::names;
@@ -24,6 +24,7 @@ use crate::ours::fst::FstIndex;
 use crate::ours::hope::{Encoded, select_scheme, split_name};
 use crate::ours::hybrid::HybridIndex;
 use crate::ours::mlp_index::Mlp;
+use crate::ours::pi::{self as pi, PiIndex};
 use crate::ours::skiplist::Skiplist;
 
 /// How an entry runs: its name, the plan, the driver.
@@ -114,6 +115,11 @@ const MLP_LAYOUTS: Kind = Kind::Variant {
     ),
 };
 
+/// The family of PI with one optimization switched off (§6.8's breakdown).
+const PI_BREAKDOWN: Kind = Kind::Variant {
+    family: Some("PI with one of §6.8's optimizations switched off"),
+};
+
 fn integer_keys(plan: &Plan) -> bool {
     plan.dataset.keys.fixed_width() == Some(8)
 }
@@ -178,6 +184,19 @@ pub const INDEXES: &[Entry] = &[
         kind: Kind::Main,
         keys: KeyWidth::Eight,
         run: exec::serve::<Art>,
+    },
+    Entry {
+        name: "scc-tree",
+        about: "scc TreeIndex, concurrent B+-tree with lock-free reads",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: |name, plan, driver| {
+            if integer_keys(plan) {
+                exec::serve::<SccTree<u64>>(name, plan, driver)
+            } else {
+                exec::serve::<SccTree<Box<[u8]>>>(name, plan, driver)
+            }
+        },
     },
     Entry {
         name: "hashmap",
@@ -310,6 +329,34 @@ pub const INDEXES: &[Entry] = &[
         kind: Kind::Main,
         keys: KeyWidth::Any,
         run: exec::serve::<Skiplist<{ usize::MAX }>>,
+    },
+    Entry {
+        name: "pi",
+        about: "mlpdex PI (pi-parallel-skiplist.txt): batches on a pool of --threads workers, SIMD index layer (8-byte keys only; give --batch)",
+        kind: Kind::Main,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<PiIndex>,
+    },
+    Entry {
+        name: "pi-no-simd",
+        about: "PI with scalar compares in the index layer (§6.8 breakdown)",
+        kind: PI_BREAKDOWN,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<PiIndex<{ pi::NO_SIMD }>>,
+    },
+    Entry {
+        name: "pi-no-group",
+        about: "PI walking the index one query at a time (§6.8 breakdown)",
+        kind: PI_BREAKDOWN,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<PiIndex<{ pi::NO_GROUP }>>,
+    },
+    Entry {
+        name: "pi-no-prefetch",
+        about: "PI without prefetching in its group walks (§6.8 breakdown)",
+        kind: PI_BREAKDOWN,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<PiIndex<{ pi::NO_PREFETCH }>>,
     },
     Entry {
         name: "skiplist-plain",
@@ -625,6 +672,7 @@ mod tests {
                 "fst-crate-set",
                 "cuckoo-trie-concurrent",
                 "mlp-index-{bucketized,paper}",
+                "pi-no-{simd,group,prefetch}",
                 "skiplist-plain",
                 "skiplist-k{1,2,3,4,5,6}",
                 "cuckoo-trie-d{1,2,3,4,5,6,8,10}",

@@ -22,6 +22,7 @@ pub mod btree;
 pub mod congee;
 pub mod fst;
 pub mod hash;
+pub mod scc_tree;
 pub mod skipmap;
 pub mod sorted_vec;
 

@@ -8,6 +8,7 @@ pub mod fst;
 pub mod hope;
 pub mod hybrid;
 pub mod mlp_index;
+pub mod pi;
 pub mod skiplist;
 
 /// A scan through a static map's lending cursor: up to `n` entries from its front, their
