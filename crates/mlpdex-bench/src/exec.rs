@@ -1018,11 +1018,11 @@ pub fn time_batched<I: BenchIndex>(
     let n = ops.ops.len();
     let size = batch.max(1);
     // Every `every`-th batch is sampled.
-    let mut lat = Vec::with_capacity(if every == 0 {
-        0
-    } else {
-        n.div_ceil(size) / every + 1
-    });
+    let mut lat = Vec::with_capacity(
+        n.div_ceil(size)
+            .checked_div(every)
+            .map_or(0, |groups| groups + 1),
+    );
     let mut out = vec![None; size];
     let mask = black_box(0usize);
     let every_mask = every.wrapping_sub(1);

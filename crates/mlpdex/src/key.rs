@@ -27,6 +27,42 @@ pub fn key_to_u64(key: &[u8]) -> Option<u64> {
     <[u8; 8]>::try_from(key).ok().map(u64::from_be_bytes)
 }
 
+/// The integer bound selecting the same 8-byte keys as the byte-string lower bound `b`.
+///
+/// An 8-byte key `k` is `≥ b` for a shorter `b` exactly when `k ≥ b` padded with zeros, and
+/// for a longer `b` exactly when `k > b[..8]` (a key equal to `b[..8]` is a proper prefix of
+/// `b`, so smaller); `Excluded` selects the same keys as `Included` when `b` is not 8 bytes.
+pub(crate) fn int_start(b: Bound<&[u8]>) -> Bound<u64> {
+    match b {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(b) | Bound::Excluded(b) if b.len() < 8 => Bound::Included(padded(b)),
+        Bound::Included(b) | Bound::Excluded(b) if b.len() > 8 => Bound::Excluded(padded(b)),
+        Bound::Included(b) => Bound::Included(padded(b)),
+        Bound::Excluded(b) => Bound::Excluded(padded(b)),
+    }
+}
+
+/// The integer bound selecting the same 8-byte keys as the byte-string upper bound `b`
+/// (mirror of [`int_start`]: `k ≤ b` is `k < b` padded for a shorter `b`, `k ≤ b[..8]` for a
+/// longer one).
+pub(crate) fn int_end(b: Bound<&[u8]>) -> Bound<u64> {
+    match b {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(b) | Bound::Excluded(b) if b.len() < 8 => Bound::Excluded(padded(b)),
+        Bound::Included(b) | Bound::Excluded(b) if b.len() > 8 => Bound::Included(padded(b)),
+        Bound::Included(b) => Bound::Included(padded(b)),
+        Bound::Excluded(b) => Bound::Excluded(padded(b)),
+    }
+}
+
+/// The integer of `b`'s first 8 bytes, zero-padded when shorter.
+fn padded(b: &[u8]) -> u64 {
+    let mut k = [0u8; 8];
+    let n = b.len().min(8);
+    k[..n].copy_from_slice(&b[..n]);
+    u64::from_be_bytes(k)
+}
+
 /// A range of byte-string keys, in any of the forms people write.
 ///
 /// Every `range`, `visit_range`, `may_contain_range` and `approx_count` in mlpdex takes an

@@ -12,6 +12,8 @@
 //!    after every batch by full ranges.
 //! 3. **Configuration**: invalid configurations are errors; the pool can change size
 //!    between batches.
+//! 4. **One query at a time**: the `BTreeMap`-shaped methods and `OrderedMap` against a
+//!    `BTreeMap`, `FromIterator`, `Extend` and `Debug`.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -372,4 +374,67 @@ fn deletes_during_a_rebuild_wait_for_the_next_one() {
             m.len()
         );
     }
+}
+
+/// The one-at-a-time map API and `OrderedMap` against a `BTreeMap`: writes as batches of one
+/// between larger batches (so rebuilds run), reads on the calling thread.
+#[test]
+fn the_map_api_answers_like_a_btreemap() {
+    use mlpdex::OrderedMap;
+    let mut rng = TestRng::new(7);
+    for threads in [1, 2] {
+        let mut m = pi(threads);
+        let mut oracle = BTreeMap::new();
+        for round in 0..40 {
+            // A batch that grows the map past rebuild thresholds.
+            let mut b: Batch = (0..500)
+                .map(|_| Query::Insert(key(&mut rng), rng.next_u64()))
+                .collect();
+            sequential(&mut oracle, &b);
+            m.execute(&mut b);
+            for _ in 0..50 {
+                let k = key(&mut rng);
+                match rng.below(3) {
+                    0 => assert_eq!(m.insert(k, round), oracle.insert(k, round)),
+                    1 => assert_eq!(m.remove(k), oracle.remove(&k)),
+                    _ => assert_eq!(m.get(k), oracle.get(&k).copied()),
+                }
+                assert_eq!(m.contains_key(k), oracle.contains_key(&k));
+                let (lo, hi) = (k.saturating_sub(rng.below(5000)), k);
+                let want: Vec<(u64, u64)> = oracle.range(lo..=hi).map(|(&a, &b)| (a, b)).collect();
+                assert_eq!(m.range(lo..=hi).collect::<Vec<_>>(), want);
+                let back: Vec<(u64, u64)> = m.range(lo..=hi).rev().collect();
+                assert!(back.iter().rev().eq(want.iter()));
+                let lb = OrderedMap::lower_bound(&m, Bound::Included(&k.to_be_bytes()[..]));
+                let want_lb = oracle
+                    .range(k..)
+                    .next()
+                    .map(|(&a, &b)| (a.to_be_bytes(), b));
+                assert_eq!(lb.map(|(a, b)| (a, *b)), want_lb);
+            }
+            assert_eq!(m.len(), oracle.len());
+            assert_eq!(
+                m.first_key_value(),
+                oracle.first_key_value().map(|(&a, &b)| (a, b))
+            );
+            assert_eq!(
+                m.last_key_value(),
+                oracle.last_key_value().map(|(&a, &b)| (a, b))
+            );
+        }
+        assert!(m.iter().eq(oracle.iter().map(|(&a, &b)| (a, b))));
+        assert_eq!(OrderedMap::len(&m), oracle.len());
+        assert!(OrderedMap::insert(&mut m, b"short", 1).is_err());
+        m.clear();
+        assert!(m.is_empty() && m.iter().next().is_none());
+    }
+    // FromIterator and Extend in batches, later entries winning; Debug of entries.
+    let mut m: Pi = (0..20_000u64).map(|k| (k % 15_000, k)).collect();
+    m.extend([(3, 33), (20_000, 1)]);
+    assert_eq!(m.len(), 15_001);
+    assert_eq!(m.get(14_999), Some(14_999));
+    assert_eq!(m.get(1), Some(15_001));
+    assert_eq!(m.get(3), Some(33));
+    let small: Pi = [(2, 20), (1, 10)].into_iter().collect();
+    assert_eq!(format!("{small:?}"), "{1: 10, 2: 20}");
 }

@@ -31,7 +31,7 @@ pub struct PiIndex<const V: u8 = FULL> {
 
 impl<const V: u8> std::fmt::Debug for PiIndex<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.pi.fmt(f)
+        f.write_str("PiIndex")
     }
 }
 

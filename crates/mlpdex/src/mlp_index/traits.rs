@@ -10,7 +10,7 @@ use core::hash::{Hash, Hasher};
 use core::ops::{Bound, Index};
 
 use super::{IntoIter, IterMut, MlpIndex, Range, RangeBytes, out_of_memory};
-use crate::key::key_to_u64;
+use crate::key::{int_end, int_start, key_to_u64};
 use crate::{Error, KeyRange, OrderedMap};
 
 impl Default for MlpIndex {
@@ -172,42 +172,6 @@ impl<'a> IntoIterator for &'a mut MlpIndex {
     fn into_iter(self) -> IterMut<'a> {
         self.iter_mut()
     }
-}
-
-/// The integer bound selecting the same 8-byte keys as the byte-string lower bound `b`.
-///
-/// An 8-byte key `k` is `≥ b` for a shorter `b` exactly when `k ≥ b` padded with zeros, and
-/// for a longer `b` exactly when `k > b[..8]` (a key equal to `b[..8]` is a proper prefix of
-/// `b`, so smaller); `Excluded` selects the same keys as `Included` when `b` is not 8 bytes.
-fn int_start(b: Bound<&[u8]>) -> Bound<u64> {
-    match b {
-        Bound::Unbounded => Bound::Unbounded,
-        Bound::Included(b) | Bound::Excluded(b) if b.len() < 8 => Bound::Included(padded(b)),
-        Bound::Included(b) | Bound::Excluded(b) if b.len() > 8 => Bound::Excluded(padded(b)),
-        Bound::Included(b) => Bound::Included(padded(b)),
-        Bound::Excluded(b) => Bound::Excluded(padded(b)),
-    }
-}
-
-/// The integer bound selecting the same 8-byte keys as the byte-string upper bound `b`
-/// (mirror of [`int_start`]: `k ≤ b` is `k < b` padded for a shorter `b`, `k ≤ b[..8]` for a
-/// longer one).
-fn int_end(b: Bound<&[u8]>) -> Bound<u64> {
-    match b {
-        Bound::Unbounded => Bound::Unbounded,
-        Bound::Included(b) | Bound::Excluded(b) if b.len() < 8 => Bound::Excluded(padded(b)),
-        Bound::Included(b) | Bound::Excluded(b) if b.len() > 8 => Bound::Included(padded(b)),
-        Bound::Included(b) => Bound::Included(padded(b)),
-        Bound::Excluded(b) => Bound::Excluded(padded(b)),
-    }
-}
-
-/// The integer of `b`'s first 8 bytes, zero-padded when shorter.
-fn padded(b: &[u8]) -> u64 {
-    let mut k = [0u8; 8];
-    let n = b.len().min(8);
-    k[..n].copy_from_slice(&b[..n]);
-    u64::from_be_bytes(k)
 }
 
 /// `MlpIndex` as a byte-keyed map: its keys are the 8-byte big-endian forms of its `u64`s

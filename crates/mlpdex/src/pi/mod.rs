@@ -32,6 +32,11 @@
 //! # Ok::<(), mlpdex::Error>(())
 //! ```
 //!
+//! One query at a time, `Pi` is also a map shaped like `BTreeMap<u64, u64>` (and an
+//! [`OrderedMap`](crate::OrderedMap) of 8-byte keys): `get`, `range`, `iter`,
+//! `first_key_value` read on the calling thread; `insert` and `remove` run a batch of one;
+//! `extend` and `collect` run batches of [`EXTEND_BATCH`].
+//!
 //! # When to use it
 //!
 //! Many queries at a time on many cores: a server that gathers requests for a few
@@ -58,9 +63,11 @@
 //!   boundaries (§3.2.5) and their pieces joined in key order.
 //! - **Order rule**: a batch's answers are those of running its queries one at a time in
 //!   batch order. Queries on one key run in batch order on one worker (they share an
-//!   interception); a range sees exactly the writes before it in the batch (a worker runs a
-//!   range at its start key and overlays the writes on later keys of the range that precede
-//!   it in the batch).
+//!   interception); a range or scan sees exactly the writes before it in the batch (a worker
+//!   runs a range at its start key and overlays the writes on later keys of the range that
+//!   precede it in the batch). A count-limited [`Query::Scan`] is a range to the end of the
+//!   key space: every worker it reaches reads up to the count, and the first entries in key
+//!   order make its answer.
 //! - **Deletes** mark their node (§3.2.3). The index layer is rebuilt from the list in the
 //!   background once the batches' writes reach [`Config::rebuild_fraction`] of the keys
 //!   (default 15%): a thread of its own scans the list while batches keep running, and the
@@ -75,9 +82,11 @@
 //!   `execute` takes `&mut self`, so batches run one after another.
 
 mod batch;
+mod map;
 pub(crate) mod raw;
 
 pub use batch::{Answer, Batch, Query};
+pub use map::{EXTEND_BATCH, Range, RangeBytes};
 
 use raw::execute::{self, Item, Op, Output, Work};
 use raw::index::IndexLayer;
@@ -191,16 +200,6 @@ impl Default for Pi {
     }
 }
 
-impl core::fmt::Debug for Pi {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Pi")
-            .field("len", &self.len)
-            .field("index_height", &self.index.height())
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Pi {
     /// An empty map with the default [`Config`].
     ///
@@ -278,6 +277,15 @@ impl Pi {
     /// the index layer and along the list (no batch can run meanwhile: `execute` needs
     /// `&mut self`). For many keys, a batch of [`Query::Get`] overlaps their misses.
     pub fn get(&self, key: u64) -> Option<u64> {
+        let f = self.floor(key);
+        if self.storage.is_head(f) || f.key != key {
+            return None;
+        }
+        f.live_value()
+    }
+
+    /// The node of largest key at most `key` (deleted ones included), or the head.
+    fn floor(&self, key: u64) -> &Node {
         let mut handle = [None];
         traverse::find_all(&self.index, self.walk, &[key], &mut handle);
         let start = match handle[0] {
@@ -286,11 +294,42 @@ impl Pi {
             Some(h) => unsafe { &*core::ptr::with_exposed_provenance::<Node>(h as usize) },
             None => self.storage.head(),
         };
-        let f = execute::floor(start, key);
-        if self.storage.is_head(f) || f.key != key {
-            return None;
+        execute::floor(start, key)
+    }
+
+    /// The first node (deleted ones included) with a key at least `key`.
+    fn first_node(&self, key: u64) -> Option<&Node> {
+        let f = self.floor(key);
+        if !self.storage.is_head(f) && f.key == key {
+            Some(f)
+        } else {
+            f.next()
         }
-        f.live_value()
+    }
+
+    /// The first live entry with a key at least `key`, read on the calling thread.
+    fn scan_one(&self, key: u64) -> Option<(u64, u64)> {
+        let mut node = self.first_node(key);
+        while let Some(n) = node {
+            if let Some(v) = n.live_value() {
+                return Some((n.key, v));
+            }
+            node = n.next();
+        }
+        None
+    }
+
+    /// The live entries with keys in `lo..=hi`, in order, read on the calling thread.
+    fn collect_range(&self, lo: u64, hi: u64) -> Vec<(u64, u64)> {
+        let mut node = self.first_node(lo);
+        let mut out = Vec::new();
+        while let Some(n) = node.filter(|n| n.key <= hi) {
+            if let Some(v) = n.live_value() {
+                out.push((n.key, v));
+            }
+            node = n.next();
+        }
+        out
     }
 
     /// Bytes of the list's nodes (deleted ones not yet freed included) and the index layer.

@@ -149,6 +149,7 @@ impl IndexLayer {
     }
 
     /// Number of levels.
+    #[cfg(test)]
     pub(crate) fn height(&self) -> usize {
         self.levels.len()
     }
