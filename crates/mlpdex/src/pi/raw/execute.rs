@@ -23,7 +23,7 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::node::{Heights, Node, Storage, UNLINKED, Unlinked};
+use super::node::{Heights, MAX_HEIGHT, Node, Storage, UNLINKED, Unlinked};
 use crate::substrate::prefetch::prefetch_read;
 
 /// What a query does.
@@ -274,9 +274,13 @@ fn find_floors<'s>(
         prefetch_read(node);
         walk[k] = (Some(node), None);
     }
-    // The start nodes' links, then one hop a round.
+    // The start nodes' links, then one hop a round; a walk that starts on its key's node
+    // (an interception of the key itself) is done.
     for (k, w) in walk.iter_mut().enumerate().take(items.len()) {
-        let next = w.0.and_then(Node::next);
+        let exact = w.0.is_some_and(|n| {
+            Some(n.key) == items[k].target() && n.height as usize <= MAX_HEIGHT
+        });
+        let next = if exact { None } else { w.0.and_then(Node::next) };
         if let Some(n) = next {
             prefetch_read(n);
         }
@@ -324,6 +328,11 @@ fn later<'s>(storage: &'s Storage, cursor: &'s Node, start: Option<&'s Node>) ->
 /// or the head).
 #[inline(always)]
 pub(crate) fn floor(from: &Node, key: u64) -> &Node {
+    // The node itself (the head's key is 0 too, but its next one is what a walk needs):
+    // then its successor, likely a cache miss, need not be read.
+    if from.key == key && from.height as usize <= MAX_HEIGHT {
+        return from;
+    }
     let mut n = from;
     while let Some(next) = n.next() {
         if next.key > key {
