@@ -45,8 +45,17 @@
 //! for a group of queries at once with prefetching, so its DRAM misses overlap.
 //!
 //! Not for: one query at a time with low latency (a batch's queries all wait for the batch;
-//! use [`MlpIndex`](crate::mlp_index::MlpIndex) or a concurrent map); byte-string keys (not
-//! yet: `u64` keys only for now).
+//! use [`MlpIndex`](crate::mlp_index::MlpIndex) or a concurrent map); long scans (a scan
+//! walks the list node by node, and a count-limited one is read by every worker it may
+//! reach: a B+-tree's leaves scan several times faster); byte-string keys (not yet: `u64`
+//! keys only for now).
+//!
+//! Measured (bench name `pi`, batches of 8192 from the harness's batched mode, against
+//! `congee`, `scc-tree` and `skipmap` on as many threads as PI has workers; thread,
+//! batch-size and insert-mix sweeps, ranges of 100 and 1000 keys, and the §6.8 breakdown
+//! `pi-no-simd`, `pi-no-group`, `pi-no-prefetch`), as `bench/suites/pi.toml` wrote them:
+//! [`docs/results/pi.md`](../../../../docs/results/pi.md). On this 2-core machine 4 threads
+//! oversubscribe the cores; PI's latency percentiles there are of whole batches.
 //!
 //! # Contract
 //!

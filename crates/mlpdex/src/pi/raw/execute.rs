@@ -277,10 +277,14 @@ fn find_floors<'s>(
     // The start nodes' links, then one hop a round; a walk that starts on its key's node
     // (an interception of the key itself) is done.
     for (k, w) in walk.iter_mut().enumerate().take(items.len()) {
-        let exact = w.0.is_some_and(|n| {
-            Some(n.key) == items[k].target() && n.height as usize <= MAX_HEIGHT
-        });
-        let next = if exact { None } else { w.0.and_then(Node::next) };
+        let exact = w
+            .0
+            .is_some_and(|n| Some(n.key) == items[k].target() && n.height as usize <= MAX_HEIGHT);
+        let next = if exact {
+            None
+        } else {
+            w.0.and_then(Node::next)
+        };
         if let Some(n) = next {
             prefetch_read(n);
         }
