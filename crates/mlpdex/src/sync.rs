@@ -19,9 +19,13 @@
 //! accesses.
 
 #[cfg(not(all(test, mlpdex_loom)))]
-pub(crate) use core::sync::atomic::{AtomicIsize, AtomicU8, AtomicUsize};
+pub(crate) use core::sync::atomic::{
+    AtomicBool, AtomicIsize, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+};
 #[cfg(all(test, mlpdex_loom))]
-pub(crate) use loom::sync::atomic::{AtomicIsize, AtomicU8, AtomicUsize};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicIsize, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+};
 
 /// The loom crate, for the models (`loom::model`, `loom::thread`, `loom::sync`).
 #[cfg(all(test, mlpdex_loom))]

@@ -18,7 +18,9 @@
 //! as a wrong answer, never as undefined behaviour.
 
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
+
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 
 /// Tallest tower a node gets (level 1 of the index layer holds nodes of height 2 and up).
 pub(crate) const MAX_HEIGHT: usize = 24;
@@ -242,5 +244,93 @@ mod tests {
             (n * 16 / 100..n * 215 / 1000).contains(&counts[2]),
             "{counts:?}"
         );
+    }
+}
+
+#[cfg(all(test, mlpdex_loom))]
+mod loom_model {
+    //! Run with `RUSTFLAGS="--cfg mlpdex_loom" cargo test -p mlpdex --lib --release loom_model`.
+    //!
+    //! The one race PI allows: a background rebuild scans the list while the workers of a
+    //! batch link new nodes and mark or revive nodes in their own segments. Two workers
+    //! (disjoint segments, as the partition guarantees) write while a third thread scans as
+    //! the rebuild does. Every scan must see the keys in order, every node that was linked
+    //! before the race, and each new node only with the fields it was linked with (loom
+    //! reports a load of an atomic its creation does not happen before, so a link published
+    //! without release, or loaded without acquire, fails the model).
+    use super::*;
+    use crate::sync::loom::{self, sync::Arc};
+
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(3);
+        b.check(f);
+    }
+
+    /// The list `10 -> 20 -> 30` (heights 2, 1, 2).
+    fn list() -> Arc<Storage> {
+        let s = Storage::default();
+        let n10 = s.insert_after(s.head(), 10, 100, 2);
+        let n20 = s.insert_after(n10, 20, 200, 1);
+        s.insert_after(n20, 30, 300, 2);
+        Arc::new(s)
+    }
+
+    fn node(s: &Storage, key: u64) -> &Node {
+        s.iter()
+            .find(|n| n.key == key)
+            .expect("linked before the race")
+    }
+
+    #[test]
+    fn loom_model_rebuild_scan_beside_two_workers() {
+        model(|| {
+            let s = list();
+            // Worker 1 owns the segment from 10: links 15 after 10, marks 20 deleted.
+            let w1 = {
+                let s = s.clone();
+                loom::thread::spawn(move || {
+                    let n10 = node(&s, 10);
+                    s.insert_after(n10, 15, 150, 3);
+                    node(&s, 20).deleted.store(true, Ordering::Relaxed);
+                })
+            };
+            // Worker 2 owns the segment from 30: links 35 after it, then 33 between them.
+            let w2 = {
+                let s = s.clone();
+                loom::thread::spawn(move || {
+                    let n30 = node(&s, 30);
+                    s.insert_after(n30, 35, 350, 1);
+                    s.insert_after(n30, 33, 330, 2);
+                })
+            };
+            // The rebuild's scan, as `build_index` reads the list.
+            let seen: Vec<(u64, u64, u8)> = s
+                .iter()
+                .map(|n| (n.key, n.value.load(Ordering::Relaxed), n.height))
+                .collect();
+            w1.join().unwrap();
+            w2.join().unwrap();
+            assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+            for k in [10, 20, 30] {
+                assert!(seen.iter().any(|n| n.0 == k), "{k} lost: {seen:?}");
+            }
+            for &(k, v, h) in &seen {
+                let want = match k {
+                    10 => (100, 2),
+                    15 => (150, 3),
+                    20 => (200, 1),
+                    30 => (300, 2),
+                    33 => (330, 2),
+                    35 => (350, 1),
+                    _ => panic!("key {k} never linked"),
+                };
+                assert_eq!((v, h), want, "fields of {k}");
+            }
+            // After the batch (the pool's join), the writes are all visible.
+            let keys: Vec<u64> = s.iter().map(|n| n.key).collect();
+            assert_eq!(keys, [10, 15, 20, 30, 33, 35]);
+            assert!(node(&s, 20).live_value().is_none());
+        });
     }
 }
