@@ -1007,7 +1007,7 @@ pub fn time_shared<I: BenchIndex>(
 /// Seconds for a batched index ([`BenchIndex::BATCHED`]) to run all operations, handed to it
 /// from this thread in consecutive batches of `batch`, and the latencies of every
 /// `every`-th batch, each timed whole. In dependent mode each batch's position depends on
-/// every answer of the one before, as in [`exec_batched`].
+/// every answer of the one before, as in batch mode (`exec_batched`).
 pub fn time_batched<I: BenchIndex>(
     index: &mut I,
     ops: &Ops,
