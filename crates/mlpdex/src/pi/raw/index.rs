@@ -366,7 +366,7 @@ mod tests {
     fn random_layers_find_every_interception() {
         let mut rng = TestRng::new(20);
         let sizes: &[usize] = if cfg!(miri) {
-            &[30, 200]
+            &[30, 100]
         } else {
             &[5, 100, 3000, 40_000]
         };

@@ -192,7 +192,10 @@ mod tests {
             u64::MAX,
         ];
         let mut pool: Vec<u64> = edges.to_vec();
-        pool.extend([17, 1000, 1 << 40, (1 << 63) + 12345]);
+        // Under miri the edges alone (330 entries instead of 1365: the ranks are scalar there).
+        if !cfg!(miri) {
+            pool.extend([17, 1000, 1 << 40, (1 << 63) + 12345]);
+        }
         pool.sort_unstable();
         let mut entries = Vec::new();
         // Every ascending (non-strict: padding repeats the last key) choice of 4 from the pool.
