@@ -427,6 +427,10 @@ fn the_map_api_answers_like_a_btreemap() {
         assert!(OrderedMap::insert(&mut m, b"short", 1).is_err());
         m.clear();
         assert!(m.is_empty() && m.iter().next().is_none());
+        assert_eq!(m.config().threads, threads, "clear keeps the pool");
+        let mut b: Batch = (0..3000u64).map(|k| Query::Insert(k, k)).collect();
+        m.execute(&mut b);
+        assert_eq!((m.len(), m.get(2999)), (3000, Some(2999)));
     }
     // FromIterator and Extend in batches, later entries winning; Debug of entries.
     let mut m: Pi = (0..20_000u64).map(|k| (k % 15_000, k)).collect();

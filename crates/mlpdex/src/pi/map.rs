@@ -12,7 +12,7 @@
 use core::fmt;
 use core::ops::{Bound, RangeBounds};
 
-use super::{Batch, Pi, Query};
+use super::{Batch, Config, Pi, Query};
 use crate::key::{int_end, int_start, key_to_u64};
 use crate::{ByValue, Error, KeyRange, OrderedMap};
 
@@ -96,16 +96,18 @@ impl Pi {
         self.range(..).next_back()
     }
 
-    /// Removes every key (and starts a new pool of the same size).
+    /// Removes every key (the pool is kept).
     pub fn clear(&mut self) {
-        if let Ok(empty) = Pi::with_config(self.config) {
-            *self = empty;
-        } else {
-            // No threads to be had: remove the keys through the current pool.
-            let keys: Vec<u64> = self.iter().map(|(k, _)| k).collect();
-            let mut b: Batch = keys.into_iter().map(Query::Remove).collect();
-            self.execute(&mut b);
-        }
+        let pool = self.pool.take();
+        let config = self.config;
+        // One worker starts no thread, so this cannot fail for a valid configuration.
+        let one = Config {
+            threads: 1,
+            ..config
+        };
+        *self = Pi::with_config(one).expect("a valid configuration with one worker");
+        self.pool = pool;
+        self.config = config;
     }
 }
 
