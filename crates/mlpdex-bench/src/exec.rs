@@ -835,13 +835,7 @@ fn exec_batched<'k, A: Access, const DEP: bool, const SAMPLE: bool>(
             } else {
                 a.index().lower_bound_batch(&b.keys, out);
             }
-            // One answer standing for all: absent if any is, so the dependency waits for all.
-            let mut all = Some(0u64);
-            for o in out.iter() {
-                sum = sum.wrapping_add(o.unwrap_or(0));
-                all = all.zip(*o).map(|(x, y)| x ^ y);
-            }
-            (n, all)
+            (n, fold_group(out, &mut sum))
         } else {
             let key = keys.get(j);
             let ans = match op.kind {
@@ -868,6 +862,18 @@ fn exec_batched<'k, A: Access, const DEP: bool, const SAMPLE: bool>(
     }
     black_box(dep);
     sum
+}
+
+/// Adds a group's answers to `sum` and returns one answer standing for all of them: absent
+/// if any is, so that a dependency on it waits for every answer of the group.
+#[inline]
+fn fold_group(out: &[Option<u64>], sum: &mut u64) -> Option<u64> {
+    let mut all = Some(0u64);
+    for o in out {
+        *sum = sum.wrapping_add(o.unwrap_or(0));
+        all = all.zip(*o).map(|(x, y)| x ^ y);
+    }
+    all
 }
 
 /// Sampled operations among `from..to` for an interval of `every` (a power of two; 0: none).
@@ -1034,12 +1040,7 @@ pub fn time_batched<I: BenchIndex>(
         let t0 = (every > 0 && group & every_mask == 0).then(Instant::now);
         let out = &mut out[..to - from];
         index.execute_batch(&ops.ops[from..to], &ops.keys, from, out);
-        // One answer standing for all: absent if any is, so the dependency waits for all.
-        let mut all = Some(0u64);
-        for o in out.iter() {
-            sum = sum.wrapping_add(o.unwrap_or(0));
-            all = all.zip(*o).map(|(x, y)| x ^ y);
-        }
+        let all = fold_group(out, &mut sum);
         if let Some(t0) = t0 {
             debug_assert!(lat.len() < lat.capacity(), "latency buffer sized up front");
             lat.push(t0.elapsed().as_nanos().min(u32::MAX as u128) as u32);
