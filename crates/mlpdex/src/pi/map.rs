@@ -20,6 +20,14 @@ use crate::{ByValue, Error, KeyRange, OrderedMap};
 pub const EXTEND_BATCH: usize = 8192;
 
 /// The entries of a range of a [`Pi`], in key order, from both ends (collected when made).
+///
+/// ```
+/// use mlpdex::pi::Pi;
+///
+/// let m: Pi = (1..=5u64).map(|k| (k, k * 10)).collect();
+/// assert!(m.range(2..4).eq([(2, 20), (3, 30)]));
+/// assert_eq!(m.range(..).next_back(), Some((5, 50)));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Range {
     entries: std::vec::IntoIter<(u64, u64)>,
@@ -93,7 +101,11 @@ impl Pi {
 
     /// The entry of largest key.
     pub fn last_key_value(&self) -> Option<(u64, u64)> {
-        self.range(..).next_back()
+        // The list is singly linked: walk it, without collecting it.
+        self.storage
+            .iter()
+            .filter_map(|n| n.live_value().map(|v| (n.key, v)))
+            .last()
     }
 
     /// Removes every key (the pool is kept).
@@ -159,7 +171,16 @@ impl IntoIterator for &Pi {
     }
 }
 
-/// The byte-key form of a [`Range`] for [`OrderedMap`].
+/// The byte-key form of a [`Range`] for [`OrderedMap`]: 8-byte big-endian keys.
+///
+/// ```
+/// use mlpdex::OrderedMap;
+/// use mlpdex::pi::Pi;
+///
+/// let m: Pi = [(1u64, 10u64), (2, 20)].into_iter().collect();
+/// let (k, v) = OrderedMap::iter(&m).next_back().unwrap();
+/// assert_eq!((u64::from_be_bytes(k), *v), (2, 20));
+/// ```
 #[derive(Clone, Debug)]
 pub struct RangeBytes(Range);
 
