@@ -151,7 +151,7 @@ impl Extend<(u64, u64)> for Pi {
 }
 
 impl FromIterator<(u64, u64)> for Pi {
-    /// A map with the default [`Config`](super::Config), filled as by [`Extend`].
+    /// A map with the default [`Config`], filled as by [`Extend`].
     ///
     /// # Panics
     /// As [`Pi::new`], if the worker threads cannot be started.
