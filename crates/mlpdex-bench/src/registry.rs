@@ -332,9 +332,9 @@ pub const INDEXES: &[Entry] = &[
     },
     Entry {
         name: "pi",
-        about: "mlpdex PI (pi-parallel-skiplist.txt): batches on a pool of --threads workers, SIMD index layer (8-byte keys only; give --batch)",
+        about: "mlpdex PI (pi-parallel-skiplist.txt): batches on a pool of --threads workers, SIMD index layer (u64 keys on 8-byte datasets, byte strings on others; give --batch)",
         kind: Kind::Main,
-        keys: KeyWidth::Eight,
+        keys: KeyWidth::Any,
         run: exec::serve::<PiIndex>,
     },
     Entry {

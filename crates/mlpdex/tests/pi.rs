@@ -264,7 +264,7 @@ fn invalid_configurations_are_errors() {
     ];
     for c in bad {
         assert!(
-            matches!(Pi::with_config(c), Err(Error::InvalidConfig { .. })),
+            matches!(Pi::<u64>::with_config(c), Err(Error::InvalidConfig { .. })),
             "{c:?}"
         );
     }

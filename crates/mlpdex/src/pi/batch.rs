@@ -2,62 +2,40 @@
 
 use core::ops::{Bound, RangeBounds};
 
-/// One query of a [`Batch`].
+/// One query of a [`Batch`], on keys `K` (`u64`, or `Vec<u8>` for byte strings).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Query {
+pub enum Query<K = u64> {
     /// The key's value ([`Answer::Value`]).
-    Get(u64),
+    Get(K),
     /// Sets the key's value; answers the old one ([`Answer::Value`]), like
     /// `BTreeMap::insert`.
-    Insert(u64, u64),
+    Insert(K, u64),
     /// Removes the key; answers its value ([`Answer::Value`]), like `BTreeMap::remove`.
-    Remove(u64),
+    Remove(K),
     /// The entries with keys in `(start, end)`, in key order ([`Answer::Entries`]).
-    Range(Bound<u64>, Bound<u64>),
+    Range(Bound<K>, Bound<K>),
     /// The first `count` entries with keys at least the key, in key order
     /// ([`Answer::Entries`]): `map.range(key..).take(count)`, the scan of YCSB's workload E.
-    Scan(u64, usize),
+    Scan(K, usize),
 }
 
-impl Query {
-    /// A range query over any `RangeBounds<u64>` (`3..7`, `..=9`, `..`).
-    pub fn range(r: impl RangeBounds<u64>) -> Query {
+impl<K: Clone> Query<K> {
+    /// A range query over any `RangeBounds` of keys (`3..7`, `..=9`, `..`).
+    pub fn range(r: impl RangeBounds<K>) -> Query<K> {
         Query::Range(r.start_bound().cloned(), r.end_bound().cloned())
-    }
-
-    /// The key the query is ordered by, and for a range or scan its last possible key;
-    /// `None` for a range or scan that holds no key.
-    pub(crate) fn span(&self) -> Option<(u64, u64)> {
-        match *self {
-            Query::Get(k) | Query::Insert(k, _) | Query::Remove(k) => Some((k, k)),
-            Query::Scan(k, count) => (count > 0).then_some((k, u64::MAX)),
-            Query::Range(start, end) => {
-                let lo = match start {
-                    Bound::Included(k) => k,
-                    Bound::Excluded(k) => k.checked_add(1)?,
-                    Bound::Unbounded => 0,
-                };
-                let hi = match end {
-                    Bound::Included(k) => k,
-                    Bound::Excluded(k) => k.checked_sub(1)?,
-                    Bound::Unbounded => u64::MAX,
-                };
-                (lo <= hi).then_some((lo, hi))
-            }
-        }
     }
 }
 
 /// The answer to one [`Query`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub enum Answer<K = u64> {
     /// To `Get`, `Insert` and `Remove`: the value found (before the change, for writes).
     Value(Option<u64>),
     /// To `Range` and `Scan`: the entries in key order.
-    Entries(Vec<(u64, u64)>),
+    Entries(Vec<(K, u64)>),
 }
 
-impl Answer {
+impl<K> Answer<K> {
     /// The value of a point query's answer (`None` for a range's or scan's).
     pub fn value(&self) -> Option<u64> {
         match self {
@@ -67,7 +45,7 @@ impl Answer {
     }
 
     /// The entries of a range's or scan's answer (empty for a point query's).
-    pub fn entries(&self) -> &[(u64, u64)] {
+    pub fn entries(&self) -> &[(K, u64)] {
         match self {
             Answer::Value(_) => &[],
             Answer::Entries(e) => e,
@@ -88,20 +66,29 @@ impl Answer {
 /// assert_eq!(b.len(), 3);
 /// assert!(b.answers().is_empty()); // until executed
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Batch {
-    pub(crate) queries: Vec<Query>,
-    pub(crate) answers: Vec<Answer>,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Batch<K = u64> {
+    pub(crate) queries: Vec<Query<K>>,
+    pub(crate) answers: Vec<Answer<K>>,
 }
 
-impl Batch {
+impl<K> Default for Batch<K> {
+    fn default() -> Self {
+        Batch {
+            queries: Vec::new(),
+            answers: Vec::new(),
+        }
+    }
+}
+
+impl<K> Batch<K> {
     /// An empty batch.
-    pub fn new() -> Batch {
+    pub fn new() -> Batch<K> {
         Batch::default()
     }
 
     /// An empty batch with room for `n` queries.
-    pub fn with_capacity(n: usize) -> Batch {
+    pub fn with_capacity(n: usize) -> Batch<K> {
         Batch {
             queries: Vec::with_capacity(n),
             answers: Vec::with_capacity(n),
@@ -109,18 +96,18 @@ impl Batch {
     }
 
     /// Appends a query (and forgets the answers of an earlier execution).
-    pub fn push(&mut self, q: Query) {
+    pub fn push(&mut self, q: Query<K>) {
         self.answers.clear();
         self.queries.push(q);
     }
 
     /// The queries, in the order pushed.
-    pub fn queries(&self) -> &[Query] {
+    pub fn queries(&self) -> &[Query<K>] {
         &self.queries
     }
 
     /// The answers of the last execution, one per query in the same order (empty before).
-    pub fn answers(&self) -> &[Answer] {
+    pub fn answers(&self) -> &[Answer<K>] {
         &self.answers
     }
 
@@ -141,15 +128,15 @@ impl Batch {
     }
 }
 
-impl Extend<Query> for Batch {
-    fn extend<I: IntoIterator<Item = Query>>(&mut self, iter: I) {
+impl<K> Extend<Query<K>> for Batch<K> {
+    fn extend<I: IntoIterator<Item = Query<K>>>(&mut self, iter: I) {
         self.answers.clear();
         self.queries.extend(iter);
     }
 }
 
-impl FromIterator<Query> for Batch {
-    fn from_iter<I: IntoIterator<Item = Query>>(iter: I) -> Batch {
+impl<K> FromIterator<Query<K>> for Batch<K> {
+    fn from_iter<I: IntoIterator<Item = Query<K>>>(iter: I) -> Batch<K> {
         Batch {
             queries: iter.into_iter().collect(),
             answers: Vec::new(),

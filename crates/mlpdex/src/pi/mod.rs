@@ -37,6 +37,27 @@
 //! `first_key_value` read on the calling thread; `insert` and `remove` run a batch of one;
 //! `extend` and `collect` run batches of [`EXTEND_BATCH`].
 //!
+//! Byte-string keys: `Pi<Vec<u8>>` takes the same batches (`Batch<Vec<u8>>`) and one query at
+//! a time reads and writes keys as `&[u8]`, like the crate's other byte maps:
+//!
+//! ```
+//! use mlpdex::pi::{Batch, Pi, Query};
+//!
+//! let mut pi: Pi<Vec<u8>> = Pi::new();
+//! let mut batch: Batch<Vec<u8>> = ["user:17", "user:3", "", "user:170"]
+//!     .iter()
+//!     .enumerate()
+//!     .map(|(i, k)| Query::Insert(k.as_bytes().to_vec(), i as u64))
+//!     .collect();
+//! batch.push(Query::Scan(b"user:17".to_vec(), 2));
+//! pi.execute(&mut batch);
+//! assert_eq!(
+//!     batch.answers()[4].entries(),
+//!     [(b"user:17".to_vec(), 0), (b"user:170".to_vec(), 3)]
+//! );
+//! assert_eq!(pi.get(b"user:3"), Some(1));
+//! ```
+//!
 //! # When to use it
 //!
 //! Many queries at a time on many cores: a server that gathers requests for a few
@@ -47,8 +68,10 @@
 //! Not for: one query at a time with low latency (a batch's queries all wait for the batch;
 //! use [`MlpIndex`](crate::mlp_index::MlpIndex) or a concurrent map); long scans (a scan
 //! walks the list node by node, and a count-limited one is read by every worker it may
-//! reach: a B+-tree's leaves scan several times faster); byte-string keys (not yet: `u64`
-//! keys only for now).
+//! reach: a B+-tree's leaves scan several times faster). Byte strings that share long
+//! prefixes (URLs, paths) tie on every index compare and cost a whole-key comparison each;
+//! a trie ([`CuckooTrie`](crate::cuckoo_trie::CuckooTrie)) does not pay for shared
+//! prefixes.
 //!
 //! Measured (bench name `pi`, batches of 8192 from the harness's batched mode, against
 //! `congee`, `scc-tree` and `skipmap` on as many threads as PI has workers; thread,
@@ -64,6 +87,12 @@
 //!   entries, four keys and their routes down each, one contiguous array a level, searched
 //!   with one AVX2 compare an entry (two SSE4.2 compares, or scalar ones, on CPUs without
 //!   AVX2; detected at run time).
+//! - **Keys** ([`PiKey`]): `u64`, or byte strings in lexicographic order (`Vec<u8>`; every
+//!   key legal, the empty one included). The index layer holds 8-byte prefixes (a byte
+//!   string's first eight bytes, big-endian, zero-padded), which order keys of different
+//!   prefixes; where a query's prefix equals an entry's, the whole keys are compared (the
+//!   index keeps each slot's node for that). A byte-string node keeps its prefix beside its
+//!   key's bytes, so list walks read the bytes only on such ties.
 //! - **Execution** (§3.2, Algorithms 1–4): [`Pi::execute`] sorts the batch by key (then by
 //!   position), cuts it into one share per worker, finds every query's *interception* (the
 //!   index node of largest key at most the query's) in parallel, moves the cuts so that no
@@ -91,13 +120,16 @@
 //!   `execute` takes `&mut self`, so batches run one after another.
 
 mod batch;
+mod key;
 mod map;
 pub(crate) mod raw;
 
 pub use batch::{Answer, Batch, Query};
-pub use map::{EXTEND_BATCH, Range, RangeBytes};
+pub use key::PiKey;
+pub use map::{EXTEND_BATCH, Range, RangeByteStrings, RangeBytes};
 
-use raw::execute::{self, Item, Op, Output, Work};
+use key::sealed::Key;
+use raw::execute::{self, Item, Op, Output, Work, handle_of};
 use raw::index::IndexLayer;
 use raw::node::{Heights, Node, Storage};
 use raw::partition;
@@ -105,6 +137,8 @@ use raw::simd::Kind;
 use raw::sort;
 use raw::traverse::{self, Walk};
 
+use core::cmp::Ordering::{Equal, Greater, Less};
+use core::ops::Bound;
 use std::sync::Arc;
 
 use crate::Error;
@@ -142,20 +176,23 @@ impl Default for Config {
 /// small tests rebuild too).
 const MIN_REBUILD: usize = if cfg!(miri) { 32 } else { 1024 };
 
-/// A batched skip list of `u64` keys and values (see the module docs).
-pub struct Pi {
+/// A batched skip list of `K` keys (`u64` by default, or `Vec<u8>` byte strings) and `u64`
+/// values (see the module docs).
+pub struct Pi<K: PiKey = u64> {
     /// Shared with the background rebuild's scan.
-    storage: Arc<Storage>,
-    index: IndexLayer,
+    storage: Arc<Storage<K>>,
+    index: IndexLayer<K>,
     /// The current index layer's generation (nodes it names carry it in `indexed`).
     generation: u32,
     /// The background rebuild, while one runs: it returns the next generation's index.
-    rebuild: Option<std::thread::JoinHandle<IndexLayer>>,
-    /// Keys whose nodes were deleted and not yet unlinked.
+    rebuild: Option<std::thread::JoinHandle<IndexLayer<K>>>,
+    /// Handles of the nodes deleted and not yet unlinked.
     deleted: Vec<u64>,
     len: usize,
     /// Nodes in the list, deleted ones included.
     nodes: usize,
+    /// Heap bytes of the nodes' keys (byte strings).
+    key_bytes: usize,
     /// Writes since the last rebuild.
     writes: usize,
     config: Config,
@@ -164,12 +201,14 @@ pub struct Pi {
     pool: Option<rayon_core::ThreadPool>,
     /// Seeds the workers' tower heights, one seed a batch.
     batches: u64,
-    /// Scratch kept between batches: the sorted items, their interceptions, the sort's
-    /// splitters and its rows of buckets (one row a worker).
-    items: Vec<Item>,
+    /// Scratch kept between batches, empty between them: the sorted items, their
+    /// interceptions, the sort's splitters and its rows of buckets (one row a worker).
+    /// Items borrow their batch, so between batches these hold only the allocations
+    /// ([`recycle`]).
+    items: Vec<Item<'static, K>>,
     handles: Vec<Option<u64>>,
     splitters: Vec<u64>,
-    rows: Vec<Vec<Vec<Item>>>,
+    rows: Vec<Vec<Vec<Item<'static, K>>>>,
 }
 
 /// The worker pool for `threads` workers (`None` for one: shares run on the caller).
@@ -203,25 +242,41 @@ fn split_by<'a, T>(mut s: &'a mut [T], sizes: &[usize]) -> Vec<&'a mut [T]> {
     out
 }
 
-impl Default for Pi {
+/// An empty vector of `U` on the allocation of `v` (emptied first), so that scratch of items
+/// borrowing one batch can serve the next: collecting a vector's iterator in place keeps its
+/// allocation when the element layouts agree, as they do for items of any two lifetimes
+/// (when it did not, this would allocate anew, never misbehave).
+fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter().filter_map(|_| None).collect()
+}
+
+/// [`recycle`] for rows of buckets.
+fn recycle_rows<T, U>(rows: Vec<Vec<Vec<T>>>) -> Vec<Vec<Vec<U>>> {
+    rows.into_iter()
+        .map(|row| row.into_iter().map(recycle).collect())
+        .collect()
+}
+
+impl<K: PiKey> Default for Pi<K> {
     fn default() -> Self {
         Pi::new()
     }
 }
 
-impl Pi {
+impl<K: PiKey> Pi<K> {
     /// An empty map with the default [`Config`].
     ///
     /// # Panics
     /// If the operating system refuses to start the worker threads (see
     /// [`with_config`](Self::with_config) for the fallible form).
-    pub fn new() -> Pi {
+    pub fn new() -> Pi<K> {
         Pi::with_config(Config::default()).expect("starting PI's worker threads")
     }
 
     /// An empty map with `config`; `Err` for no threads, a fraction outside `(0, 1]`, or when
     /// the workers cannot be started.
-    pub fn with_config(config: Config) -> Result<Pi, Error> {
+    pub fn with_config(config: Config) -> Result<Pi<K>, Error> {
         let pool = pool_of(config.threads)?;
         if !(config.rebuild_fraction > 0.0 && config.rebuild_fraction <= 1.0) {
             return Err(Error::InvalidConfig {
@@ -241,6 +296,7 @@ impl Pi {
             deleted: Vec::new(),
             len: 0,
             nodes: 0,
+            key_bytes: 0,
             writes: 0,
             walk: Walk {
                 simd,
@@ -284,71 +340,83 @@ impl Pi {
 
     /// The value of `key`, looked up on the calling thread without a batch: one walk down
     /// the index layer and along the list (no batch can run meanwhile: `execute` needs
-    /// `&mut self`). For many keys, a batch of [`Query::Get`] overlaps their misses.
-    pub fn get(&self, key: u64) -> Option<u64> {
+    /// `&mut self`).
+    fn get_ref(&self, key: K::Ref<'_>) -> Option<u64> {
         let f = self.floor(key);
-        if self.storage.is_head(f) || f.key != key {
+        if self.storage.is_head(f) || K::order(f.key(), key) != Equal {
             return None;
         }
         f.live_value()
     }
 
     /// The node of largest key at most `key` (deleted ones included), or the head.
-    fn floor(&self, key: u64) -> &Node {
+    fn floor(&self, key: K::Ref<'_>) -> &Node<K> {
         let mut handle = [None];
         traverse::find_all(&self.index, self.walk, &[key], &mut handle);
         let start = match handle[0] {
             // SAFETY: as for the handles of a batch (`run_rows`): the node was indexed by the
             // current index layer, whose nodes are not freed while `self` is borrowed.
-            Some(h) => unsafe { &*core::ptr::with_exposed_provenance::<Node>(h as usize) },
+            Some(h) => unsafe { &*core::ptr::with_exposed_provenance::<Node<K>>(h as usize) },
             None => self.storage.head(),
         };
-        execute::floor(start, key)
+        execute::floor_of(start, key)
     }
 
-    /// The first node (deleted ones included) with a key at least `key`.
-    fn first_node(&self, key: u64) -> Option<&Node> {
+    /// The first node (deleted ones included) with a key at least `key` (above it, with
+    /// `skip`).
+    fn first_node(&self, key: K::Ref<'_>, skip: bool) -> Option<&Node<K>> {
         let f = self.floor(key);
-        if !self.storage.is_head(f) && f.key == key {
+        if !skip && !self.storage.is_head(f) && K::order(f.key(), key) == Equal {
             Some(f)
         } else {
             f.next()
         }
     }
 
-    /// The first live entry with a key at least `key`, read on the calling thread.
-    fn scan_one(&self, key: u64) -> Option<(u64, u64)> {
-        let mut node = self.first_node(key);
+    /// The first live entry with a key at least `key` (above it, with `skip`), read on the
+    /// calling thread.
+    fn scan_one(&self, key: K::Ref<'_>, skip: bool) -> Option<(K, u64)> {
+        let mut node = self.first_node(key, skip);
         while let Some(n) = node {
             if let Some(v) = n.live_value() {
-                return Some((n.key, v));
+                return Some((K::owned(n.key()), v));
             }
             node = n.next();
         }
         None
     }
 
-    /// The live entries with keys in `lo..=hi`, in order, read on the calling thread.
-    fn collect_range(&self, lo: u64, hi: u64) -> Vec<(u64, u64)> {
-        let mut node = self.first_node(lo);
+    /// The live entries with keys in `(lo, hi)`, in order, read on the calling thread.
+    fn collect_range(&self, lo: Bound<K::Ref<'_>>, hi: Bound<K::Ref<'_>>) -> Vec<(K, u64)> {
+        let mut node = match lo {
+            Bound::Included(k) => self.first_node(k, false),
+            Bound::Excluded(k) => self.first_node(k, true),
+            Bound::Unbounded => self.storage.head().next(),
+        };
+        let within = |n: &Node<K>| match hi {
+            Bound::Included(h) => K::order(n.key(), h) != Greater,
+            Bound::Excluded(h) => K::order(n.key(), h) == Less,
+            Bound::Unbounded => true,
+        };
         let mut out = Vec::new();
-        while let Some(n) = node.filter(|n| n.key <= hi) {
+        while let Some(n) = node.filter(|n| within(n)) {
             if let Some(v) = n.live_value() {
-                out.push((n.key, v));
+                out.push((K::owned(n.key()), v));
             }
             node = n.next();
         }
         out
     }
 
-    /// Bytes of the list's nodes (deleted ones not yet freed included) and the index layer.
+    /// Bytes of the list's nodes (deleted ones not yet freed included) with their keys, and
+    /// of the index layer.
     pub fn memory_usage(&self) -> usize {
-        self.nodes * size_of::<Node>() + self.index.memory_usage()
+        self.nodes * size_of::<Node<K>>() + self.key_bytes + self.index.memory_usage()
     }
 
     /// Executes every query of `batch` and stores the answers in it, one per query in the
     /// batch's order: those of running the queries one at a time in that order.
-    pub fn execute(&mut self, batch: &mut Batch) {
+    pub fn execute(&mut self, batch: &mut Batch<K>) {
         assert!(
             batch.queries.len() <= u32::MAX as usize,
             "a batch holds at most 2^32 - 1 queries"
@@ -361,6 +429,7 @@ impl Pi {
             self.len = self.len.wrapping_add_signed(out.delta);
             self.writes += out.updates;
             self.nodes += out.linked;
+            self.key_bytes += out.key_bytes;
             self.deleted.append(&mut out.deleted);
             for (pos, a) in out.points {
                 batch.answers[pos as usize] = Answer::Value(a);
@@ -394,8 +463,10 @@ impl Pi {
         let Some(handle) = self.rebuild.take() else {
             return;
         };
-        // A panic in the rebuild (a bug) leaves the old index, which stays correct.
-        let Ok(index) = handle.join() else { return };
+        // A panic in the rebuild is a bug: it surfaces here, on the map's thread.
+        let index = handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         self.index = index;
         self.generation += 1;
         self.unlink_deleted();
@@ -428,35 +499,50 @@ impl Pi {
     /// partitioned, each on its own stretch of the list). Nodes deleted after the rebuild's
     /// scan passed them are in the new index; they wait for the next rebuild.
     fn unlink_deleted(&mut self) {
-        let mut keys = core::mem::take(&mut self.deleted);
-        if keys.is_empty() {
+        let handles = core::mem::take(&mut self.deleted);
+        if handles.is_empty() {
             return;
         }
-        keys.sort_unstable();
-        keys.dedup();
+        let storage = Arc::clone(&self.storage);
+        let mut nodes: Vec<(u64, &Node<K>)> = handles
+            .into_iter()
+            .map(|h| {
+                // SAFETY: a handle in `deleted` is the address of a node a batch marked
+                // deleted; nodes are freed only by this pass (those it hands back as kept
+                // stay linked) or when the storage drops, and `storage` keeps it alive.
+                (h, unsafe { storage.node_at(h) })
+            })
+            .collect();
+        nodes.sort_unstable_by(|a, b| K::order(a.1.key(), b.1.key()));
+        // A node deleted, revived and deleted again is listed twice.
+        nodes.dedup_by_key(|n| n.0);
         let threads = self.config.threads;
-        let step = keys.len().div_ceil(sort::SAMPLE * threads).max(1);
+        let step = nodes.len().div_ceil(sort::SAMPLE * threads).max(1);
         self.splitters.clear();
         if threads > 1 {
-            let sample: Vec<u64> = keys.iter().step_by(step).copied().collect();
+            let sample: Vec<u64> = nodes
+                .iter()
+                .step_by(step)
+                .map(|n| K::prefix(n.1.key()))
+                .collect();
             self.splitters
                 .extend((1..threads).map(|t| sample[t * sample.len() / threads]));
         }
-        if self.rows.len() != threads {
-            self.rows = vec![vec![Vec::new(); threads]; threads];
+        let mut rows: Vec<Vec<Vec<Item<'_, K>>>> = recycle_rows(core::mem::take(&mut self.rows));
+        if rows.len() != threads {
+            rows = vec![vec![Vec::new(); threads]; threads];
         }
-        for row in &mut self.rows {
-            row.iter_mut().for_each(Vec::clear);
-        }
-        for (pos, &key) in keys.iter().enumerate() {
-            let b = self.splitters.partition_point(|&s| s <= key);
-            self.rows[0][b].push(Item {
+        for (pos, &(handle, node)) in nodes.iter().enumerate() {
+            let key = node.key();
+            let b = self.splitters.partition_point(|&s| s <= K::prefix(key));
+            rows[0][b].push(Item {
                 key,
                 pos: pos as u32,
-                op: Op::Unlink,
+                op: Op::Unlink(handle),
             });
         }
-        let outputs = self.run_rows();
+        let outputs = self.run_rows(&mut rows);
+        self.rows = recycle_rows(rows);
         let mut freed = 0;
         for mut out in outputs {
             self.deleted.append(&mut out.kept);
@@ -464,12 +550,14 @@ impl Pi {
                 // SAFETY: every worker is done, so no walk stands on an unlinked node; the
                 // list no longer links it (nor does any other unlinked node still in use:
                 // all are freed here together); the index names it not (its generation
-                // differs from the current one); and no rebuild scan runs (swaps and this
-                // pass happen between a rebuild's end and the next one's start).
-                unsafe { node.free() };
+                // differs from the current one); no rebuild scan runs (swaps and this pass
+                // happen between a rebuild's end and the next one's start); and `nodes`,
+                // which borrowed it, is dropped below without being read again.
+                self.key_bytes -= unsafe { node.free() };
                 freed += 1;
             }
         }
+        drop(nodes);
         self.nodes -= freed;
     }
 
@@ -488,58 +576,59 @@ impl Pi {
     /// Sorts the batch into items, finds their interceptions, plans the shares and runs them
     /// (Algorithm 1), every step but the planning on all workers; the workers' outputs in
     /// worker order. Leaves each answer at its default (no value, or no entries).
-    fn run(&mut self, batch: &mut Batch) -> Vec<Output> {
+    fn run(&mut self, batch: &mut Batch<K>) -> Vec<Output<K>> {
         let threads = self.config.threads;
-        let pool = self.pool.as_ref();
         let n = batch.queries.len();
-        batch.answers.clear();
-        batch.answers.resize(n, Answer::Value(None));
+        let queries = &batch.queries;
+        let answers = &mut batch.answers;
+        answers.clear();
+        answers.resize(n, Answer::Value(None));
         // 1. Items bucketed by key range, one chunk of the batch a worker (`sort.rs`).
-        sort::splitters(&batch.queries, threads, &mut self.splitters);
-        if self.rows.len() != threads {
-            self.rows = vec![vec![Vec::new(); threads]; threads];
+        sort::splitters(queries, threads, &mut self.splitters);
+        let mut rows: Vec<Vec<Vec<Item<'_, K>>>> = recycle_rows(core::mem::take(&mut self.rows));
+        if rows.len() != threads {
+            rows = vec![vec![Vec::new(); threads]; threads];
         }
         let chunk = n.div_ceil(threads).max(1);
         let splitters = &self.splitters;
-        let chunks = batch
-            .queries
-            .chunks(chunk)
-            .zip(batch.answers.chunks_mut(chunk));
-        let mut rows = self.rows.iter_mut();
+        let chunks = queries.chunks(chunk).zip(answers.chunks_mut(chunk));
+        let mut row_iter = rows.iter_mut();
         let jobs: Vec<_> = chunks
-            .zip(rows.by_ref())
+            .zip(row_iter.by_ref())
             .enumerate()
             .map(|(t, ((q, a), row))| move || sort::bucket_chunk(q, t * chunk, splitters, row, a))
             .collect();
-        Self::on_workers(pool, jobs);
-        for row in rows {
+        Self::on_workers(self.pool.as_ref(), jobs);
+        for row in row_iter {
             row.iter_mut().for_each(Vec::clear);
         }
-        self.run_rows()
+        let outputs = self.run_rows(&mut rows);
+        self.rows = recycle_rows(rows);
+        outputs
     }
 
-    /// Phases 2–4 of [`run`](Self::run), from the items bucketed in `self.rows`.
-    fn run_rows(&mut self) -> Vec<Output> {
+    /// Phases 2–4 of [`run`](Self::run), from the items bucketed in `rows`.
+    fn run_rows<'b>(&mut self, rows: &mut [Vec<Vec<Item<'b, K>>>]) -> Vec<Output<K>> {
         let threads = self.config.threads;
         let pool = self.pool.as_ref();
         // 2. Each bucket gathered and sorted, and its interceptions found (Algorithm 1,
         // lines 2–6), by one worker.
         let sizes: Vec<usize> = (0..threads)
-            .map(|b| self.rows.iter().map(|r| r[b].len()).sum())
+            .map(|b| rows.iter().map(|r| r[b].len()).sum())
             .collect();
         let total: usize = sizes.iter().sum();
         let blank = Item {
-            key: 0,
+            key: K::min_ref(),
             pos: 0,
             op: Op::Get,
         };
-        self.items.clear();
-        self.items.resize(total, blank);
+        let mut items: Vec<Item<'b, K>> = recycle(core::mem::take(&mut self.items));
+        items.resize(total, blank);
         self.handles.clear();
         self.handles.resize(total, None);
-        let mut starts: Vec<Option<&Node>> = vec![None; total];
-        let (rows, index, walk) = (&self.rows, &self.index, self.walk);
-        let parts = split_by(&mut self.items, &sizes)
+        let mut starts: Vec<Option<&Node<K>>> = vec![None; total];
+        let (rows, index, walk) = (&*rows, &self.index, self.walk);
+        let parts = split_by(&mut items, &sizes)
             .into_iter()
             .zip(split_by(&mut self.handles, &sizes))
             .zip(split_by(&mut starts, &sizes));
@@ -548,7 +637,7 @@ impl Pi {
             .map(|(b, ((items, handles), starts))| {
                 move || {
                     sort::gather_sorted(rows, b, items);
-                    let keys: Vec<u64> = items.iter().map(|i| i.key).collect();
+                    let keys: Vec<K::Ref<'b>> = items.iter().map(|i| i.key).collect();
                     traverse::find_all(index, walk, &keys, handles);
                     for (s, h) in starts.iter_mut().zip(handles.iter()) {
                         // SAFETY: a handle is the address of a node the current index was
@@ -557,7 +646,7 @@ impl Pi {
                         // from the current generation, or when the map drops. So the node is
                         // alive while `self` is borrowed, for the whole batch.
                         *s = h.map(|h| unsafe {
-                            &*core::ptr::with_exposed_provenance::<Node>(h as usize)
+                            &*core::ptr::with_exposed_provenance::<Node<K>>(h as usize)
                         });
                     }
                 }
@@ -570,18 +659,18 @@ impl Pi {
         for s in &sizes {
             bounds.push(bounds[bounds.len() - 1] + s);
         }
-        let plan = partition::plan(&self.items, &starts, bounds);
+        let plan = partition::plan(&items, &starts, bounds);
         // 4. Each share executed on its own stretch of the list (Algorithm 4).
         self.batches += 1;
         let seed = self.batches.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let storage: &Storage = &self.storage;
-        let mut outputs: Vec<Output> = (0..threads).map(|_| Output::default()).collect();
+        let storage: &Storage<K> = &self.storage;
+        let mut outputs: Vec<Output<K>> = (0..threads).map(|_| Output::default()).collect();
         let jobs: Vec<_> = outputs
             .iter_mut()
             .enumerate()
             .map(|(t, out)| {
                 let work = Work {
-                    items: &self.items[plan.bounds[t]..plan.bounds[t + 1]],
+                    items: &items[plan.bounds[t]..plan.bounds[t + 1]],
                     starts: &starts[plan.bounds[t]..plan.bounds[t + 1]],
                     parts: &plan.parts[t],
                     first: plan.first[t],
@@ -600,13 +689,15 @@ impl Pi {
             })
             .collect();
         Self::on_workers(pool, jobs);
+        drop(plan);
+        self.items = recycle(items);
         outputs
     }
 }
 
 /// The index layer of the list's live nodes of height 2 and up, each stamped with
 /// `generation` (the stamp keeps a node deleted later linked while this index names it).
-fn build_index(storage: &Storage, generation: u32) -> IndexLayer {
+fn build_index<K: Key>(storage: &Storage<K>, generation: u32) -> IndexLayer<K> {
     IndexLayer::build(
         storage
             .iter()
@@ -614,16 +705,12 @@ fn build_index(storage: &Storage, generation: u32) -> IndexLayer {
             .map(|n| {
                 n.indexed
                     .store(generation, core::sync::atomic::Ordering::Relaxed);
-                (
-                    n.key,
-                    n.height as usize,
-                    (n as *const Node).expose_provenance() as u64,
-                )
+                (K::prefix(n.key()), n.height as usize, handle_of(n))
             }),
     )
 }
 
-impl Drop for Pi {
+impl<K: PiKey> Drop for Pi<K> {
     fn drop(&mut self) {
         // The rebuild thread shares the list; let it end before the map goes.
         if let Some(h) = self.rebuild.take() {
@@ -635,6 +722,25 @@ impl Drop for Pi {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scratch of items outlives its batch as an allocation only (`recycle`), and the
+    /// next batch reuses it rather than allocating anew.
+    #[test]
+    fn item_scratch_is_reused_across_batches() {
+        let mut m: Pi = Pi::with_config(Config {
+            threads: 2,
+            ..Config::default()
+        })
+        .unwrap();
+        let mut b: Batch = (0..500u64).map(|k| Query::Insert(k, k)).collect();
+        m.execute(&mut b);
+        let (items, rows) = (m.items.as_ptr(), m.rows[0][0].as_ptr());
+        assert!(m.items.is_empty() && m.items.capacity() >= 500);
+        let mut b: Batch = (0..400u64).map(Query::Get).collect();
+        m.execute(&mut b);
+        assert_eq!((m.items.as_ptr(), m.rows[0][0].as_ptr()), (items, rows));
+        assert_eq!(b.answers()[399], Answer::Value(Some(399)));
+    }
 
     /// The whole life of nodes on one and two workers, small enough for miri: links,
     /// background rebuilds (the scan beside batches), deletes, unlinks and frees after the

@@ -19,13 +19,19 @@
 //! turning to the next query (§4.3.4).
 //!
 //! Invariants (checked by `debug_assert!` in [`IndexLayer::build`] and by the tests):
-//! 1. Keys ascend strictly along each level; each level's keys are a subset of the level
+//! 1. Keys ascend along each level (strictly for `u64` keys; byte strings' prefixes may
+//!    repeat, their whole keys ascend strictly); each level's keys are a subset of the level
 //!    below's, and level 1's are the nodes' keys in node order.
 //! 2. Every entry but a level's last is full; the last holds `1..=M` keys, the slots after
 //!    them repeat its last key and route (so a rank that counts them takes the same route).
 //! 3. A route down on level `h > 1` names the entry of level `h - 1` holding the same key.
 
+use core::cmp::Ordering::Greater;
+use core::marker::PhantomData;
+
+use super::node::Node;
 use super::simd::{M, Rank, flip};
+use crate::pi::key::sealed::Key;
 use crate::substrate::prefetch::prefetch_read;
 
 /// `M` keys (stored [`flip`]ped) and the route down from each.
@@ -39,24 +45,35 @@ pub(crate) struct Entry {
 const _: () = assert!(size_of::<Entry>() == 64 && align_of::<Entry>() == 64);
 
 /// One level: its entries and how many keys they hold.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 struct Level {
     entries: Vec<Entry>,
     keys: usize,
+    /// For keys that can tie on their prefix: the node handle of each slot (slot `s` of entry
+    /// `e` at `e * M + s`, padded like the entries), to compare whole keys on a tie; empty
+    /// for `u64` keys.
+    ties: Vec<u64>,
 }
 
 impl Level {
-    fn push(&mut self, key: u64, down: u64) {
+    fn push(&mut self, prefix: u64, down: u64, handle: Option<u64>) {
         let slot = self.keys % M;
         if slot == 0 {
             self.entries.push(Entry {
-                keys: [flip(key); M],
+                keys: [flip(prefix); M],
                 down: [down; M],
             });
+            if let Some(h) = handle {
+                self.ties.extend([h; M]);
+            }
         } else if let Some(e) = self.entries.last_mut() {
             // The slots after this one keep repeating the last key (invariant 2).
-            e.keys[slot..].fill(flip(key));
+            e.keys[slot..].fill(flip(prefix));
             e.down[slot..].fill(down);
+            if let Some(h) = handle {
+                let at = self.ties.len() - M;
+                self.ties[at + slot..].fill(h);
+            }
         }
         self.keys += 1;
     }
@@ -64,22 +81,49 @@ impl Level {
     /// Number of keys of entry `e` (`e < entries.len()`) at most the (flipped) query. Exact
     /// without knowing how many slots are filled: the slots after a last entry's keys repeat
     /// its last key and route (invariant 2), so counting them changes no route taken.
+    ///
+    /// The SIMD compare ranks the prefix; for keys that can tie on it (`!K::EXACT`), the
+    /// slots ranked of the query's own prefix are then compared whole, from the last one
+    /// back (keys ascend, so those above the query form a run at the end).
     #[inline(always)]
-    fn rank<R: Rank>(&self, r: R, e: usize, query: u64) -> usize {
+    fn rank<R: Rank, K: Key>(&self, r: R, e: usize, query: u64, key: K::Ref<'_>) -> usize {
         debug_assert!(e < self.entries.len());
         // SAFETY: callers pass `e` below `entries.len()`: 0 on a non-empty level (levels are
         // made by pushing a key), a route down (invariant 3: an entry of this level), or
         // `e + 1` checked against the length.
-        r.rank(&unsafe { self.entries.get_unchecked(e) }.keys, query)
+        let entry = unsafe { self.entries.get_unchecked(e) };
+        let mut rank = r.rank(&entry.keys, query);
+        if !K::EXACT {
+            while rank > 0 && entry.keys[rank - 1] == query {
+                let handle = self.ties[e * M + rank - 1];
+                // SAFETY: an index of keys that can tie is built by `IndexLayer::build` with
+                // a handle per slot (the `ties` of every level), each the address of a node
+                // of type `Node<K>` its storage keeps alive while this index is current (the
+                // same guarantee as for level 1's routes, `Pi::run_rows`).
+                let node =
+                    unsafe { &*core::ptr::with_exposed_provenance::<Node<K>>(handle as usize) };
+                if K::order(node.key(), key) != Greater {
+                    break;
+                }
+                rank -= 1;
+            }
+        }
+        rank
     }
 
     /// From entry `e`, where the walk entered this level, the entry and rank of the last key
     /// at most the query: moves right while the next entry starts at most the query.
     #[inline(always)]
-    fn walk<R: Rank>(&self, r: R, mut e: usize, query: u64) -> (usize, usize) {
-        let mut rank = self.rank(r, e, query);
+    fn walk<R: Rank, K: Key>(
+        &self,
+        r: R,
+        mut e: usize,
+        query: u64,
+        key: K::Ref<'_>,
+    ) -> (usize, usize) {
+        let mut rank = self.rank::<R, K>(r, e, query, key);
         while rank == M && e + 1 < self.entries.len() {
-            let next = self.rank(r, e + 1, query);
+            let next = self.rank::<R, K>(r, e + 1, query, key);
             if next == 0 {
                 break;
             }
@@ -101,11 +145,21 @@ impl Level {
 /// Most queries [`IndexLayer::find_group`] walks together.
 pub(crate) const MAX_GROUP: usize = 64;
 
-/// The levels above the storage layer.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct IndexLayer {
+/// The levels above the storage layer, over the nodes of a `Storage<K>`.
+#[derive(Debug)]
+pub(crate) struct IndexLayer<K> {
     /// `levels[0]` is the paper's level 1.
     levels: Vec<Level>,
+    _keys: PhantomData<fn() -> K>,
+}
+
+impl<K> Default for IndexLayer<K> {
+    fn default() -> Self {
+        IndexLayer {
+            levels: Vec::new(),
+            _keys: PhantomData,
+        }
+    }
 }
 
 /// Where a walk goes on the next level down.
@@ -118,15 +172,20 @@ enum Next {
     At(u64),
 }
 
-impl IndexLayer {
+impl<K: Key> IndexLayer<K> {
     /// Builds the levels from the data nodes of height at least 2, in ascending key order:
-    /// `(key, height, handle)`. One scan fills every level at once.
-    pub(crate) fn build(nodes: impl IntoIterator<Item = (u64, usize, u64)>) -> IndexLayer {
+    /// `(prefix, height, handle)`, the handle the address of a `Node<K>`. One scan fills
+    /// every level at once.
+    pub(crate) fn build(nodes: impl IntoIterator<Item = (u64, usize, u64)>) -> IndexLayer<K> {
         let mut levels: Vec<Level> = Vec::new();
         let mut last: Option<u64> = None;
         for (key, height, handle) in nodes {
             debug_assert!(height >= 2, "level 1 holds nodes of height above 1");
-            debug_assert!(last.is_none_or(|l| l < key), "keys ascend strictly");
+            // Prefixes of keys that can tie ascend; `u64` keys ascend strictly.
+            debug_assert!(
+                last.is_none_or(|l| l < key || (!K::EXACT && l == key)),
+                "keys ascend"
+            );
             last = Some(key);
             if levels.len() < height - 1 {
                 levels.resize_with(height - 1, Level::default);
@@ -141,11 +200,14 @@ impl IndexLayer {
                 );
                 // The entry this key lands in: the route down from the level above.
                 let entry = lv.keys / M;
-                lv.push(key, down);
+                lv.push(key, down, (!K::EXACT).then_some(handle));
                 down = entry as u64;
             }
         }
-        IndexLayer { levels }
+        IndexLayer {
+            levels,
+            _keys: PhantomData,
+        }
     }
 
     /// Number of levels.
@@ -158,7 +220,7 @@ impl IndexLayer {
     pub(crate) fn memory_usage(&self) -> usize {
         self.levels
             .iter()
-            .map(|lv| lv.entries.capacity() * size_of::<Entry>())
+            .map(|lv| lv.entries.capacity() * size_of::<Entry>() + lv.ties.capacity() * 8)
             .sum()
     }
 
@@ -167,15 +229,15 @@ impl IndexLayer {
     /// groups with [`find_group`](Self::find_group); this one-query walk is the tests'
     /// reference.)
     #[cfg(test)]
-    pub(crate) fn find<R: Rank>(&self, r: R, query: u64) -> Option<u64> {
-        let q = flip(query);
+    pub(crate) fn find<R: Rank>(&self, r: R, query: K::Ref<'_>) -> Option<u64> {
+        let q = flip(K::prefix(query));
         let mut next = Next::First;
         for lv in self.levels.iter().rev() {
             let start = match next {
                 Next::First => 0,
                 Next::At(e) => e as usize,
             };
-            let (e, rank) = lv.walk(r, start, q);
+            let (e, rank) = lv.walk::<R, K>(r, start, q, query);
             next = match rank {
                 0 => Next::First,
                 k => Next::At(lv.entries[e].down[k - 1]),
@@ -195,7 +257,7 @@ impl IndexLayer {
     pub(crate) fn find_group<R: Rank>(
         &self,
         r: R,
-        queries: &[u64],
+        queries: &[K::Ref<'_>],
         out: &mut [Option<u64>],
         prefetch: bool,
     ) {
@@ -210,14 +272,14 @@ impl IndexLayer {
         let mut at = [0u32; MAX_GROUP];
         let mut flipped = [0u64; MAX_GROUP];
         for (f, &q) in flipped.iter_mut().zip(queries) {
-            *f = flip(q);
+            *f = flip(K::prefix(q));
         }
         let n = queries.len();
         for h in (0..upper.len()).rev() {
             let lv = &upper[h];
             let below = if h == 0 { bottom } else { &upper[h - 1] };
             for k in 0..n {
-                let (e, rank) = lv.walk(r, at[k] as usize, flipped[k]);
+                let (e, rank) = lv.walk::<R, K>(r, at[k] as usize, flipped[k], queries[k]);
                 let next = if rank == 0 {
                     0
                 } else {
@@ -234,7 +296,7 @@ impl IndexLayer {
             }
         }
         for k in 0..n {
-            let (e, rank) = bottom.walk(r, at[k] as usize, flipped[k]);
+            let (e, rank) = bottom.walk::<R, K>(r, at[k] as usize, flipped[k], queries[k]);
             out[k] = (rank > 0).then(|| bottom.down(e, rank));
         }
     }
@@ -300,7 +362,7 @@ mod tests {
 
     /// `find_group` over `queries` in groups of `group`.
     fn grouped<R: Rank>(
-        ix: &IndexLayer,
+        ix: &IndexLayer<u64>,
         r: R,
         queries: &[u64],
         out: &mut [Option<u64>],
@@ -314,7 +376,7 @@ mod tests {
 
     /// Every backend, single and grouped (groups of 1, 7 and the most; with and without
     /// prefetch), against the naive interception.
-    fn check(ix: &IndexLayer, nodes: &[(u64, usize, u64)], queries: &[u64]) {
+    fn check(ix: &IndexLayer<u64>, nodes: &[(u64, usize, u64)], queries: &[u64]) {
         let want: Vec<Option<u64>> = queries.iter().map(|&q| naive(nodes, q)).collect();
         for kind in Kind::all_available() {
             let mut got = vec![None; queries.len()];
@@ -352,11 +414,11 @@ mod tests {
 
     #[test]
     fn empty_and_tiny_layers() {
-        let ix = IndexLayer::build([]);
+        let ix = IndexLayer::<u64>::build([]);
         assert_eq!(ix.height(), 0);
         check(&ix, &[], &[0, 5, u64::MAX]);
         for n in [vec![(7, 2, 1)], vec![(0, 3, 1)], vec![(u64::MAX, 5, 9)]] {
-            let ix = IndexLayer::build(n.iter().copied());
+            let ix = IndexLayer::<u64>::build(n.iter().copied());
             ix.audit(&n);
             check(&ix, &n, &[0, 1, 6, 7, 8, u64::MAX - 1, u64::MAX]);
         }
@@ -382,7 +444,7 @@ mod tests {
                 } else {
                     nodes(&mut rng, n, |r| r.next_u64())
                 };
-                let ix = IndexLayer::build(ns.iter().copied());
+                let ix = IndexLayer::<u64>::build(ns.iter().copied());
                 ix.audit(&ns);
                 let mut qs: Vec<u64> = ns
                     .iter()
@@ -397,6 +459,96 @@ mod tests {
                 check(&ix, &ns, &sorted);
                 check(&ix, &ns, b);
             }
+        }
+    }
+
+    /// Byte-string keys: prefixes tie in long runs (keys that share eight bytes, keys that
+    /// differ only past them or by trailing zero bytes), so ranks resolve ties by comparing
+    /// whole keys.
+    #[test]
+    fn ties_on_prefixes_compare_whole_keys() {
+        use crate::pi::key::{BytesRef, sealed::Key as _};
+        use crate::pi::raw::node::Storage;
+
+        let mut rng = TestRng::new(21);
+        let n = if cfg!(miri) { 60 } else { 3000 };
+        let mut keys: Vec<Vec<u8>> = (0..n)
+            .map(|_| {
+                let mut k = match rng.below(4) {
+                    0 => b"shared-prefix/".to_vec(),
+                    1 => b"ab".to_vec(),
+                    2 => vec![0xff; 8],
+                    _ => Vec::new(),
+                };
+                let tail = rng.below(12) as usize;
+                k.extend((0..tail).map(|_| [0u8, 1, b'x', 0xff][rng.below(4) as usize]));
+                k
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let storage = Storage::<Vec<u8>>::default();
+        let mut pred = storage.head();
+        let mut nodes = Vec::new();
+        for k in &keys {
+            let h = 2 + (rng.below(4) == 0) as u8 + (rng.below(16) == 0) as u8;
+            pred = storage.insert_after(pred, BytesRef::new(k), 0, h);
+            let handle = (pred as *const Node<Vec<u8>>).expose_provenance() as u64;
+            nodes.push((k.clone(), h as usize, handle));
+        }
+        let ix = IndexLayer::<Vec<u8>>::build(
+            nodes
+                .iter()
+                .map(|(k, h, handle)| (<Vec<u8>>::prefix(BytesRef::new(k)), *h, *handle)),
+        );
+        let mut queries: Vec<Vec<u8>> = Vec::new();
+        for k in &keys {
+            queries.push(k.clone());
+            let mut longer = k.clone();
+            longer.push(0);
+            queries.push(longer);
+            if let Some((last, init)) = k.split_last() {
+                queries.push(init.to_vec());
+                let mut below = init.to_vec();
+                below.push(last.wrapping_sub(1));
+                queries.push(below);
+            }
+        }
+        queries.extend([Vec::new(), vec![0xff; 20], b"shared-prefix".to_vec()]);
+        let want: Vec<Option<u64>> = queries
+            .iter()
+            .map(|q| nodes.iter().rev().find(|n| n.0 <= *q).map(|n| n.2))
+            .collect();
+        let refs: Vec<BytesRef<'_>> = queries.iter().map(|q| BytesRef::new(q)).collect();
+        for kind in Kind::all_available() {
+            let mut got = vec![None; refs.len()];
+            match kind {
+                Kind::Scalar => {
+                    for (q, o) in refs.chunks(7).zip(got.chunks_mut(7)) {
+                        ix.find_group(Scalar, q, o, true);
+                    }
+                    for (i, q) in refs.iter().enumerate() {
+                        assert_eq!(ix.find(Scalar, *q), want[i], "{:?}", queries[i]);
+                    }
+                }
+                #[cfg(all(target_arch = "x86_64", not(miri)))]
+                Kind::Avx2 => {
+                    let r = super::super::simd::Avx2::new().expect("available");
+                    for (q, o) in refs.chunks(MAX_GROUP).zip(got.chunks_mut(MAX_GROUP)) {
+                        ix.find_group(r, q, o, true);
+                    }
+                }
+                #[cfg(all(target_arch = "x86_64", not(miri)))]
+                Kind::Sse42 => {
+                    let r = super::super::simd::Sse42::new().expect("available");
+                    for (q, o) in refs.chunks(1).zip(got.chunks_mut(1)) {
+                        ix.find_group(r, q, o, false);
+                    }
+                }
+                #[allow(unreachable_patterns)]
+                _ => unreachable!("not available under this build"),
+            }
+            assert_eq!(got, want, "{kind:?}");
         }
     }
 }

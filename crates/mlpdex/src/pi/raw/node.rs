@@ -17,8 +17,11 @@
 //! sees its key and link. On x86 these are plain loads and stores; a partition bug would show
 //! as a wrong answer, never as undefined behaviour.
 
+use core::cmp::Ordering::{Greater, Less};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering;
+
+use crate::pi::key::sealed::Key;
 
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 
@@ -31,10 +34,10 @@ pub(crate) const UNLINKED: u32 = u32::MAX;
 
 /// One key of the storage layer.
 #[derive(Debug)]
-pub(crate) struct Node {
-    pub(crate) key: u64,
+pub(crate) struct Node<K: Key> {
+    pub(crate) key: K::Stored,
     pub(crate) value: AtomicU64,
-    next: AtomicPtr<Node>,
+    next: AtomicPtr<Node<K>>,
     /// Tower height, `1..=MAX_HEIGHT` (the head: `MAX_HEIGHT + 1`).
     pub(crate) height: u8,
     /// Removed from the map; the node stays linked until it is unlinked after a rebuild.
@@ -44,8 +47,8 @@ pub(crate) struct Node {
     pub(crate) indexed: AtomicU32,
 }
 
-impl Node {
-    fn boxed(key: u64, value: u64, height: u8, next: *mut Node) -> Box<Node> {
+impl<K: Key> Node<K> {
+    fn boxed(key: K::Stored, value: u64, height: u8, next: *mut Node<K>) -> Box<Node<K>> {
         Box::new(Node {
             key,
             value: AtomicU64::new(value),
@@ -58,7 +61,7 @@ impl Node {
 
     /// The next node, if any.
     #[inline(always)]
-    pub(crate) fn next(&self) -> Option<&Node> {
+    pub(crate) fn next(&self) -> Option<&Node<K>> {
         let p = self.next.load(Ordering::Acquire);
         // SAFETY: a link is null or points to a node of the same storage. Nodes are freed
         // when the storage drops (no borrow of it is left then) or through `Unlinked::free`,
@@ -72,32 +75,43 @@ impl Node {
     pub(crate) fn live_value(&self) -> Option<u64> {
         (!self.deleted.load(Ordering::Relaxed)).then(|| self.value.load(Ordering::Relaxed))
     }
+
+    /// The key, borrowed.
+    #[inline(always)]
+    pub(crate) fn key(&self) -> K::Ref<'_> {
+        K::stored_ref(&self.key)
+    }
 }
 
 /// The list: the head node and everything linked from it.
 #[derive(Debug)]
-pub(crate) struct Storage {
-    head: Box<Node>,
+pub(crate) struct Storage<K: Key> {
+    head: Box<Node<K>>,
 }
 
-impl Default for Storage {
+impl<K: Key> Default for Storage<K> {
     fn default() -> Self {
         Storage {
-            head: Node::boxed(0, 0, MAX_HEIGHT as u8 + 1, ptr::null_mut()),
+            head: Node::boxed(
+                K::Stored::default(),
+                0,
+                MAX_HEIGHT as u8 + 1,
+                ptr::null_mut(),
+            ),
         }
     }
 }
 
-impl Storage {
+impl<K: Key> Storage<K> {
     /// The head node (no key; smaller than every key).
     #[inline(always)]
-    pub(crate) fn head(&self) -> &Node {
+    pub(crate) fn head(&self) -> &Node<K> {
         &self.head
     }
 
     /// Whether `n` is the head.
     #[inline(always)]
-    pub(crate) fn is_head(&self, n: &Node) -> bool {
+    pub(crate) fn is_head(&self, n: &Node<K>) -> bool {
         ptr::eq(n, &*self.head)
     }
 
@@ -106,16 +120,16 @@ impl Storage {
     /// `pred`'s link (the executor's partition).
     pub(crate) fn insert_after<'s>(
         &'s self,
-        pred: &'s Node,
-        key: u64,
+        pred: &'s Node<K>,
+        key: K::Ref<'_>,
         value: u64,
         height: u8,
-    ) -> &'s Node {
+    ) -> &'s Node<K> {
         let next = pred.next.load(Ordering::Relaxed);
-        debug_assert!(self.is_head(pred) || pred.key < key);
+        debug_assert!(self.is_head(pred) || K::order(pred.key(), key) == Less);
         // SAFETY: as in `Node::next`: a non-null link points to a live node of this storage.
-        debug_assert!(unsafe { next.as_ref() }.is_none_or(|n| key < n.key));
-        let node = Box::into_raw(Node::boxed(key, value, height, next));
+        debug_assert!(unsafe { next.as_ref() }.is_none_or(|n| K::order(n.key(), key) == Greater));
+        let node = Box::into_raw(Node::boxed(K::store(key), value, height, next));
         // Release: a reader that loads the new link sees the node's fields and link.
         pred.next.store(node, Ordering::Release);
         // SAFETY: just allocated and now owned by the list; freed only when the list drops or
@@ -123,15 +137,25 @@ impl Storage {
         unsafe { &*node }
     }
 
+    /// The node of `handle` (its exposed address), borrowed from the storage.
+    ///
+    /// # Safety
+    /// `handle` is the address of a node of this storage not freed yet (nor while the
+    /// borrow lasts).
+    pub(crate) unsafe fn node_at(&self, handle: u64) -> &Node<K> {
+        // SAFETY: by the caller's contract the address is of a live node of this storage.
+        unsafe { &*ptr::with_exposed_provenance::<Node<K>>(handle as usize) }
+    }
+
     /// Every node after the head, in key order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Node> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Node<K>> {
         core::iter::successors(self.head.next(), |n| n.next())
     }
 
     /// Unlinks `node`, the successor of `pred`, and hands it back to be freed once nothing
     /// can reach it. The caller is the only writer of `pred`'s link (the executor's
     /// partition) and checked that `node` follows `pred`.
-    pub(crate) fn unlink_after(&self, pred: &Node, node: &Node) -> Unlinked {
+    pub(crate) fn unlink_after(&self, pred: &Node<K>, node: &Node<K>) -> Unlinked<K> {
         // The link's pointer, not one made from `&Node`: it carries the allocation's own
         // permissions (from `Box::into_raw`), which freeing needs.
         let raw = pred.next.load(Ordering::Relaxed);
@@ -146,26 +170,27 @@ impl Storage {
 
 /// A node unlinked from its list, not yet freed.
 #[derive(Debug)]
-pub(crate) struct Unlinked(NonNull<Node>);
+pub(crate) struct Unlinked<K: Key>(NonNull<Node<K>>);
 
 // SAFETY: an `Unlinked` is a unique claim on a node no list reaches any more (its fields are
 // atomics or immutable); moving the claim to another thread moves nothing else.
-unsafe impl Send for Unlinked {}
+unsafe impl<K: Key> Send for Unlinked<K> {}
 
-impl Unlinked {
-    /// Frees the node.
+impl<K: Key> Unlinked<K> {
+    /// Frees the node; returns the heap bytes its key owned.
     ///
     /// # Safety
     /// No reference to the node may be alive or made later: no walk may stand on it or reach
     /// it through the link of another unlinked node still in use, and no index may name it.
-    pub(crate) unsafe fn free(self) {
+    pub(crate) unsafe fn free(self) -> usize {
         // SAFETY: the node came from `Box::into_raw` (`insert_after`); it is unlinked and,
         // by the caller's contract, unreachable, so this is its only release.
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        let node = unsafe { Box::from_raw(self.0.as_ptr()) };
+        K::heap_bytes(&node.key)
     }
 }
 
-impl Drop for Storage {
+impl<K: Key> Drop for Storage<K> {
     fn drop(&mut self) {
         let mut cur = self.head.next.load(Ordering::Relaxed);
         while !cur.is_null() {
@@ -205,7 +230,7 @@ mod tests {
 
     #[test]
     fn links_iterate_and_unlink() {
-        let s = Storage::default();
+        let s = Storage::<u64>::default();
         let a = s.insert_after(s.head(), 10, 1, 1);
         let c = s.insert_after(a, 30, 3, 2);
         let b = s.insert_after(a, 20, 2, 1);
@@ -268,7 +293,7 @@ mod loom_model {
     }
 
     /// The list `10 -> 20 -> 30` (heights 2, 1, 2).
-    fn list() -> Arc<Storage> {
+    fn list() -> Arc<Storage<u64>> {
         let s = Storage::default();
         let n10 = s.insert_after(s.head(), 10, 100, 2);
         let n20 = s.insert_after(n10, 20, 200, 1);
@@ -276,7 +301,7 @@ mod loom_model {
         Arc::new(s)
     }
 
-    fn node(s: &Storage, key: u64) -> &Node {
+    fn node(s: &Storage<u64>, key: u64) -> &Node<u64> {
         s.iter()
             .find(|n| n.key == key)
             .expect("linked before the race")

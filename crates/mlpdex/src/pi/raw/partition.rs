@@ -17,25 +17,28 @@
 //! key, run by that segment's worker (§3.2.5). The parts' entries, in worker order, follow
 //! the owner's: key order.
 
+use core::cmp::Ordering::{Greater, Less};
+use core::ops::Bound;
 use core::ptr;
 
-use super::execute::{Item, Op};
+use super::execute::{Item, Op, Part};
 use super::node::Node;
+use crate::pi::key::sealed::Key;
 
 /// The workers' shares of one batch.
 #[derive(Debug)]
-pub(crate) struct Plan<'s> {
+pub(crate) struct Plan<'b, 's, K: Key> {
     /// Worker `t` holds `items[bounds[t]..bounds[t + 1]]`.
     pub(crate) bounds: Vec<usize>,
     /// Per worker: the first interception (`None`: the head, or no share).
-    pub(crate) first: Vec<Option<&'s Node>>,
-    /// Per worker: the key its segment ends before (`None`: no bound).
-    pub(crate) end: Vec<Option<u64>>,
+    pub(crate) first: Vec<Option<&'s Node<K>>>,
+    /// Per worker: the node whose key its segment ends before (`None`: no bound).
+    pub(crate) end: Vec<Option<&'s Node<K>>>,
     /// Per worker: range parts from earlier workers, sorted by position.
-    pub(crate) parts: Vec<Vec<Item>>,
+    pub(crate) parts: Vec<Vec<Part<'b, K>>>,
 }
 
-fn same(a: Option<&Node>, b: Option<&Node>) -> bool {
+fn same<K: Key>(a: Option<&Node<K>>, b: Option<&Node<K>>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => ptr::eq(a, b),
@@ -45,15 +48,15 @@ fn same(a: Option<&Node>, b: Option<&Node>) -> bool {
 
 /// Shares of `items` (sorted by order) with interceptions `starts` for `bounds.len() - 1`
 /// workers, from first cuts `bounds` (ascending, from 0 to `items.len()`).
-pub(crate) fn plan<'s>(
-    items: &[Item],
-    starts: &[Option<&'s Node>],
+pub(crate) fn plan<'b, 's, K: Key>(
+    items: &[Item<'b, K>],
+    starts: &[Option<&'s Node<K>>],
     mut bounds: Vec<usize>,
-) -> Plan<'s> {
+) -> Plan<'b, 's, K> {
     let threads = bounds.len() - 1;
     assert!(threads >= 1);
     debug_assert_eq!(items.len(), starts.len());
-    debug_assert!(items.windows(2).all(|w| w[0].order() < w[1].order()));
+    debug_assert!(items.windows(2).all(|w| w[0].order(&w[1]) == Less));
     let n = items.len();
     debug_assert!(bounds[0] == 0 && bounds[threads] == n);
     debug_assert!(bounds.windows(2).all(|w| w[0] <= w[1]));
@@ -68,7 +71,7 @@ pub(crate) fn plan<'s>(
             bounds[t] -= 1;
         }
     }
-    let first: Vec<Option<&'s Node>> = (0..threads)
+    let first: Vec<Option<&'s Node<K>>> = (0..threads)
         .map(|t| {
             (bounds[t] < bounds[t + 1])
                 .then(|| starts[bounds[t]])
@@ -77,35 +80,35 @@ pub(crate) fn plan<'s>(
         .collect();
     // A segment ends at the next non-empty worker's first interception.
     let mut end = vec![None; threads];
-    let mut next_start: Option<u64> = None;
+    let mut next_start: Option<&'s Node<K>> = None;
     for t in (0..threads).rev() {
         end[t] = next_start;
         if bounds[t] < bounds[t + 1] {
             // Non-empty and after another non-empty worker: its first interception is a node
             // (only the first non-empty worker can start from the head).
-            next_start = first[t].map(|f| f.key);
+            next_start = first[t];
         }
     }
     let mut parts = vec![Vec::new(); threads];
     for t in 0..threads {
         for item in &items[bounds[t]..bounds[t + 1]] {
-            let Op::Range { hi, .. } = item.op else {
+            let Op::Range { hi, limit, .. } = item.op else {
                 continue;
             };
-            if end[t].is_none_or(|e| hi < e) {
+            if end[t].is_none_or(|e| !admits::<K>(hi, e)) {
                 continue;
             }
             for u in t + 1..threads {
                 let Some(f) = first[u].filter(|_| bounds[u] < bounds[u + 1]) else {
                     continue;
                 };
-                if f.key > hi {
+                if !admits::<K>(hi, f) {
                     break;
                 }
-                parts[u].push(Item {
-                    key: f.key,
+                parts[u].push(Part {
                     pos: item.pos,
-                    op: item.op,
+                    hi,
+                    limit,
                 });
             }
         }
@@ -118,5 +121,14 @@ pub(crate) fn plan<'s>(
         first,
         end,
         parts,
+    }
+}
+
+/// Whether a range of upper bound `hi` reaches the key of node `n`.
+fn admits<K: Key>(hi: Bound<K::Ref<'_>>, n: &Node<K>) -> bool {
+    match hi {
+        Bound::Included(h) => K::order(n.key(), h) != Greater,
+        Bound::Excluded(h) => K::order(n.key(), h) == Less,
+        Bound::Unbounded => true,
     }
 }

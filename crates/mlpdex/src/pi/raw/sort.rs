@@ -12,14 +12,19 @@
 //! Items keep the batch order among equal keys: chunks are gathered in order and each chunk
 //! pushes its items in order, and the sort is by `(key, position)`.
 
+use core::cmp::Ordering::{Equal, Greater, Less};
+use core::ops::Bound;
+
 use super::execute::{Item, Op, UNLIMITED};
 use crate::pi::batch::{Answer, Query};
+use crate::pi::key::sealed::Key;
 
 /// Queries sampled a worker to choose the splitters.
 pub(crate) const SAMPLE: usize = 64;
 
-/// `threads - 1` keys that cut a sample of `queries` into equal parts, into `out`.
-pub(crate) fn splitters(queries: &[Query], threads: usize, out: &mut Vec<u64>) {
+/// `threads - 1` key prefixes that cut a sample of `queries` into equal parts, into `out`.
+/// Buckets are ranges of prefixes: keys of one prefix share a bucket.
+pub(crate) fn splitters<K: Key>(queries: &[Query<K>], threads: usize, out: &mut Vec<u64>) {
     out.clear();
     if threads <= 1 || queries.is_empty() {
         return;
@@ -29,7 +34,7 @@ pub(crate) fn splitters(queries: &[Query], threads: usize, out: &mut Vec<u64>) {
     let mut sample: Vec<u64> = queries
         .iter()
         .step_by(step)
-        .filter_map(|q| q.span().map(|(lo, _)| lo))
+        .filter_map(|q| op_of(q).map(|(lo, _)| K::prefix(lo)))
         .collect();
     if sample.is_empty() {
         return;
@@ -38,22 +43,22 @@ pub(crate) fn splitters(queries: &[Query], threads: usize, out: &mut Vec<u64>) {
     out.extend((1..threads).map(|t| sample[t * sample.len() / threads]));
 }
 
-/// The bucket of `key`: how many splitters are at most it.
+/// The bucket of a key of prefix `prefix`: how many splitters are at most it.
 #[inline(always)]
-fn bucket(splitters: &[u64], key: u64) -> usize {
-    splitters.partition_point(|&s| s <= key)
+fn bucket(splitters: &[u64], prefix: u64) -> usize {
+    splitters.partition_point(|&s| s <= prefix)
 }
 
 /// Converts `queries` (positions from `first`) into items, each pushed onto the bucket of its
 /// key in `row` (one `Vec` a bucket, emptied first), and sets each answer of `answers` (the
 /// same positions) to its default: no value, or no entries for a range (and for a range that
 /// holds no key, which gets no item).
-pub(crate) fn bucket_chunk(
-    queries: &[Query],
+pub(crate) fn bucket_chunk<'b, K: Key>(
+    queries: &'b [Query<K>],
     first: usize,
     splitters: &[u64],
-    row: &mut [Vec<Item>],
-    answers: &mut [Answer],
+    row: &mut [Vec<Item<'b, K>>],
+    answers: &mut [Answer<K>],
 ) {
     debug_assert!(row.len() > splitters.len());
     for b in row.iter_mut() {
@@ -65,7 +70,7 @@ pub(crate) fn bucket_chunk(
             _ => Answer::Value(None),
         };
         let Some((lo, op)) = op_of(q) else { continue };
-        row[bucket(splitters, lo)].push(Item {
+        row[bucket(splitters, K::prefix(lo))].push(Item {
             key: lo,
             pos: (first + k) as u32,
             op,
@@ -76,28 +81,63 @@ pub(crate) fn bucket_chunk(
 /// The key a query is sorted by and what it does there; `None` for a range or scan that
 /// holds no key.
 #[inline]
-pub(crate) fn op_of(q: &Query) -> Option<(u64, Op)> {
-    let (lo, hi) = q.span()?;
-    let op = match *q {
-        Query::Get(_) => Op::Get,
-        Query::Insert(_, v) => Op::Insert(v),
-        Query::Remove(_) => Op::Remove,
-        Query::Range(..) => Op::Range {
-            hi,
-            limit: UNLIMITED,
-        },
+pub(crate) fn op_of<K: Key>(q: &Query<K>) -> Option<(K::Ref<'_>, Op<K::Ref<'_>>)> {
+    Some(match q {
+        Query::Get(k) => (k.key_ref(), Op::Get),
+        Query::Insert(k, v) => (k.key_ref(), Op::Insert(*v)),
+        Query::Remove(k) => (k.key_ref(), Op::Remove),
         // A count beyond `u32::MAX - 1` entries is no limit on any map that fits in memory.
-        Query::Scan(_, count) => Op::Range {
-            hi,
-            limit: u32::try_from(count).unwrap_or(UNLIMITED),
-        },
-    };
-    Some((lo, op))
+        Query::Scan(_, 0) => return None,
+        Query::Scan(k, count) => (
+            k.key_ref(),
+            Op::Range {
+                hi: Bound::Unbounded,
+                skip_lo: false,
+                limit: u32::try_from(*count).unwrap_or(UNLIMITED),
+            },
+        ),
+        Query::Range(lo, hi) => {
+            let (lo, skip_lo) = match lo {
+                Bound::Included(k) => (k.key_ref(), false),
+                Bound::Excluded(k) => (k.key_ref(), true),
+                Bound::Unbounded => (K::min_ref(), false),
+            };
+            let hi = match hi {
+                Bound::Included(k) => Bound::Included(k.key_ref()),
+                Bound::Excluded(k) => Bound::Excluded(k.key_ref()),
+                Bound::Unbounded => Bound::Unbounded,
+            };
+            let empty = match hi {
+                Bound::Included(h) => match K::order(lo, h) {
+                    Less => false,
+                    Equal => skip_lo,
+                    Greater => true,
+                },
+                Bound::Excluded(h) => K::order(lo, h) != Less,
+                Bound::Unbounded => false,
+            };
+            if empty {
+                return None;
+            }
+            (
+                lo,
+                Op::Range {
+                    hi,
+                    skip_lo,
+                    limit: UNLIMITED,
+                },
+            )
+        }
+    })
 }
 
 /// Gathers bucket `b` of every row, in row order, into `out` (exactly their length) and sorts
 /// it by `(key, position)`.
-pub(crate) fn gather_sorted(rows: &[Vec<Vec<Item>>], b: usize, out: &mut [Item]) {
+pub(crate) fn gather_sorted<'b, K: Key>(
+    rows: &[Vec<Vec<Item<'b, K>>>],
+    b: usize,
+    out: &mut [Item<'b, K>],
+) {
     let mut at = 0;
     for row in rows {
         let part = &row[b];
@@ -105,7 +145,7 @@ pub(crate) fn gather_sorted(rows: &[Vec<Vec<Item>>], b: usize, out: &mut [Item])
         at += part.len();
     }
     debug_assert_eq!(at, out.len());
-    out.sort_unstable_by_key(Item::order);
+    out.sort_unstable_by(Item::order);
 }
 
 #[cfg(test)]
@@ -153,7 +193,7 @@ mod tests {
                 gather_sorted(&rows, b, &mut out);
                 all.extend(out);
             }
-            let mut want: Vec<Item> = Vec::new();
+            let mut want: Vec<Item<'_, u64>> = Vec::new();
             for (pos, q) in queries.iter().enumerate() {
                 if let Some((lo, op)) = op_of(q) {
                     want.push(Item {
@@ -163,8 +203,9 @@ mod tests {
                     });
                 }
             }
-            want.sort_by_key(Item::order);
-            assert_eq!(all, want, "{threads} workers");
+            want.sort_by(Item::order);
+            // Items compare by their fields' debug forms (a borrowed key has no `PartialEq`).
+            assert_eq!(format!("{all:?}"), format!("{want:?}"), "{threads} workers");
             for (q, a) in queries.iter().zip(&answers) {
                 let empty_range = matches!(q, Query::Range(..) | Query::Scan(..));
                 assert_eq!(matches!(a, Answer::Entries(e) if e.is_empty()), empty_range);

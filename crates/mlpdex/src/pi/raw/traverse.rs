@@ -8,6 +8,7 @@
 
 use super::index::IndexLayer;
 use super::simd::{Kind, Rank, Scalar};
+use crate::pi::key::sealed::Key;
 
 /// How a share is walked: the paper's optimizations, each of which can be switched off for
 /// the §6.8 breakdown.
@@ -21,7 +22,12 @@ pub(crate) struct Walk {
 }
 
 /// The interception handle of each of `keys` into `out`.
-pub(crate) fn find_all(ix: &IndexLayer, walk: Walk, keys: &[u64], out: &mut [Option<u64>]) {
+pub(crate) fn find_all<K: Key>(
+    ix: &IndexLayer<K>,
+    walk: Walk,
+    keys: &[K::Ref<'_>],
+    out: &mut [Option<u64>],
+) {
     match walk.simd {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         Kind::Avx2 => {
@@ -44,11 +50,11 @@ pub(crate) fn find_all(ix: &IndexLayer, walk: Walk, keys: &[u64], out: &mut [Opt
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[target_feature(enable = "avx2")]
-fn find_avx2(
-    ix: &IndexLayer,
+fn find_avx2<K: Key>(
+    ix: &IndexLayer<K>,
     r: super::simd::Avx2,
     walk: Walk,
-    keys: &[u64],
+    keys: &[K::Ref<'_>],
     out: &mut [Option<u64>],
 ) {
     find_with(ix, r, walk, keys, out);
@@ -56,18 +62,24 @@ fn find_avx2(
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[target_feature(enable = "sse4.2")]
-fn find_sse42(
-    ix: &IndexLayer,
+fn find_sse42<K: Key>(
+    ix: &IndexLayer<K>,
     r: super::simd::Sse42,
     walk: Walk,
-    keys: &[u64],
+    keys: &[K::Ref<'_>],
     out: &mut [Option<u64>],
 ) {
     find_with(ix, r, walk, keys, out);
 }
 
 #[inline(always)]
-fn find_with<R: Rank>(ix: &IndexLayer, r: R, walk: Walk, keys: &[u64], out: &mut [Option<u64>]) {
+fn find_with<R: Rank, K: Key>(
+    ix: &IndexLayer<K>,
+    r: R,
+    walk: Walk,
+    keys: &[K::Ref<'_>],
+    out: &mut [Option<u64>],
+) {
     let group = walk.group.max(1);
     for (k, o) in keys.chunks(group).zip(out.chunks_mut(group)) {
         ix.find_group(r, k, o, walk.prefetch);
