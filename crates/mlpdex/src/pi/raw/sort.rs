@@ -5,9 +5,10 @@
 //! leaves the sort out of its description; done on the calling thread it was a sixth of a
 //! two-worker batch's time. Here the conversion of queries into items and the bucketing run
 //! on the workers over contiguous chunks of the batch (each writing its own row of
-//! buckets), and worker `b` gathers and sorts bucket `b`. Buckets are ranges of keys, so
-//! their concatenation is the sorted batch, and their boundaries are the first cuts of the
-//! partition (which the interception adjustment then moves).
+//! buckets), and worker `b` gathers and sorts bucket `b`. Buckets are ranges of key
+//! prefixes (the key itself for `u64`; all byte strings of one 8-byte prefix share a
+//! bucket), so their concatenation is the sorted batch, and their boundaries are the first
+//! cuts of the partition (which the interception adjustment then moves).
 //!
 //! Items keep the batch order among equal keys: chunks are gathered in order and each chunk
 //! pushes its items in order, and the sort is by `(key, position)`.
