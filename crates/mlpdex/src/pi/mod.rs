@@ -207,7 +207,7 @@ pub struct Pi<K: PiKey = u64> {
     /// ([`recycle`]).
     items: Vec<Item<'static, K>>,
     handles: Vec<Option<u64>>,
-    splitters: Vec<u64>,
+    splitters: Vec<<K as Key>::Ref<'static>>,
     rows: Vec<Vec<Vec<Item<'static, K>>>>,
 }
 
@@ -517,30 +517,23 @@ impl<K: PiKey> Pi<K> {
         // A node deleted, revived and deleted again is listed twice.
         nodes.dedup_by_key(|n| n.0);
         let threads = self.config.threads;
-        let step = nodes.len().div_ceil(sort::SAMPLE * threads).max(1);
-        self.splitters.clear();
-        if threads > 1 {
-            let sample: Vec<u64> = nodes
-                .iter()
-                .step_by(step)
-                .map(|n| K::prefix(n.1.key()))
-                .collect();
-            self.splitters
-                .extend((1..threads).map(|t| sample[t * sample.len() / threads]));
-        }
+        // The nodes are sorted: cut them into equal parts.
+        let mut splitters: Vec<K::Ref<'_>> = recycle(core::mem::take(&mut self.splitters));
+        splitters.extend((1..threads).map(|t| nodes[t * nodes.len() / threads].1.key()));
         let mut rows: Vec<Vec<Vec<Item<'_, K>>>> = recycle_rows(core::mem::take(&mut self.rows));
         if rows.len() != threads {
             rows = vec![vec![Vec::new(); threads]; threads];
         }
         for (pos, &(handle, node)) in nodes.iter().enumerate() {
             let key = node.key();
-            let b = self.splitters.partition_point(|&s| s <= K::prefix(key));
+            let b = sort::bucket::<K>(&splitters, key);
             rows[0][b].push(Item {
                 key,
                 pos: pos as u32,
                 op: Op::Unlink(handle),
             });
         }
+        self.splitters = recycle(splitters);
         let outputs = self.run_rows(&mut rows);
         self.rows = recycle_rows(rows);
         let mut freed = 0;
@@ -584,24 +577,26 @@ impl<K: PiKey> Pi<K> {
         answers.clear();
         answers.resize(n, Answer::Value(None));
         // 1. Items bucketed by key range, one chunk of the batch a worker (`sort.rs`).
-        sort::splitters(queries, threads, &mut self.splitters);
+        let mut splitters: Vec<K::Ref<'_>> = recycle(core::mem::take(&mut self.splitters));
+        sort::splitters(queries, threads, &mut splitters);
         let mut rows: Vec<Vec<Vec<Item<'_, K>>>> = recycle_rows(core::mem::take(&mut self.rows));
         if rows.len() != threads {
             rows = vec![vec![Vec::new(); threads]; threads];
         }
         let chunk = n.div_ceil(threads).max(1);
-        let splitters = &self.splitters;
+        let sp = &splitters;
         let chunks = queries.chunks(chunk).zip(answers.chunks_mut(chunk));
         let mut row_iter = rows.iter_mut();
         let jobs: Vec<_> = chunks
             .zip(row_iter.by_ref())
             .enumerate()
-            .map(|(t, ((q, a), row))| move || sort::bucket_chunk(q, t * chunk, splitters, row, a))
+            .map(|(t, ((q, a), row))| move || sort::bucket_chunk(q, t * chunk, sp, row, a))
             .collect();
         Self::on_workers(self.pool.as_ref(), jobs);
         for row in row_iter {
             row.iter_mut().for_each(Vec::clear);
         }
+        self.splitters = recycle(splitters);
         let outputs = self.run_rows(&mut rows);
         self.rows = recycle_rows(rows);
         outputs

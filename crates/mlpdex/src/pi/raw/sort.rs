@@ -5,10 +5,10 @@
 //! leaves the sort out of its description; done on the calling thread it was a sixth of a
 //! two-worker batch's time. Here the conversion of queries into items and the bucketing run
 //! on the workers over contiguous chunks of the batch (each writing its own row of
-//! buckets), and worker `b` gathers and sorts bucket `b`. Buckets are ranges of key
-//! prefixes (the key itself for `u64`; all byte strings of one 8-byte prefix share a
-//! bucket), so their concatenation is the sorted batch, and their boundaries are the first
-//! cuts of the partition (which the interception adjustment then moves).
+//! buckets), and worker `b` gathers and sorts bucket `b`. Buckets are ranges of keys (whole
+//! keys: byte strings that share a prefix, as e-mail addresses of one host do, still spread
+//! over the workers), so their concatenation is the sorted batch, and their boundaries are
+//! the first cuts of the partition (which the interception adjustment then moves).
 //!
 //! Items keep the batch order among equal keys: chunks are gathered in order and each chunk
 //! pushes its items in order, and the sort is by `(key, position)`.
@@ -21,33 +21,36 @@ use crate::pi::batch::{Answer, Query};
 use crate::pi::key::sealed::Key;
 
 /// Queries sampled a worker to choose the splitters.
-pub(crate) const SAMPLE: usize = 64;
+const SAMPLE: usize = 64;
 
-/// `threads - 1` key prefixes that cut a sample of `queries` into equal parts, into `out`.
-/// Buckets are ranges of prefixes: keys of one prefix share a bucket.
-pub(crate) fn splitters<K: Key>(queries: &[Query<K>], threads: usize, out: &mut Vec<u64>) {
+/// `threads - 1` keys that cut a sample of `queries` into equal parts, into `out`.
+pub(crate) fn splitters<'b, K: Key>(
+    queries: &'b [Query<K>],
+    threads: usize,
+    out: &mut Vec<K::Ref<'b>>,
+) {
     out.clear();
     if threads <= 1 || queries.is_empty() {
         return;
     }
     let want = SAMPLE * threads;
     let step = queries.len().div_ceil(want).max(1);
-    let mut sample: Vec<u64> = queries
+    let mut sample: Vec<K::Ref<'b>> = queries
         .iter()
         .step_by(step)
-        .filter_map(|q| op_of(q).map(|(lo, _)| K::prefix(lo)))
+        .filter_map(|q| op_of(q).map(|(lo, _)| lo))
         .collect();
     if sample.is_empty() {
         return;
     }
-    sample.sort_unstable();
+    sample.sort_unstable_by(|&a, &b| K::order(a, b));
     out.extend((1..threads).map(|t| sample[t * sample.len() / threads]));
 }
 
-/// The bucket of a key of prefix `prefix`: how many splitters are at most it.
+/// The bucket of `key`: how many splitters are at most it.
 #[inline(always)]
-fn bucket(splitters: &[u64], prefix: u64) -> usize {
-    splitters.partition_point(|&s| s <= prefix)
+pub(crate) fn bucket<K: Key>(splitters: &[K::Ref<'_>], key: K::Ref<'_>) -> usize {
+    splitters.partition_point(|&s| K::order(s, key) != Greater)
 }
 
 /// Converts `queries` (positions from `first`) into items, each pushed onto the bucket of its
@@ -57,7 +60,7 @@ fn bucket(splitters: &[u64], prefix: u64) -> usize {
 pub(crate) fn bucket_chunk<'b, K: Key>(
     queries: &'b [Query<K>],
     first: usize,
-    splitters: &[u64],
+    splitters: &[K::Ref<'_>],
     row: &mut [Vec<Item<'b, K>>],
     answers: &mut [Answer<K>],
 ) {
@@ -71,7 +74,7 @@ pub(crate) fn bucket_chunk<'b, K: Key>(
             _ => Answer::Value(None),
         };
         let Some((lo, op)) = op_of(q) else { continue };
-        row[bucket(splitters, K::prefix(lo))].push(Item {
+        row[bucket::<K>(splitters, lo)].push(Item {
             key: lo,
             pos: (first + k) as u32,
             op,
