@@ -20,7 +20,7 @@ fi
 target=$(rustc -vV | sed -n 's/^host: //p')
 args=("$@")
 if [ ${#args[@]} -eq 0 ]; then
-    args=(--test pi)
+    args=(--test pi --test pi_bytes)
 fi
 RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR=target/asan \
     cargo +nightly test -p mlpdex --locked --target "$target" "${args[@]}"
