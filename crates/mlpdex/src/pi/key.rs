@@ -7,8 +7,11 @@
 //! full comparison: a tie, which a `u64` never has ([`sealed::Key::EXACT`]), so the tie
 //! checks compile away for it.
 //!
-//! A byte-string node keeps its prefix beside its bytes, so a walk along the list compares
-//! integers and reads a key's bytes only on a tie.
+//! Byte strings that share their first eight bytes are common (e-mail addresses of one
+//! host, paths), so a byte-string key also carries the *next* eight bytes as a second word:
+//! index entries keep it for each slot and nodes beside their bytes, and a tie on the first
+//! word is settled by the second without reading the key's bytes, which a whole comparison
+//! needs only when the first sixteen bytes agree.
 
 use core::cmp::Ordering;
 use core::fmt;
@@ -45,6 +48,9 @@ pub(crate) mod sealed {
         fn min_ref<'a>() -> Self::Ref<'a>;
         /// The order-preserving 8-byte prefix.
         fn prefix(r: Self::Ref<'_>) -> u64;
+        /// The word after the prefix (bytes 8 to 16 of a byte string, zero-padded; 0 for
+        /// `u64`): keys of one prefix are ordered by it, up to ties.
+        fn second(r: Self::Ref<'_>) -> u64;
         /// The order of the keys (prefixes first).
         fn order(a: Self::Ref<'_>, b: Self::Ref<'_>) -> Ordering;
         /// Heap bytes a stored key owns.
@@ -82,6 +88,10 @@ impl sealed::Key for u64 {
         r
     }
     #[inline(always)]
+    fn second(_: u64) -> u64 {
+        0
+    }
+    #[inline(always)]
     fn order(a: u64, b: u64) -> Ordering {
         a.cmp(&b)
     }
@@ -100,10 +110,11 @@ pub(crate) fn bytes_prefix(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(p)
 }
 
-/// A borrowed byte-string key and its prefix.
+/// A borrowed byte-string key and its first two words.
 #[derive(Clone, Copy, Debug)]
 pub struct BytesRef<'a> {
     prefix: u64,
+    second: u64,
     bytes: &'a [u8],
 }
 
@@ -112,15 +123,17 @@ impl<'a> BytesRef<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
         BytesRef {
             prefix: bytes_prefix(bytes),
+            second: bytes_prefix(bytes.get(8..).unwrap_or_default()),
             bytes,
         }
     }
 }
 
-/// A byte-string key as a node keeps it: the prefix beside the bytes.
+/// A byte-string key as a node keeps it: the first two words beside the bytes.
 #[derive(Debug, Default)]
 pub struct StoredBytes {
     prefix: u64,
+    second: u64,
     bytes: Box<[u8]>,
 }
 
@@ -137,12 +150,14 @@ impl sealed::Key for Vec<u8> {
     fn stored_ref(s: &StoredBytes) -> BytesRef<'_> {
         BytesRef {
             prefix: s.prefix,
+            second: s.second,
             bytes: &s.bytes,
         }
     }
     fn store(r: BytesRef<'_>) -> StoredBytes {
         StoredBytes {
             prefix: r.prefix,
+            second: r.second,
             bytes: r.bytes.into(),
         }
     }
@@ -153,6 +168,7 @@ impl sealed::Key for Vec<u8> {
     fn min_ref<'a>() -> Self::Ref<'a> {
         BytesRef {
             prefix: 0,
+            second: 0,
             bytes: &[],
         }
     }
@@ -161,15 +177,21 @@ impl sealed::Key for Vec<u8> {
         r.prefix
     }
     #[inline(always)]
+    fn second(r: BytesRef<'_>) -> u64 {
+        r.second
+    }
+    #[inline(always)]
     fn order(a: BytesRef<'_>, b: BytesRef<'_>) -> Ordering {
-        a.prefix.cmp(&b.prefix).then_with(|| {
-            // Equal prefixes of keys of eight bytes or more: their first eight bytes agree.
-            if a.bytes.len() >= 8 && b.bytes.len() >= 8 {
-                a.bytes[8..].cmp(&b.bytes[8..])
-            } else {
-                a.bytes.cmp(b.bytes)
-            }
-        })
+        (a.prefix, a.second)
+            .cmp(&(b.prefix, b.second))
+            .then_with(|| {
+                // Equal words of keys of sixteen bytes or more: their first sixteen bytes agree.
+                if a.bytes.len() >= 16 && b.bytes.len() >= 16 {
+                    a.bytes[16..].cmp(&b.bytes[16..])
+                } else {
+                    a.bytes.cmp(b.bytes)
+                }
+            })
     }
     fn heap_bytes(s: &StoredBytes) -> usize {
         s.bytes.len()
@@ -183,7 +205,11 @@ mod tests {
 
     #[test]
     fn byte_order_is_prefix_then_bytes() {
-        let keys: [&[u8]; 12] = [
+        let keys: [&[u8]; 16] = [
+            b"abcdefgh\0\0\0\0\0\0\0\0",
+            b"abcdefgh\0\0\0\0\0\0\0\0\0",
+            b"abcdefghijklmnop",
+            b"abcdefghijklmnopq",
             b"",
             b"\0",
             b"\0\0",
@@ -202,7 +228,8 @@ mod tests {
                 let (ra, rb) = (BytesRef::new(a), BytesRef::new(b));
                 assert_eq!(<Vec<u8>>::order(ra, rb), a.cmp(b), "{a:?} {b:?}");
                 if a < b {
-                    assert!(bytes_prefix(a) <= bytes_prefix(b), "{a:?} {b:?}");
+                    let (p, q) = (BytesRef::new(a), BytesRef::new(b));
+                    assert!((p.prefix, p.second) <= (q.prefix, q.second), "{a:?} {b:?}");
                 }
             }
         }

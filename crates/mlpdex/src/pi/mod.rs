@@ -700,7 +700,13 @@ fn build_index<K: Key>(storage: &Storage<K>, generation: u32) -> IndexLayer<K> {
             .map(|n| {
                 n.indexed
                     .store(generation, core::sync::atomic::Ordering::Relaxed);
-                (K::prefix(n.key()), n.height as usize, handle_of(n))
+                let key = n.key();
+                (
+                    K::prefix(key),
+                    n.height as usize,
+                    handle_of(n),
+                    K::second(key),
+                )
             }),
     )
 }

@@ -49,14 +49,22 @@ const _: () = assert!(size_of::<Entry>() == 64 && align_of::<Entry>() == 64);
 struct Level {
     entries: Vec<Entry>,
     keys: usize,
-    /// For keys that can tie on their prefix: the node handle of each slot (slot `s` of entry
-    /// `e` at `e * M + s`, padded like the entries), to compare whole keys on a tie; empty
-    /// for `u64` keys.
-    ties: Vec<u64>,
+    /// For keys that can tie on their prefix: each slot's second word and node (slot `s` of
+    /// entry `e` at `e * M + s`, padded like the entries), to settle a tie; empty for `u64`
+    /// keys.
+    ties: Vec<Tie>,
+}
+
+/// What settles a tie on a slot's prefix: the key's second word, then the whole key, read
+/// through its node's handle.
+#[derive(Clone, Copy, Debug)]
+struct Tie {
+    second: u64,
+    handle: u64,
 }
 
 impl Level {
-    fn push(&mut self, prefix: u64, down: u64, handle: Option<u64>) {
+    fn push(&mut self, prefix: u64, down: u64, handle: Option<Tie>) {
         let slot = self.keys % M;
         if slot == 0 {
             self.entries.push(Entry {
@@ -95,14 +103,21 @@ impl Level {
         let mut rank = r.rank(&entry.keys, query);
         if !K::EXACT {
             while rank > 0 && entry.keys[rank - 1] == query {
-                let handle = self.ties[e * M + rank - 1];
-                // SAFETY: an index of keys that can tie is built by `IndexLayer::build` with
-                // a handle per slot (the `ties` of every level), each the address of a node
-                // of type `Node<K>` its storage keeps alive while this index is current (the
-                // same guarantee as for level 1's routes, `Pi::run_rows`).
-                let node =
-                    unsafe { &*core::ptr::with_exposed_provenance::<Node<K>>(handle as usize) };
-                if K::order(node.key(), key) != Greater {
+                let tie = self.ties[e * M + rank - 1];
+                let second = K::second(key);
+                let above = if tie.second != second {
+                    tie.second > second
+                } else {
+                    // SAFETY: an index of keys that can tie is built by `IndexLayer::build`
+                    // with a node handle per slot (the `ties` of every level), each the
+                    // address of a `Node<K>` its storage keeps alive while this index is
+                    // current (the same guarantee as for level 1's routes, `Pi::run_rows`).
+                    let node = unsafe {
+                        &*core::ptr::with_exposed_provenance::<Node<K>>(tie.handle as usize)
+                    };
+                    K::order(node.key(), key) == Greater
+                };
+                if !above {
                     break;
                 }
                 rank -= 1;
@@ -174,12 +189,12 @@ enum Next {
 
 impl<K: Key> IndexLayer<K> {
     /// Builds the levels from the data nodes of height at least 2, in ascending key order:
-    /// `(prefix, height, handle)`, the handle the address of a `Node<K>`. One scan fills
-    /// every level at once.
-    pub(crate) fn build(nodes: impl IntoIterator<Item = (u64, usize, u64)>) -> IndexLayer<K> {
+    /// `(prefix, height, handle, second word)`, the handle the address of a `Node<K>`. One
+    /// scan fills every level at once.
+    pub(crate) fn build(nodes: impl IntoIterator<Item = (u64, usize, u64, u64)>) -> IndexLayer<K> {
         let mut levels: Vec<Level> = Vec::new();
         let mut last: Option<u64> = None;
-        for (key, height, handle) in nodes {
+        for (key, height, handle, second) in nodes {
             debug_assert!(height >= 2, "level 1 holds nodes of height above 1");
             // Prefixes of keys that can tie ascend; `u64` keys ascend strictly.
             debug_assert!(
@@ -200,7 +215,7 @@ impl<K: Key> IndexLayer<K> {
                 );
                 // The entry this key lands in: the route down from the level above.
                 let entry = lv.keys / M;
-                lv.push(key, down, (!K::EXACT).then_some(handle));
+                lv.push(key, down, (!K::EXACT).then_some(Tie { second, handle }));
                 down = entry as u64;
             }
         }
@@ -220,7 +235,9 @@ impl<K: Key> IndexLayer<K> {
     pub(crate) fn memory_usage(&self) -> usize {
         self.levels
             .iter()
-            .map(|lv| lv.entries.capacity() * size_of::<Entry>() + lv.ties.capacity() * 8)
+            .map(|lv| {
+                lv.entries.capacity() * size_of::<Entry>() + lv.ties.capacity() * size_of::<Tie>()
+            })
             .sum()
     }
 
@@ -418,7 +435,7 @@ mod tests {
         assert_eq!(ix.height(), 0);
         check(&ix, &[], &[0, 5, u64::MAX]);
         for n in [vec![(7, 2, 1)], vec![(0, 3, 1)], vec![(u64::MAX, 5, 9)]] {
-            let ix = IndexLayer::<u64>::build(n.iter().copied());
+            let ix = IndexLayer::<u64>::build(n.iter().map(|&(k, h, x)| (k, h, x, 0)));
             ix.audit(&n);
             check(&ix, &n, &[0, 1, 6, 7, 8, u64::MAX - 1, u64::MAX]);
         }
@@ -444,7 +461,7 @@ mod tests {
                 } else {
                     nodes(&mut rng, n, |r| r.next_u64())
                 };
-                let ix = IndexLayer::<u64>::build(ns.iter().copied());
+                let ix = IndexLayer::<u64>::build(ns.iter().map(|&(k, h, x)| (k, h, x, 0)));
                 ix.audit(&ns);
                 let mut qs: Vec<u64> = ns
                     .iter()
@@ -496,11 +513,10 @@ mod tests {
             let handle = (pred as *const Node<Vec<u8>>).expose_provenance() as u64;
             nodes.push((k.clone(), h as usize, handle));
         }
-        let ix = IndexLayer::<Vec<u8>>::build(
-            nodes
-                .iter()
-                .map(|(k, h, handle)| (<Vec<u8>>::prefix(BytesRef::new(k)), *h, *handle)),
-        );
+        let ix = IndexLayer::<Vec<u8>>::build(nodes.iter().map(|(k, h, handle)| {
+            let r = BytesRef::new(k);
+            (<Vec<u8>>::prefix(r), *h, *handle, <Vec<u8>>::second(r))
+        }));
         let mut queries: Vec<Vec<u8>> = Vec::new();
         for k in &keys {
             queries.push(k.clone());
