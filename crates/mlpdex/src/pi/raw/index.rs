@@ -308,6 +308,12 @@ impl<K: Key> IndexLayer<K> {
                     let p = below.entries.as_ptr().wrapping_add(next);
                     prefetch_read(p);
                     prefetch_read(p.wrapping_add(1));
+                    if !K::EXACT {
+                        // Keys that tie on their prefix read the slots' ties too.
+                        let t = below.ties.as_ptr().wrapping_add(next * M);
+                        prefetch_read(t);
+                        prefetch_read(t.wrapping_add(2 * M - 1));
+                    }
                 }
                 at[k] = next as u32;
             }
