@@ -78,7 +78,10 @@
 //! batch-size and insert-mix sweeps, ranges of 100 and 1000 keys, and the §6.8 breakdown
 //! `pi-no-simd`, `pi-no-group`, `pi-no-prefetch`), as `bench/suites/pi.toml` wrote them:
 //! [`docs/results/pi.md`](../../../../docs/results/pi.md). On this 2-core machine 4 threads
-//! oversubscribe the cores; PI's latency percentiles there are of whole batches.
+//! oversubscribe the cores; PI's latency percentiles there are of whole batches. Byte-string
+//! keys (`bench/suites/pi-bytes.toml`: random 16-byte keys, and e-mail addresses whose
+//! first 8 and often 16 bytes tie, against `scc-tree` and `skipmap`):
+//! [`docs/results/pi-bytes.md`](../../../../docs/results/pi-bytes.md).
 //!
 //! # Contract
 //!
