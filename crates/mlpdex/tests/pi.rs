@@ -22,6 +22,8 @@ use mlpdex::Error;
 use mlpdex::pi::{Answer, Batch, Config, Pi, Query};
 use mlpdex::testing::TestRng;
 
+mod pi_common;
+
 fn pi(threads: usize) -> Pi {
     Pi::with_config(Config {
         threads,
@@ -147,21 +149,7 @@ fn batches_answer_like_sequential_application_on_any_worker_count() {
         };
         let batch: Batch = (0..size).map(|_| query(&mut rng)).collect();
         let want = sequential(&mut oracle, &batch);
-        for m in &mut maps {
-            let mut b = batch.clone();
-            m.execute(&mut b);
-            assert_eq!(b.answers().len(), want.len());
-            for (i, (got, w)) in b.answers().iter().zip(&want).enumerate() {
-                assert_eq!(
-                    got,
-                    w,
-                    "round {round}, {} workers, query {i}: {:?}",
-                    m.config().threads,
-                    batch.queries()[i]
-                );
-            }
-            assert_eq!(m.len(), oracle.len(), "round {round}");
-        }
+        pi_common::run_on_all(&mut maps, &batch, &want, oracle.len(), round);
     }
     for m in &mut maps {
         let all: Vec<(u64, u64)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();
