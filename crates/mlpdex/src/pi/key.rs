@@ -103,7 +103,7 @@ impl sealed::Key for u64 {
 
 /// The prefix of a byte string: its first eight bytes, big-endian, zero-padded.
 #[inline(always)]
-pub(crate) fn bytes_prefix(bytes: &[u8]) -> u64 {
+fn bytes_prefix(bytes: &[u8]) -> u64 {
     let mut p = [0u8; 8];
     let n = bytes.len().min(8);
     p[..n].copy_from_slice(&bytes[..n]);

@@ -359,10 +359,10 @@ impl<K: PiKey> Pi<K> {
         let start = match handle[0] {
             // SAFETY: as for the handles of a batch (`run_rows`): the node was indexed by the
             // current index layer, whose nodes are not freed while `self` is borrowed.
-            Some(h) => unsafe { &*core::ptr::with_exposed_provenance::<Node<K>>(h as usize) },
+            Some(h) => unsafe { self.storage.node_at(h) },
             None => self.storage.head(),
         };
-        execute::floor_of(start, key)
+        execute::floor_of(start, key, false)
     }
 
     /// The first node (deleted ones included) with a key at least `key` (above it, with
@@ -625,6 +625,7 @@ impl<K: PiKey> Pi<K> {
         self.handles.clear();
         self.handles.resize(total, None);
         let mut starts: Vec<Option<&Node<K>>> = vec![None; total];
+        let storage: &Storage<K> = &self.storage;
         let (rows, index, walk) = (&*rows, &self.index, self.walk);
         let parts = split_by(&mut items, &sizes)
             .into_iter()
@@ -643,9 +644,7 @@ impl<K: PiKey> Pi<K> {
                         // `unlink_deleted`, which takes out only nodes whose stamp differs
                         // from the current generation, or when the map drops. So the node is
                         // alive while `self` is borrowed, for the whole batch.
-                        *s = h.map(|h| unsafe {
-                            &*core::ptr::with_exposed_provenance::<Node<K>>(h as usize)
-                        });
+                        *s = h.map(|h| unsafe { storage.node_at(h) });
                     }
                 }
             })
@@ -661,7 +660,6 @@ impl<K: PiKey> Pi<K> {
         // 4. Each share executed on its own stretch of the list (Algorithm 4).
         self.batches += 1;
         let seed = self.batches.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let storage: &Storage<K> = &self.storage;
         let mut outputs: Vec<Output<K>> = (0..threads).map(|_| Output::default()).collect();
         let jobs: Vec<_> = outputs
             .iter_mut()

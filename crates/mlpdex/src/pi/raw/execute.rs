@@ -101,11 +101,7 @@ impl<K: Key> Item<'_, K> {
     /// Whether a walk toward this query's floor moves on to a node of key `k`.
     #[inline(always)]
     fn passes(&self, k: K::Ref<'_>) -> bool {
-        match K::order(k, self.key) {
-            Less => true,
-            Equal => !self.strict(),
-            Greater => false,
-        }
+        passes::<K>(k, self.key, self.strict())
     }
 }
 
@@ -250,13 +246,13 @@ pub(crate) fn run<'s, K: Key>(
             // the cursor (the last predecessor used) is still linked.
             let start = start.filter(|s| s.indexed.load(Relaxed) != UNLINKED);
             let from = later(storage, cursor, start);
-            let pred = floor(from, item, storage);
+            let pred = floor_of(from, item.key, true);
             cursor = pred;
             unlink(storage, pred, item.key, handle, work.generation, out);
             continue;
         }
         let from = later(storage, cursor, start);
-        let f = floor(from, item, storage);
+        let f = floor_of(from, item.key, false);
         cursor = f;
         let found = !storage.is_head(f) && K::order(f.key(), item.key) == Equal;
         let answer = match item.op {
@@ -425,17 +421,22 @@ fn later<'s, K: Key>(
     }
 }
 
-/// The floor of `item` walking from `from` (at or before it, or the head): the node of
-/// largest key at most its key, or for an unlink below it.
+/// The node of largest key at most `key` (below it, with `strict`: an unlink's predecessor),
+/// walking from `from` (whose key is at most that, or the head).
 #[inline(always)]
-fn floor<'s, K: Key>(from: &'s Node<K>, item: &Item<'_, K>, storage: &Storage<K>) -> &'s Node<K> {
-    // The node itself: then its successor, likely a cache miss, need not be read.
-    if !item.strict() && !storage.is_head(from) && K::order(from.key(), item.key) == Equal {
+pub(crate) fn floor_of<'s, K: Key>(
+    from: &'s Node<K>,
+    key: K::Ref<'_>,
+    strict: bool,
+) -> &'s Node<K> {
+    // The node itself (the head has no key: its height tells it apart): then its successor,
+    // likely a cache miss, need not be read.
+    if !strict && from.height as usize <= MAX_HEIGHT && K::order(from.key(), key) == Equal {
         return from;
     }
     let mut n = from;
     while let Some(next) = n.next() {
-        if !item.passes(next.key()) {
+        if !passes::<K>(next.key(), key, strict) {
             break;
         }
         n = next;
@@ -443,22 +444,15 @@ fn floor<'s, K: Key>(from: &'s Node<K>, item: &Item<'_, K>, storage: &Storage<K>
     n
 }
 
-/// The node of largest key at most `key`, walking from `from` (whose key is at most `key`,
-/// or the head).
+/// Whether a walk toward the floor of `key` (`strict`: below it) moves on to a node of key
+/// `k`.
 #[inline(always)]
-pub(crate) fn floor_of<'s, K: Key>(from: &'s Node<K>, key: K::Ref<'_>) -> &'s Node<K> {
-    // The node itself (the head has no key: its height tells it apart).
-    if from.height as usize <= MAX_HEIGHT && K::order(from.key(), key) == Equal {
-        return from;
+fn passes<K: Key>(k: K::Ref<'_>, key: K::Ref<'_>, strict: bool) -> bool {
+    match K::order(k, key) {
+        Less => true,
+        Equal => !strict,
+        Greater => false,
     }
-    let mut n = from;
-    while let Some(next) = n.next() {
-        if K::order(next.key(), key) == Greater {
-            break;
-        }
-        n = next;
-    }
-    n
 }
 
 /// The writes a range overlays on the list: of the queries after it in key order (`later`,
