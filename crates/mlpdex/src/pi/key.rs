@@ -18,6 +18,17 @@ use core::fmt;
 
 /// A key type of [`Pi`](super::Pi): `u64` (the default) or `Vec<u8>` (byte strings, in
 /// lexicographic order). Sealed: the batch executor relies on how these two compare.
+///
+/// ```
+/// use mlpdex::pi::{Pi, PiKey};
+///
+/// fn keys<K: PiKey>(m: &Pi<K>) -> usize {
+///     m.len()
+/// }
+/// let ints: Pi = [(1u64, 10u64)].into_iter().collect();
+/// let strings: Pi<Vec<u8>> = [(b"a".to_vec(), 1u64)].into_iter().collect();
+/// assert_eq!(keys(&ints) + keys(&strings), 2);
+/// ```
 pub trait PiKey: sealed::Key {}
 
 impl PiKey for u64 {}

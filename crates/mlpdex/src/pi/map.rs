@@ -406,6 +406,15 @@ impl IntoIterator for &Pi<Vec<u8>> {
 }
 
 /// The [`OrderedMap`] form of a byte-string [`Range`]: values as [`ByValue`].
+///
+/// ```
+/// use mlpdex::OrderedMap;
+/// use mlpdex::pi::Pi;
+///
+/// let m: Pi<Vec<u8>> = [(b"b".to_vec(), 2u64), (b"a".to_vec(), 1)].into_iter().collect();
+/// let (k, v) = OrderedMap::range(&m, b"a".as_slice()..).next_back().unwrap();
+/// assert_eq!((k, *v), (b"b".to_vec(), 2));
+/// ```
 #[derive(Clone, Debug)]
 pub struct RangeByteStrings(Range<Vec<u8>>);
 
