@@ -293,7 +293,9 @@ fn set_threads_between_batches_keeps_every_answer() {
 }
 
 /// The rebuild after a load builds an index layer, and the rebuild after mass deletes frees
-/// the deleted nodes; rebuilds run in the background, `finish_rebuild` waits for one.
+/// the deleted nodes, whose memory the next load reuses; rebuilds run in the background,
+/// `finish_rebuild` waits for one. (The unit test `nodes_are_linked_rebuilt_unlinked_and_freed`
+/// counts the nodes exactly.)
 #[test]
 fn rebuilds_index_new_nodes_and_free_deleted_ones() {
     for threads in [1, 2] {
@@ -303,16 +305,33 @@ fn rebuilds_index_new_nodes_and_free_deleted_ones() {
         assert!(m.is_rebuilding());
         m.finish_rebuild();
         assert!(!m.is_rebuilding());
-        let nodes = 20_000 * 32;
-        assert!(m.memory_usage() > nodes, "no index after the load: {m:?}");
+        let loaded = m.memory_usage();
+        assert!(
+            loaded > 20_000 * 32,
+            "nodes and index after the load: {m:?}"
+        );
         let mut del: Batch = (0..20_000u64).map(Query::Remove).collect();
         m.execute(&mut del);
         assert_eq!(m.len(), 0);
         m.finish_rebuild();
-        assert_eq!(m.memory_usage(), 0, "deleted nodes kept: {m:?}");
+        assert!(
+            m.memory_usage() < loaded,
+            "the empty index layer kept: {m:?}"
+        );
         assert_eq!(contents(&mut m), []);
         m.execute(&mut load.clone());
+        m.finish_rebuild();
         assert_eq!(contents(&mut m).len(), 20_000);
+        // One worker reuses every freed slot before it takes new memory (with two, a
+        // worker's spare slots may be out of the other's reach, and a new chunk doubles the
+        // nodes' memory: not a deterministic check).
+        if threads == 1 {
+            assert!(
+                m.memory_usage() <= loaded + loaded / 10,
+                "freed nodes not reused: {} bytes, {loaded} after the first load",
+                m.memory_usage()
+            );
+        }
     }
 }
 
@@ -346,21 +365,17 @@ fn deletes_during_a_rebuild_wait_for_the_next_one() {
         m.finish_rebuild();
         let all: Vec<(u64, u64)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();
         assert_eq!(contents(&mut m), all);
-        // Two more rebuilds with no deletes in between free every deleted node.
-        for _ in 0..2 {
+        // Two more rebuilds with no deletes in between free every deleted node (counted
+        // exactly by the unit test `nodes_are_linked_rebuilt_unlinked_and_freed`); nothing is
+        // lost meanwhile.
+        for round in 0..2u64 {
             let mut b: Batch = (0..2000u64)
-                .map(|k| Query::Insert(1_000_000 + k, k))
+                .map(|k| Query::Insert(1_000_000 + 2000 * round + k, k))
                 .collect();
             m.execute(&mut b);
             m.finish_rebuild();
         }
-        let live = (oracle.len() + 2000) * 32;
-        assert!(
-            m.memory_usage() < live + live / 2,
-            "deleted nodes kept: {} bytes for {} keys",
-            m.memory_usage(),
-            m.len()
-        );
+        assert_eq!(contents(&mut m).len(), oracle.len() + 4000);
     }
 }
 

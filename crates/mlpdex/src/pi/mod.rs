@@ -117,6 +117,12 @@
 //!   name, as an internal batch of unlinks; nodes deleted after the scan passed them wait for
 //!   the next rebuild. Until a rebuild, new nodes are found by walking the list from an older
 //!   one.
+//! - **Memory**: nodes live in chunks the map owns (each worker takes slots from a chunk of
+//!   its own, and freed nodes' slots are reused before any new chunk); chunks grow from
+//!   4 KiB to 2 MiB, and the 2 MiB ones, like index levels of 2 MiB and more, ask for
+//!   transparent huge pages ([`Config::huge_pages`]), so a walk's dependent node reads do not
+//!   each also miss the TLB. Memory of freed nodes stays with the map for its next inserts.
+//!   [`Pi::memory_usage`] counts the chunks whole.
 //! - **Threads**: a pool of [`Config::threads`] workers owned by the map
 //!   ([`Pi::set_threads`] replaces it between batches; on a single NUMA node, as on the
 //!   machines measured so far, nothing is pinned). `Pi` is `Send` and `Sync`;
@@ -137,6 +143,7 @@ use raw::index::IndexLayer;
 use raw::node::{Heights, Node, Storage};
 use raw::partition;
 use raw::simd::Kind;
+use raw::slab::Alloc;
 use raw::sort;
 use raw::traverse::{self, Walk};
 
@@ -144,7 +151,7 @@ use core::cmp::Ordering::{Equal, Greater, Less};
 use core::ops::Bound;
 use std::sync::Arc;
 
-use crate::Error;
+use crate::{Error, HugePages};
 
 /// How a [`Pi`] runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -161,6 +168,10 @@ pub struct Config {
     pub group: usize,
     /// Prefetch each query's next index entry during group walks (default on).
     pub prefetch: bool,
+    /// Whether the list's node chunks and the index layer's large levels ask for 2 MiB
+    /// transparent huge pages (see [`HugePages`]; default
+    /// [`Auto`](crate::HugePages::Auto)).
+    pub huge_pages: HugePages,
 }
 
 impl Default for Config {
@@ -171,6 +182,7 @@ impl Default for Config {
             simd: true,
             group: 16,
             prefetch: true,
+            huge_pages: HugePages::Auto,
         }
     }
 }
@@ -204,6 +216,8 @@ pub struct Pi<K: PiKey = u64> {
     pool: Option<rayon_core::ThreadPool>,
     /// Seeds the workers' tower heights, one seed a batch.
     batches: u64,
+    /// Each worker's cursor into the list's node slots (kept between batches).
+    allocs: Vec<Alloc<K>>,
     /// Scratch kept between batches, empty between them: the sorted items, their
     /// interceptions, the sort's splitters and its rows of buckets (one row a worker).
     /// Items borrow their batch, so between batches these hold only the allocations
@@ -292,7 +306,7 @@ impl<K: PiKey> Pi<K> {
             Kind::Scalar
         };
         Ok(Pi {
-            storage: Arc::new(Storage::default()),
+            storage: Arc::new(Storage::new(config.huge_pages)),
             index: IndexLayer::default(),
             generation: 0,
             rebuild: None,
@@ -309,6 +323,7 @@ impl<K: PiKey> Pi<K> {
             config,
             pool,
             batches: 0,
+            allocs: Vec::new(),
             items: Vec::new(),
             handles: Vec::new(),
             splitters: Vec::new(),
@@ -411,10 +426,17 @@ impl<K: PiKey> Pi<K> {
         out
     }
 
-    /// Bytes of the list's nodes (deleted ones not yet freed included) with their keys, and
-    /// of the index layer.
+    /// Bytes of the list's node chunks (slots of deleted nodes and spare slots included),
+    /// of the keys' own heap blocks (byte strings), and of the index layer.
     pub fn memory_usage(&self) -> usize {
-        self.nodes * size_of::<Node<K>>() + self.key_bytes + self.index.memory_usage()
+        self.storage.memory_usage() + self.key_bytes + self.index.memory_usage()
+    }
+
+    /// Bytes mapped directly from the operating system (node chunks and index levels of
+    /// 2 MiB and more), a part of [`memory_usage`](Self::memory_usage); the rest comes from
+    /// the global allocator.
+    pub fn mapped_bytes(&self) -> usize {
+        self.storage.mapped_bytes() + self.index.mapped_bytes()
     }
 
     /// Executes every query of `batch` and stores the answers in it, one per query in the
@@ -482,14 +504,15 @@ impl<K: PiKey> Pi<K> {
     fn start_rebuild(&mut self) {
         let storage = Arc::clone(&self.storage);
         let generation = self.generation + 1;
+        let huge = self.config.huge_pages;
         let spawned = std::thread::Builder::new()
             .name("mlpdex-pi-rebuild".into())
-            .spawn(move || build_index(&storage, generation));
+            .spawn(move || build_index(&storage, generation, huge));
         match spawned {
             Ok(handle) => self.rebuild = Some(handle),
             // No thread to be had: rebuild here (the result is the same, only later).
             Err(_) => {
-                self.index = build_index(&self.storage, generation);
+                self.index = build_index(&self.storage, generation, self.config.huge_pages);
                 self.generation = generation;
                 self.unlink_deleted();
             }
@@ -539,22 +562,18 @@ impl<K: PiKey> Pi<K> {
         self.splitters = recycle(splitters);
         let outputs = self.run_rows(&mut rows);
         self.rows = recycle_rows(rows);
-        let mut freed = 0;
+        drop(nodes);
         for mut out in outputs {
             self.deleted.append(&mut out.kept);
-            for node in out.unlinked {
-                // SAFETY: every worker is done, so no walk stands on an unlinked node; the
-                // list no longer links it (nor does any other unlinked node still in use:
-                // all are freed here together); the index names it not (its generation
-                // differs from the current one); no rebuild scan runs (swaps and this pass
-                // happen between a rebuild's end and the next one's start); and `nodes`,
-                // which borrowed it, is dropped below without being read again.
-                self.key_bytes -= unsafe { node.free() };
-                freed += 1;
-            }
+            self.nodes -= out.unlinked.len();
+            // SAFETY: every worker is done, so no walk stands on an unlinked node; the list
+            // no longer links it (nor does any other unlinked node still in use: all are
+            // freed here together); the index names it not (its generation differs from the
+            // current one); no rebuild scan runs (swaps and this pass happen between a
+            // rebuild's end and the next one's start); and `nodes`, which borrowed it, is
+            // dropped above.
+            self.key_bytes -= unsafe { self.storage.free(out.unlinked) };
         }
-        drop(nodes);
-        self.nodes -= freed;
     }
 
     /// Runs `job(t)` for every worker `t`: on the pool, or here with one worker.
@@ -661,10 +680,14 @@ impl<K: PiKey> Pi<K> {
         self.batches += 1;
         let seed = self.batches.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut outputs: Vec<Output<K>> = (0..threads).map(|_| Output::default()).collect();
+        // The cursors belong to this storage (the map never changes its storage; `clear`
+        // replaces the whole map, cursors included).
+        self.allocs.resize_with(threads, Alloc::default);
         let jobs: Vec<_> = outputs
             .iter_mut()
+            .zip(self.allocs.iter_mut())
             .enumerate()
-            .map(|(t, out)| {
+            .map(|(t, (out, alloc))| {
                 let work = Work {
                     items: &items[plan.bounds[t]..plan.bounds[t + 1]],
                     starts: &starts[plan.bounds[t]..plan.bounds[t + 1]],
@@ -680,7 +703,7 @@ impl<K: PiKey> Pi<K> {
                     let salt = (t as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
                     let mut heights = Heights::new(seed ^ salt);
                     out.points.reserve(work.items.len());
-                    execute::run(storage, &work, &mut heights, out);
+                    execute::run(storage, &work, &mut heights, alloc, out);
                 }
             })
             .collect();
@@ -692,8 +715,9 @@ impl<K: PiKey> Pi<K> {
 }
 
 /// The index layer of the list's live nodes of height 2 and up, each stamped with
-/// `generation` (the stamp keeps a node deleted later linked while this index names it).
-fn build_index<K: Key>(storage: &Storage<K>, generation: u32) -> IndexLayer<K> {
+/// `generation` (the stamp keeps a node deleted later linked while this index names it),
+/// its large levels on huge pages as `huge` asks.
+fn build_index<K: Key>(storage: &Storage<K>, generation: u32, huge: HugePages) -> IndexLayer<K> {
     IndexLayer::build(
         storage
             .iter()
@@ -709,6 +733,7 @@ fn build_index<K: Key>(storage: &Storage<K>, generation: u32) -> IndexLayer<K> {
                     K::second(key),
                 )
             }),
+        huge,
     )
 }
 

@@ -33,7 +33,7 @@ pub const HUGE_PAGE: usize = 2 << 20;
 /// Whether a structure asks the kernel to back its large tables with 2 MiB transparent huge
 /// pages: a field of the `Config` of every structure that maps tables
 /// ([`cuckoo_trie::Config`](crate::cuckoo_trie::Config),
-/// [`mlp_index::Config`](crate::mlp_index::Config)).
+/// [`mlp_index::Config`](crate::mlp_index::Config), [`pi::Config`](crate::pi::Config)).
 ///
 /// Huge pages make random lookups in a large table cheaper (each TLB miss costs a page walk, a
 /// chain of dependent memory reads), at the price of memory rounded up to 2 MiB per table. They
@@ -187,6 +187,86 @@ impl Drop for Region {
     }
 }
 
+/// A read-only array of plain `T`, copied into a [`Region`] on huge pages when it fills one
+/// (and the kernel agrees), kept in its `Vec` otherwise: for tables built by pushing, then
+/// only read at random (PI's index levels).
+///
+/// Invariant: `ptr` points to `len` initialised elements of `T`, at the start of `mapped`
+/// when that is `Some`, in `vec`'s buffer otherwise; neither is written or freed while `self`
+/// lives.
+#[derive(Debug)]
+pub(crate) struct HugeSlice<T: Copy> {
+    ptr: NonNull<T>,
+    len: usize,
+    vec: Vec<T>,
+    mapped: Option<Region>,
+}
+
+// SAFETY: a `HugeSlice` owns its elements like a `Vec<T>` and gives only shared access.
+unsafe impl<T: Copy + Send> Send for HugeSlice<T> {}
+// SAFETY: as above.
+unsafe impl<T: Copy + Sync> Sync for HugeSlice<T> {}
+
+impl<T: Copy> Default for HugeSlice<T> {
+    fn default() -> Self {
+        HugeSlice::new(Vec::new(), HugePages::Never)
+    }
+}
+
+impl<T: Copy> HugeSlice<T> {
+    /// The elements of `vec`, moved to huge pages when `huge` asks and they fill one.
+    pub(crate) fn new(mut vec: Vec<T>, huge: HugePages) -> HugeSlice<T> {
+        let bytes = size_of_val(vec.as_slice());
+        if huge.requested()
+            && bytes >= HUGE_PAGE
+            && align_of::<T>() <= 4096
+            && let Ok(mut r) = Region::new_zeroed(bytes, huge)
+        {
+            let dst = r.as_mut_slice().as_mut_ptr().cast::<T>();
+            // SAFETY: the region holds at least `bytes` bytes, is page-aligned (so aligned for
+            // `T`, checked above) and does not overlap the vector; `T: Copy`.
+            unsafe { core::ptr::copy_nonoverlapping(vec.as_ptr(), dst, vec.len()) };
+            return HugeSlice {
+                ptr: NonNull::new(dst).expect("a mapping"),
+                len: vec.len(),
+                vec: Vec::new(),
+                mapped: Some(r),
+            };
+        }
+        vec.shrink_to_fit();
+        HugeSlice {
+            ptr: NonNull::new(vec.as_mut_ptr()).expect("a vector's pointer"),
+            len: vec.len(),
+            vec,
+            mapped: None,
+        }
+    }
+
+    /// Bytes of the mapping (0 in a vector).
+    pub(crate) fn mapped_bytes(&self) -> usize {
+        self.mapped.as_ref().map_or(0, Region::memory_usage)
+    }
+
+    /// Bytes owned: the mapping, or the vector's buffer.
+    pub(crate) fn memory_usage(&self) -> usize {
+        match &self.mapped {
+            Some(r) => r.memory_usage(),
+            None => self.vec.capacity() * size_of::<T>(),
+        }
+    }
+}
+
+impl<T: Copy> core::ops::Deref for HugeSlice<T> {
+    type Target = [T];
+
+    #[inline(always)]
+    fn deref(&self) -> &[T] {
+        // SAFETY: the invariant: `len` elements at `ptr`, alive and unwritten while `self` is
+        // borrowed.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
 /// Unmaps a whole mapping made by [`map`] or [`map_aligned`].
 ///
 /// # Safety
@@ -304,6 +384,25 @@ fn advise_huge(_ptr: NonNull<u8>, _len: usize) {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A slice keeps its elements whether it stays in its vector or moves to a mapping.
+    #[test]
+    fn huge_slices_keep_their_elements() {
+        let small: Vec<u64> = (0..1000).collect();
+        let s = HugeSlice::new(small.clone(), HugePages::Always);
+        assert_eq!(&*s, &small[..]);
+        assert_eq!(s.mapped_bytes(), 0);
+        // Page-sized elements keep this cheap under miri.
+        let big: Vec<[u8; 4096]> = (0..HUGE_PAGE / 4096 + 3).map(|i| [i as u8; 4096]).collect();
+        let s = HugeSlice::new(big.clone(), HugePages::Always);
+        assert!(s.iter().zip(&big).all(|(a, b)| a == b) && s.len() == big.len());
+        assert!(s.mapped_bytes() >= 4096 * big.len());
+        assert_eq!(s.memory_usage(), s.mapped_bytes());
+        let s = HugeSlice::new(big.clone(), HugePages::Never);
+        assert_eq!(s.len(), big.len());
+        assert_eq!(s.mapped_bytes(), 0);
+        assert!(HugeSlice::<u64>::default().is_empty());
+    }
 
     #[test]
     fn small_region_is_zeroed_and_writable() {

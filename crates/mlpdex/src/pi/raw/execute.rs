@@ -27,6 +27,7 @@ use core::ops::Bound;
 use core::sync::atomic::Ordering::Relaxed;
 
 use super::node::{Heights, MAX_HEIGHT, Node, Storage, UNLINKED, Unlinked};
+use super::slab::Alloc;
 use crate::pi::key::sealed::Key;
 use crate::substrate::prefetch::prefetch_read;
 
@@ -207,6 +208,7 @@ pub(crate) fn run<'s, K: Key>(
     storage: &'s Storage<K>,
     work: &Work<'_, '_, 's, K>,
     heights: &mut Heights,
+    alloc: &mut Alloc<K>,
     out: &mut Output<K>,
 ) {
     debug_assert_eq!(work.items.len(), work.starts.len());
@@ -268,7 +270,7 @@ pub(crate) fn run<'s, K: Key>(
                     }
                     old
                 } else {
-                    cursor = storage.insert_after(f, item.key, v, heights.next());
+                    cursor = storage.insert_after(alloc, f, item.key, v, heights.next());
                     out.key_bytes += K::heap_bytes(&cursor.key);
                     out.delta += 1;
                     out.linked += 1;

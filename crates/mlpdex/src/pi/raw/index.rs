@@ -31,8 +31,10 @@ use core::marker::PhantomData;
 
 use super::node::Node;
 use super::simd::{M, Rank, flip};
+use crate::HugePages;
 use crate::pi::key::sealed::Key;
 use crate::substrate::prefetch::prefetch_read;
+use crate::substrate::region::HugeSlice;
 
 /// `M` keys (stored [`flip`]ped) and the route down from each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,9 +46,22 @@ pub(crate) struct Entry {
 
 const _: () = assert!(size_of::<Entry>() == 64 && align_of::<Entry>() == 64);
 
-/// One level: its entries and how many keys they hold.
-#[derive(Clone, Debug, Default)]
+/// One level: its entries (on huge pages when they fill one) and how many keys they hold.
+#[derive(Debug, Default)]
 struct Level {
+    entries: HugeSlice<Entry>,
+    /// Read by the tests' audit only (walks need no count: invariant 2).
+    #[cfg(test)]
+    keys: usize,
+    /// For keys that can tie on their prefix: each slot's second word and node (slot `s` of
+    /// entry `e` at `e * M + s`, padded like the entries), to settle a tie; empty for `u64`
+    /// keys.
+    ties: HugeSlice<Tie>,
+}
+
+/// A level while [`IndexLayer::build`] fills it.
+#[derive(Debug, Default)]
+struct Growing {
     entries: Vec<Entry>,
     keys: usize,
     /// For keys that can tie on their prefix: each slot's second word and node (slot `s` of
@@ -63,7 +78,7 @@ struct Tie {
     handle: u64,
 }
 
-impl Level {
+impl Growing {
     fn push(&mut self, prefix: u64, down: u64, handle: Option<Tie>) {
         let slot = self.keys % M;
         if slot == 0 {
@@ -86,6 +101,17 @@ impl Level {
         self.keys += 1;
     }
 
+    fn done(self, huge: HugePages) -> Level {
+        Level {
+            entries: HugeSlice::new(self.entries, huge),
+            #[cfg(test)]
+            keys: self.keys,
+            ties: HugeSlice::new(self.ties, huge),
+        }
+    }
+}
+
+impl Level {
     /// Number of keys of entry `e` (`e < entries.len()`) at most the (flipped) query. Exact
     /// without knowing how many slots are filled: the slots after a last entry's keys repeat
     /// its last key and route (invariant 2), so counting them changes no route taken.
@@ -190,9 +216,13 @@ enum Next {
 impl<K: Key> IndexLayer<K> {
     /// Builds the levels from the data nodes of height at least 2, in ascending key order:
     /// `(prefix, height, handle, second word)`, the handle the address of a `Node<K>`. One
-    /// scan fills every level at once.
-    pub(crate) fn build(nodes: impl IntoIterator<Item = (u64, usize, u64, u64)>) -> IndexLayer<K> {
-        let mut levels: Vec<Level> = Vec::new();
+    /// scan fills every level at once; levels that fill a huge page move to huge pages as
+    /// `huge` asks.
+    pub(crate) fn build(
+        nodes: impl IntoIterator<Item = (u64, usize, u64, u64)>,
+        huge: HugePages,
+    ) -> IndexLayer<K> {
+        let mut levels: Vec<Growing> = Vec::new();
         let mut last: Option<u64> = None;
         for (key, height, handle, second) in nodes {
             debug_assert!(height >= 2, "level 1 holds nodes of height above 1");
@@ -203,7 +233,7 @@ impl<K: Key> IndexLayer<K> {
             );
             last = Some(key);
             if levels.len() < height - 1 {
-                levels.resize_with(height - 1, Level::default);
+                levels.resize_with(height - 1, Growing::default);
             }
             debug_assert!(handle != u64::MAX);
             let mut down = handle;
@@ -220,7 +250,7 @@ impl<K: Key> IndexLayer<K> {
             }
         }
         IndexLayer {
-            levels,
+            levels: levels.into_iter().map(|lv| lv.done(huge)).collect(),
             _keys: PhantomData,
         }
     }
@@ -231,13 +261,19 @@ impl<K: Key> IndexLayer<K> {
         self.levels.len()
     }
 
+    /// Bytes of the levels mapped from the operating system (on huge pages).
+    pub(crate) fn mapped_bytes(&self) -> usize {
+        self.levels
+            .iter()
+            .map(|lv| lv.entries.mapped_bytes() + lv.ties.mapped_bytes())
+            .sum()
+    }
+
     /// Bytes of the entries.
     pub(crate) fn memory_usage(&self) -> usize {
         self.levels
             .iter()
-            .map(|lv| {
-                lv.entries.capacity() * size_of::<Entry>() + lv.ties.capacity() * size_of::<Tie>()
-            })
+            .map(|lv| lv.entries.memory_usage() + lv.ties.memory_usage())
             .sum()
     }
 
@@ -437,11 +473,12 @@ mod tests {
 
     #[test]
     fn empty_and_tiny_layers() {
-        let ix = IndexLayer::<u64>::build([]);
+        let ix = IndexLayer::<u64>::build([], HugePages::Never);
         assert_eq!(ix.height(), 0);
         check(&ix, &[], &[0, 5, u64::MAX]);
         for n in [vec![(7, 2, 1)], vec![(0, 3, 1)], vec![(u64::MAX, 5, 9)]] {
-            let ix = IndexLayer::<u64>::build(n.iter().map(|&(k, h, x)| (k, h, x, 0)));
+            let ix =
+                IndexLayer::<u64>::build(n.iter().map(|&(k, h, x)| (k, h, x, 0)), HugePages::Never);
             ix.audit(&n);
             check(&ix, &n, &[0, 1, 6, 7, 8, u64::MAX - 1, u64::MAX]);
         }
@@ -467,7 +504,10 @@ mod tests {
                 } else {
                     nodes(&mut rng, n, |r| r.next_u64())
                 };
-                let ix = IndexLayer::<u64>::build(ns.iter().map(|&(k, h, x)| (k, h, x, 0)));
+                let ix = IndexLayer::<u64>::build(
+                    ns.iter().map(|&(k, h, x)| (k, h, x, 0)),
+                    HugePages::Never,
+                );
                 ix.audit(&ns);
                 let mut qs: Vec<u64> = ns
                     .iter()
@@ -513,16 +553,20 @@ mod tests {
         let storage = Storage::<Vec<u8>>::default();
         let mut pred = storage.head();
         let mut nodes = Vec::new();
+        let mut alloc = super::super::slab::Alloc::default();
         for k in &keys {
             let h = 2 + (rng.below(4) == 0) as u8 + (rng.below(16) == 0) as u8;
-            pred = storage.insert_after(pred, BytesRef::new(k), 0, h);
+            pred = storage.insert_after(&mut alloc, pred, BytesRef::new(k), 0, h);
             let handle = (pred as *const Node<Vec<u8>>).expose_provenance() as u64;
             nodes.push((k.clone(), h as usize, handle));
         }
-        let ix = IndexLayer::<Vec<u8>>::build(nodes.iter().map(|(k, h, handle)| {
-            let r = BytesRef::new(k);
-            (<Vec<u8>>::prefix(r), *h, *handle, <Vec<u8>>::second(r))
-        }));
+        let ix = IndexLayer::<Vec<u8>>::build(
+            nodes.iter().map(|(k, h, handle)| {
+                let r = BytesRef::new(k);
+                (<Vec<u8>>::prefix(r), *h, *handle, <Vec<u8>>::second(r))
+            }),
+            HugePages::Never,
+        );
         let mut queries: Vec<Vec<u8>> = Vec::new();
         for k in &keys {
             queries.push(k.clone());

@@ -6,5 +6,6 @@ pub(crate) mod index;
 pub(crate) mod node;
 pub(crate) mod partition;
 pub(crate) mod simd;
+pub(crate) mod slab;
 pub(crate) mod sort;
 pub(crate) mod traverse;

@@ -2,8 +2,9 @@
 //! nodes (key, value, height, deleted flag) behind a head node that stands for minus
 //! infinity.
 //!
-//! Ownership: the [`Storage`] owns every node. A node is freed only when the storage drops,
-//! or through [`Unlinked::free`] after [`Storage::unlink_after`] took it out of the list;
+//! Ownership: the [`Storage`] owns every node, in the slots of its [`Slab`] (`slab.rs`:
+//! chunks on huge pages, a cursor a worker). A node is dropped only when the storage drops,
+//! or through [`Storage::free`] after [`Storage::unlink_after`] took it out of the list;
 //! `free`'s contract is that no reference to the node exists or will be made. So every node
 //! reachable from the head is alive, and a node reached while a `&Storage` lives stays alive
 //! for as long as the unlinker keeps that contract (`Pi` unlinks only in an internal batch
@@ -21,6 +22,8 @@ use core::cmp::Ordering::{Greater, Less};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::Ordering;
 
+use super::slab::{Alloc, Slab};
+use crate::HugePages;
 use crate::pi::key::sealed::Key;
 
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
@@ -48,15 +51,15 @@ pub(crate) struct Node<K: Key> {
 }
 
 impl<K: Key> Node<K> {
-    fn boxed(key: K::Stored, value: u64, height: u8, next: *mut Node<K>) -> Box<Node<K>> {
-        Box::new(Node {
+    fn new(key: K::Stored, value: u64, height: u8, next: *mut Node<K>) -> Node<K> {
+        Node {
             key,
             value: AtomicU64::new(value),
             next: AtomicPtr::new(next),
             height,
             deleted: AtomicBool::new(false),
             indexed: AtomicU32::new(0),
-        })
+        }
     }
 
     /// The next node, if any.
@@ -83,26 +86,43 @@ impl<K: Key> Node<K> {
     }
 }
 
-/// The list: the head node and everything linked from it.
+/// The list: the head node and everything linked from it, and the slots of its nodes.
 #[derive(Debug)]
 pub(crate) struct Storage<K: Key> {
     head: Box<Node<K>>,
+    slab: Slab<K>,
 }
 
 impl<K: Key> Default for Storage<K> {
     fn default() -> Self {
-        Storage {
-            head: Node::boxed(
-                K::Stored::default(),
-                0,
-                MAX_HEIGHT as u8 + 1,
-                ptr::null_mut(),
-            ),
-        }
+        Storage::new(HugePages::Auto)
     }
 }
 
 impl<K: Key> Storage<K> {
+    /// An empty list whose node chunks ask for huge pages as `huge` says.
+    pub(crate) fn new(huge: HugePages) -> Self {
+        Storage {
+            head: Box::new(Node::new(
+                K::Stored::default(),
+                0,
+                MAX_HEIGHT as u8 + 1,
+                ptr::null_mut(),
+            )),
+            slab: Slab::new(huge),
+        }
+    }
+
+    /// Bytes of the node chunks (used slots or not; keys' own heap bytes aside).
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.slab.memory_usage()
+    }
+
+    /// Bytes of the node chunks mapped from the operating system.
+    pub(crate) fn mapped_bytes(&self) -> usize {
+        self.slab.mapped_bytes()
+    }
+
     /// The head node (no key; smaller than every key).
     #[inline(always)]
     pub(crate) fn head(&self) -> &Node<K> {
@@ -115,11 +135,13 @@ impl<K: Key> Storage<K> {
         ptr::eq(n, &*self.head)
     }
 
-    /// Links a new node after `pred`, before `pred`'s successor, and returns it. The caller
-    /// keeps the list sorted (`pred.key < key < successor's key`) and is the only writer of
-    /// `pred`'s link (the executor's partition).
+    /// Links a new node after `pred`, before `pred`'s successor, and returns it; its slot
+    /// comes from `alloc`, a cursor of this storage. The caller keeps the list sorted
+    /// (`pred.key < key < successor's key`) and is the only writer of `pred`'s link (the
+    /// executor's partition).
     pub(crate) fn insert_after<'s>(
         &'s self,
+        alloc: &mut Alloc<K>,
         pred: &'s Node<K>,
         key: K::Ref<'_>,
         value: u64,
@@ -129,11 +151,14 @@ impl<K: Key> Storage<K> {
         debug_assert!(self.is_head(pred) || K::order(pred.key(), key) == Less);
         // SAFETY: as in `Node::next`: a non-null link points to a live node of this storage.
         debug_assert!(unsafe { next.as_ref() }.is_none_or(|n| K::order(n.key(), key) == Greater));
-        let node = Box::into_raw(Node::boxed(K::store(key), value, height, next));
+        let node = self.slab.take(alloc).as_ptr();
+        // SAFETY: a slot of this storage's slab, holding no value and referred to by nothing
+        // (slab.rs, invariants 2 and 3); it is the node's from now on.
+        unsafe { node.write(Node::new(K::store(key), value, height, next)) };
         // Release: a reader that loads the new link sees the node's fields and link.
         pred.next.store(node, Ordering::Release);
-        // SAFETY: just allocated and now owned by the list; freed only when the list drops or
-        // through `Unlinked::free`, whose contract covers this borrow (see `Node::next`).
+        // SAFETY: just written and now owned by the list; dropped only when the list drops or
+        // through `Storage::free`, whose contract covers this borrow (see `Node::next`).
         unsafe { &*node }
     }
 
@@ -156,8 +181,8 @@ impl<K: Key> Storage<K> {
     /// can reach it. The caller is the only writer of `pred`'s link (the executor's
     /// partition) and checked that `node` follows `pred`.
     pub(crate) fn unlink_after(&self, pred: &Node<K>, node: &Node<K>) -> Unlinked<K> {
-        // The link's pointer, not one made from `&Node`: it carries the allocation's own
-        // permissions (from `Box::into_raw`), which freeing needs.
+        // The link's pointer, not one made from `&Node`: it carries the slot's own
+        // permissions (from its chunk), which dropping the node needs.
         let raw = pred.next.load(Ordering::Relaxed);
         assert!(ptr::eq(raw, node), "unlink_after: not the successor");
         debug_assert!(pred.indexed.load(Ordering::Relaxed) != UNLINKED);
@@ -168,7 +193,7 @@ impl<K: Key> Storage<K> {
     }
 }
 
-/// A node unlinked from its list, not yet freed.
+/// A node unlinked from its list, not yet freed ([`Storage::free`]).
 #[derive(Debug)]
 pub(crate) struct Unlinked<K: Key>(NonNull<Node<K>>);
 
@@ -176,17 +201,27 @@ pub(crate) struct Unlinked<K: Key>(NonNull<Node<K>>);
 // atomics or immutable); moving the claim to another thread moves nothing else.
 unsafe impl<K: Key> Send for Unlinked<K> {}
 
-impl<K: Key> Unlinked<K> {
-    /// Frees the node; returns the heap bytes its key owned.
+impl<K: Key> Storage<K> {
+    /// Drops the unlinked nodes and gives their slots back for reuse; returns the heap bytes
+    /// their keys owned.
     ///
     /// # Safety
-    /// No reference to the node may be alive or made later: no walk may stand on it or reach
-    /// it through the link of another unlinked node still in use, and no index may name it.
-    pub(crate) unsafe fn free(self) -> usize {
-        // SAFETY: the node came from `Box::into_raw` (`insert_after`); it is unlinked and,
-        // by the caller's contract, unreachable, so this is its only release.
-        let node = unsafe { Box::from_raw(self.0.as_ptr()) };
-        K::heap_bytes(&node.key)
+    /// Each node was unlinked from this storage, and no reference to it may be alive or made
+    /// later: no walk may stand on it or reach it through the link of another unlinked node
+    /// still in use, and no index may name it.
+    pub(crate) unsafe fn free(&self, nodes: Vec<Unlinked<K>>) -> usize {
+        let mut bytes = 0;
+        for n in &nodes {
+            // SAFETY: the node is unlinked and, by the caller's contract, unreachable, so
+            // this is its only drop; the slot stays allocated (its chunk lives on).
+            bytes += K::heap_bytes(unsafe { &n.0.as_ref().key });
+            // SAFETY: as above.
+            unsafe { ptr::drop_in_place(n.0.as_ptr()) };
+        }
+        // SAFETY: the slots are of this storage's slab (`insert_after`), their nodes were
+        // just dropped, and nothing refers to them (the caller's contract).
+        unsafe { self.slab.give_back(nodes.into_iter().map(|n| n.0)) };
+        bytes
     }
 }
 
@@ -194,10 +229,15 @@ impl<K: Key> Drop for Storage<K> {
     fn drop(&mut self) {
         let mut cur = self.head.next.load(Ordering::Relaxed);
         while !cur.is_null() {
-            // SAFETY: every non-null link came from `Box::into_raw` and is freed once: here,
-            // walking the list that owns it, with nothing else borrowing it.
-            let node = unsafe { Box::from_raw(cur) };
-            cur = node.next.load(Ordering::Relaxed);
+            // SAFETY: every non-null link is a node written into a slot by `insert_after`,
+            // dropped once: here, walking the list that owns it, with nothing else borrowing
+            // it (unlinked nodes were dropped by `free` or stay leaked, never linked). The
+            // slots go with the slab, after this.
+            unsafe {
+                let next = (*cur).next.load(Ordering::Relaxed);
+                ptr::drop_in_place(cur);
+                cur = next;
+            }
         }
     }
 }
@@ -231,23 +271,36 @@ mod tests {
     #[test]
     fn links_iterate_and_unlink() {
         let s = Storage::<u64>::default();
-        let a = s.insert_after(s.head(), 10, 1, 1);
-        let c = s.insert_after(a, 30, 3, 2);
-        let b = s.insert_after(a, 20, 2, 1);
-        s.insert_after(c, 40, 4, 1);
+        let mut al = Alloc::default();
+        let a = s.insert_after(&mut al, s.head(), 10, 1, 1);
+        let c = s.insert_after(&mut al, a, 30, 3, 2);
+        let b = s.insert_after(&mut al, a, 20, 2, 1);
+        s.insert_after(&mut al, c, 40, 4, 1);
         let keys: Vec<u64> = s.iter().map(|n| n.key).collect();
         assert_eq!(keys, [10, 20, 30, 40]);
         b.deleted.store(true, Ordering::Relaxed);
         assert_eq!(b.live_value(), None);
         let gone = s.unlink_after(a, b);
         // SAFETY: nothing refers to the node any more (`b` is not used again).
-        unsafe { gone.free() };
+        unsafe { s.free(vec![gone]) };
         let first = s.head().next().expect("a node");
         let gone = s.unlink_after(s.head(), first);
         // SAFETY: as above.
-        unsafe { gone.free() };
+        unsafe { s.free(vec![gone]) };
+        // The two slots are handed out again before any other.
+        let before = s.memory_usage();
+        let mut fresh = Alloc::default();
+        let last = s.iter().last().expect("a node");
+        let x = s.insert_after(&mut fresh, last, 50, 5, 1);
+        let y = s.insert_after(&mut fresh, x, 60, 6, 1);
+        assert_eq!(s.memory_usage(), before);
+        let keys: Vec<u64> = s.iter().map(|n| n.key).collect();
+        assert_eq!(keys, [30, 40, 50, 60]);
+        let gone = s.unlink_after(x, y);
+        // SAFETY: as above.
+        unsafe { s.free(vec![gone]) };
         let keys: Vec<(u64, Option<u64>)> = s.iter().map(|n| (n.key, n.live_value())).collect();
-        assert_eq!(keys, [(30, Some(3)), (40, Some(4))]);
+        assert_eq!(keys, [(30, Some(3)), (40, Some(4)), (50, Some(5))]);
         assert!(s.is_head(s.head()));
     }
 
@@ -295,9 +348,10 @@ mod loom_model {
     /// The list `10 -> 20 -> 30` (heights 2, 1, 2).
     fn list() -> Arc<Storage<u64>> {
         let s = Storage::default();
-        let n10 = s.insert_after(s.head(), 10, 100, 2);
-        let n20 = s.insert_after(n10, 20, 200, 1);
-        s.insert_after(n20, 30, 300, 2);
+        let mut al = Alloc::default();
+        let n10 = s.insert_after(&mut al, s.head(), 10, 100, 2);
+        let n20 = s.insert_after(&mut al, n10, 20, 200, 1);
+        s.insert_after(&mut al, n20, 30, 300, 2);
         Arc::new(s)
     }
 
@@ -316,7 +370,7 @@ mod loom_model {
                 let s = s.clone();
                 loom::thread::spawn(move || {
                     let n10 = node(&s, 10);
-                    s.insert_after(n10, 15, 150, 3);
+                    s.insert_after(&mut Alloc::default(), n10, 15, 150, 3);
                     node(&s, 20).deleted.store(true, Ordering::Relaxed);
                 })
             };
@@ -325,8 +379,9 @@ mod loom_model {
                 let s = s.clone();
                 loom::thread::spawn(move || {
                     let n30 = node(&s, 30);
-                    s.insert_after(n30, 35, 350, 1);
-                    s.insert_after(n30, 33, 330, 2);
+                    let mut al = Alloc::default();
+                    s.insert_after(&mut al, n30, 35, 350, 1);
+                    s.insert_after(&mut al, n30, 33, 330, 2);
                 })
             };
             // The rebuild's scan, as `build_index` reads the list.
