@@ -165,10 +165,6 @@ impl<const V: u8> BenchIndex for PiIndex<V> {
         either!(self, t => t.pi.finish_rebuild())
     }
 
-    fn mapped_bytes(&self) -> usize {
-        either!(self, t => t.pi.mapped_bytes())
-    }
-
     fn notes(&self, keys: usize) -> Vec<String> {
         vec![format!(
             "index layer, nodes and keys {:.1} B/key",

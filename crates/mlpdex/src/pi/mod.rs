@@ -432,13 +432,6 @@ impl<K: PiKey> Pi<K> {
         self.storage.memory_usage() + self.key_bytes + self.index.memory_usage()
     }
 
-    /// Bytes mapped directly from the operating system (node chunks and index levels of
-    /// 2 MiB and more), a part of [`memory_usage`](Self::memory_usage); the rest comes from
-    /// the global allocator.
-    pub fn mapped_bytes(&self) -> usize {
-        self.storage.mapped_bytes() + self.index.mapped_bytes()
-    }
-
     /// Executes every query of `batch` and stores the answers in it, one per query in the
     /// batch's order: those of running the queries one at a time in that order.
     pub fn execute(&mut self, batch: &mut Batch<K>) {

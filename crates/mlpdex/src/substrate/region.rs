@@ -187,11 +187,66 @@ impl Drop for Region {
     }
 }
 
-/// A read-only array of plain `T`, copied into a [`Region`] on huge pages when it fills one
-/// (and the kernel agrees), kept in its `Vec` otherwise: for tables built by pushing, then
-/// only read at random (PI's index levels).
+/// A block of the global allocator for a large table: aligned to a huge page when it fills
+/// one, and then advised to be backed by huge pages when [`HugePages`] asks. Unlike a
+/// [`Region`], its memory is the allocator's: a heap already on huge pages (or prefaulted, as
+/// the benchmark harness's) serves it as it serves every other allocation, and the system
+/// allocator maps a fresh block that the advice puts on huge pages.
 ///
-/// Invariant: `ptr` points to `len` initialised elements of `T`, at the start of `mapped`
+/// Invariant: `ptr` is a live allocation of `layout`, owned by the block, uninitialised until
+/// its user writes it.
+#[derive(Debug)]
+pub(crate) struct HugeBlock {
+    ptr: NonNull<u8>,
+    layout: core::alloc::Layout,
+}
+
+// SAFETY: a block is plain memory uniquely owned, like a `Box<[MaybeUninit<u8>]>`.
+unsafe impl Send for HugeBlock {}
+// SAFETY: the block hands out only raw pointers; their users give their own proofs.
+unsafe impl Sync for HugeBlock {}
+
+impl HugeBlock {
+    /// A block of `bytes` (at least 1) aligned to `align` (a power of two), or to a huge page
+    /// when `bytes` fills one; `None` if the allocator refuses.
+    pub(crate) fn new(bytes: usize, align: usize, huge: HugePages) -> Option<HugeBlock> {
+        let bytes = bytes.max(1);
+        let fills = bytes >= HUGE_PAGE;
+        let align = if fills { align.max(HUGE_PAGE) } else { align };
+        let layout = core::alloc::Layout::from_size_align(bytes, align).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = NonNull::new(unsafe { std::alloc::alloc(layout) })?;
+        if fills && huge.requested() {
+            advise_huge(ptr, bytes);
+        }
+        Some(HugeBlock { ptr, layout })
+    }
+
+    /// Start of the block.
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Bytes of the block.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+impl Drop for HugeBlock {
+    fn drop(&mut self) {
+        // SAFETY: the invariant: allocated with this layout, freed once, here.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+/// A read-only array of plain `T` for a table built by pushing, then only read at random
+/// (PI's index levels): once it fills a huge page it is copied into a [`HugeBlock`], so it
+/// asks for huge pages as `huge` says; smaller, it stays in its `Vec`.
+///
+/// Invariant: `ptr` points to `len` initialised elements of `T`, at the start of `block`
 /// when that is `Some`, in `vec`'s buffer otherwise; neither is written or freed while `self`
 /// lives.
 #[derive(Debug)]
@@ -199,7 +254,7 @@ pub(crate) struct HugeSlice<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
     vec: Vec<T>,
-    mapped: Option<Region>,
+    block: Option<HugeBlock>,
 }
 
 // SAFETY: a `HugeSlice` owns its elements like a `Vec<T>` and gives only shared access.
@@ -214,23 +269,21 @@ impl<T: Copy> Default for HugeSlice<T> {
 }
 
 impl<T: Copy> HugeSlice<T> {
-    /// The elements of `vec`, moved to huge pages when `huge` asks and they fill one.
+    /// The elements of `vec`, copied to a huge-page block when they fill a huge page.
     pub(crate) fn new(mut vec: Vec<T>, huge: HugePages) -> HugeSlice<T> {
         let bytes = size_of_val(vec.as_slice());
-        if huge.requested()
-            && bytes >= HUGE_PAGE
-            && align_of::<T>() <= 4096
-            && let Ok(mut r) = Region::new_zeroed(bytes, huge)
+        if bytes >= HUGE_PAGE
+            && let Some(block) = HugeBlock::new(bytes, align_of::<T>(), huge)
         {
-            let dst = r.as_mut_slice().as_mut_ptr().cast::<T>();
-            // SAFETY: the region holds at least `bytes` bytes, is page-aligned (so aligned for
-            // `T`, checked above) and does not overlap the vector; `T: Copy`.
+            let dst = block.as_ptr().cast::<T>();
+            // SAFETY: the block holds `bytes` bytes aligned for `T` (at least `align_of::<T>()`)
+            // and does not overlap the vector; `T: Copy`.
             unsafe { core::ptr::copy_nonoverlapping(vec.as_ptr(), dst, vec.len()) };
             return HugeSlice {
-                ptr: NonNull::new(dst).expect("a mapping"),
+                ptr: NonNull::new(dst).expect("an allocation"),
                 len: vec.len(),
                 vec: Vec::new(),
-                mapped: Some(r),
+                block: Some(block),
             };
         }
         vec.shrink_to_fit();
@@ -238,19 +291,20 @@ impl<T: Copy> HugeSlice<T> {
             ptr: NonNull::new(vec.as_mut_ptr()).expect("a vector's pointer"),
             len: vec.len(),
             vec,
-            mapped: None,
+            block: None,
         }
     }
 
-    /// Bytes of the mapping (0 in a vector).
-    pub(crate) fn mapped_bytes(&self) -> usize {
-        self.mapped.as_ref().map_or(0, Region::memory_usage)
+    /// Whether the elements moved to a huge-page block.
+    #[cfg(test)]
+    fn in_block(&self) -> bool {
+        self.block.is_some()
     }
 
-    /// Bytes owned: the mapping, or the vector's buffer.
+    /// Bytes owned: the block, or the vector's buffer.
     pub(crate) fn memory_usage(&self) -> usize {
-        match &self.mapped {
-            Some(r) => r.memory_usage(),
+        match &self.block {
+            Some(b) => b.len(),
             None => self.vec.capacity() * size_of::<T>(),
         }
     }
@@ -385,22 +439,23 @@ fn advise_huge(_ptr: NonNull<u8>, _len: usize) {}
 mod tests {
     use super::*;
 
-    /// A slice keeps its elements whether it stays in its vector or moves to a mapping.
+    /// A slice keeps its elements whether it stays in its vector or moves to a block, and a
+    /// block that fills a huge page is aligned to one.
     #[test]
     fn huge_slices_keep_their_elements() {
         let small: Vec<u64> = (0..1000).collect();
         let s = HugeSlice::new(small.clone(), HugePages::Always);
         assert_eq!(&*s, &small[..]);
-        assert_eq!(s.mapped_bytes(), 0);
+        assert!(!s.in_block());
         // Page-sized elements keep this cheap under miri.
         let big: Vec<[u8; 4096]> = (0..HUGE_PAGE / 4096 + 3).map(|i| [i as u8; 4096]).collect();
-        let s = HugeSlice::new(big.clone(), HugePages::Always);
-        assert!(s.iter().zip(&big).all(|(a, b)| a == b) && s.len() == big.len());
-        assert!(s.mapped_bytes() >= 4096 * big.len());
-        assert_eq!(s.memory_usage(), s.mapped_bytes());
-        let s = HugeSlice::new(big.clone(), HugePages::Never);
-        assert_eq!(s.len(), big.len());
-        assert_eq!(s.mapped_bytes(), 0);
+        for huge in [HugePages::Always, HugePages::Never] {
+            let s = HugeSlice::new(big.clone(), huge);
+            assert!(s.in_block());
+            assert!((s.as_ptr() as usize).is_multiple_of(HUGE_PAGE));
+            assert!(s.iter().zip(&big).all(|(a, b)| a == b) && s.len() == big.len());
+            assert_eq!(s.memory_usage(), 4096 * big.len());
+        }
         assert!(HugeSlice::<u64>::default().is_empty());
     }
 

@@ -261,14 +261,6 @@ impl<K: Key> IndexLayer<K> {
         self.levels.len()
     }
 
-    /// Bytes of the levels mapped from the operating system (on huge pages).
-    pub(crate) fn mapped_bytes(&self) -> usize {
-        self.levels
-            .iter()
-            .map(|lv| lv.entries.mapped_bytes() + lv.ties.mapped_bytes())
-            .sum()
-    }
-
     /// Bytes of the entries.
     pub(crate) fn memory_usage(&self) -> usize {
         self.levels

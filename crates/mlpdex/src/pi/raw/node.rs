@@ -118,11 +118,6 @@ impl<K: Key> Storage<K> {
         self.slab.memory_usage()
     }
 
-    /// Bytes of the node chunks mapped from the operating system.
-    pub(crate) fn mapped_bytes(&self) -> usize {
-        self.slab.mapped_bytes()
-    }
-
     /// The head node (no key; smaller than every key).
     #[inline(always)]
     pub(crate) fn head(&self) -> &Node<K> {

@@ -6,9 +6,10 @@
 //! miss is a page walk of its own; on huge pages the walk's entries stay cached. Slots also
 //! cost no allocator header (a 32-byte `u64` node takes 48 bytes from glibc's malloc).
 //!
-//! How: a [`Slab`] owns every chunk; chunks grow geometrically from 4 KiB (on the heap) up
-//! to [`HUGE_PAGE`] (mapped, with huge pages as [`HugePages`] asks), so a small map stays
-//! small. Each worker allocates through its own [`Alloc`], a cursor that bumps through a
+//! How: a [`Slab`] owns every chunk; chunks grow geometrically from 4 KiB up to
+//! [`HUGE_PAGE`], so a small map stays small, and come from the global allocator as
+//! [`HugeBlock`]s: those of a huge page are aligned to one and advised onto huge pages as
+//! [`HugePages`] asks. Each worker allocates through its own [`Alloc`], a cursor that bumps through a
 //! chunk of its own and keeps a few freed slots, so the shared lock is taken once a chunk
 //! (or once per [`REFILL`] reused slots), never a node. Freed slots go back to the slab's
 //! free list and are handed out again before any new chunk.
@@ -19,14 +20,14 @@
 //!    slab's free list, or holding a node (which its storage owns).
 //! 3. Slots in a cursor's range, its spares or the free list hold no value (nothing to drop).
 
-use core::mem::{MaybeUninit, size_of};
+use core::mem::size_of;
 use core::ptr::NonNull;
 use std::sync::Mutex;
 
 use super::node::Node;
 use crate::HugePages;
 use crate::pi::key::sealed::Key;
-use crate::substrate::region::{HUGE_PAGE, Region};
+use crate::substrate::region::{HUGE_PAGE, HugeBlock};
 
 /// Freed slots a cursor takes from the slab's free list at once.
 pub(crate) const REFILL: usize = 1024;
@@ -41,42 +42,6 @@ struct Slot<K: Key>(NonNull<Node<K>>);
 // structure lists it; moving the claim between threads moves nothing else.
 unsafe impl<K: Key> Send for Slot<K> {}
 
-/// A block of slots.
-enum Chunk {
-    /// Mapped, for chunks of a huge page.
-    Mapped(Region),
-    /// From the global allocator: `len` slots at `ptr` (from `Box::into_raw`).
-    Heap {
-        ptr: NonNull<u8>,
-        drop: unsafe fn(NonNull<u8>, usize),
-        len: usize,
-    },
-}
-
-// SAFETY: a chunk is plain memory uniquely owned by its slab, like a `Box<[u8]>`.
-unsafe impl Send for Chunk {}
-
-impl Drop for Chunk {
-    fn drop(&mut self) {
-        if let Chunk::Heap { ptr, drop, len } = *self {
-            // SAFETY: `drop` is `free_heap::<K>` for the `K` the chunk was made with, with the
-            // pointer and length `Box::into_raw` gave; the chunk is dropped once.
-            unsafe { drop(ptr, len) };
-        }
-    }
-}
-
-/// Frees a heap chunk of `len` slots of `Node<K>`.
-///
-/// # Safety
-/// `ptr` and `len` come from `Box::<[MaybeUninit<Node<K>>]>::into_raw`, not freed yet.
-unsafe fn free_heap<K: Key>(ptr: NonNull<u8>, len: usize) {
-    let slice =
-        core::ptr::slice_from_raw_parts_mut(ptr.as_ptr().cast::<MaybeUninit<Node<K>>>(), len);
-    // SAFETY: per the contract; `MaybeUninit` drops nothing of the slots.
-    drop(unsafe { Box::from_raw(slice) });
-}
-
 /// The chunks and the freed slots of one storage.
 pub(crate) struct Slab<K: Key> {
     shared: Mutex<Shared<K>>,
@@ -84,11 +49,9 @@ pub(crate) struct Slab<K: Key> {
 }
 
 struct Shared<K: Key> {
-    chunks: Vec<Chunk>,
+    chunks: Vec<HugeBlock>,
     /// Bytes of every chunk.
     bytes: usize,
-    /// Bytes of the mapped chunks.
-    mapped: usize,
     free: Vec<Slot<K>>,
 }
 
@@ -139,7 +102,6 @@ impl<K: Key> Slab<K> {
             shared: Mutex::new(Shared {
                 chunks: Vec::new(),
                 bytes: 0,
-                mapped: 0,
                 free: Vec::new(),
             }),
             huge,
@@ -155,12 +117,6 @@ impl<K: Key> Slab<K> {
     /// Bytes of every chunk, used or not.
     pub(crate) fn memory_usage(&self) -> usize {
         self.lock().bytes
-    }
-
-    /// Bytes of the chunks mapped from the operating system (a part of
-    /// [`memory_usage`](Self::memory_usage)).
-    pub(crate) fn mapped_bytes(&self) -> usize {
-        self.lock().mapped
     }
 
     /// A slot for a node, from `alloc`.
@@ -193,14 +149,15 @@ impl<K: Key> Slab<K> {
         }
         let bytes = s.bytes.clamp(FIRST_CHUNK, HUGE_PAGE);
         let slots = (bytes / size_of::<Node<K>>()).max(1);
-        let (chunk, start) = self.chunk(bytes, slots);
-        match &chunk {
-            Chunk::Mapped(r) => {
-                s.bytes += r.memory_usage();
-                s.mapped += r.memory_usage();
-            }
-            Chunk::Heap { len, .. } => s.bytes += len * size_of::<Node<K>>(),
-        }
+        let bytes = bytes.max(size_of::<Node<K>>());
+        let Some(chunk) = HugeBlock::new(bytes, align_of::<Node<K>>(), self.huge) else {
+            std::alloc::handle_alloc_error(
+                core::alloc::Layout::from_size_align(bytes, align_of::<Node<K>>())
+                    .expect("a chunk's layout"),
+            );
+        };
+        let start = NonNull::new(chunk.as_ptr().cast::<Node<K>>()).expect("an allocation");
+        s.bytes += chunk.len();
         s.chunks.push(chunk);
         drop(s);
         // SAFETY: the chunk holds `slots >= 1` slots from `start` (invariant 1 keeps them).
@@ -208,28 +165,6 @@ impl<K: Key> Slab<K> {
         // SAFETY: as above: one past the last slot of the chunk.
         alloc.end = unsafe { start.as_ptr().add(slots) };
         start
-    }
-
-    /// A new chunk of `bytes` bytes, room for `slots` slots, and its first slot: mapped when
-    /// it fills a huge page and the kernel agrees, from the heap otherwise.
-    fn chunk(&self, bytes: usize, slots: usize) -> (Chunk, NonNull<Node<K>>) {
-        if bytes >= HUGE_PAGE
-            && let Ok(r) = Region::new_zeroed(bytes, self.huge)
-        {
-            // A mapping is page-aligned, more than any node needs.
-            debug_assert!((r.as_ptr() as usize).is_multiple_of(align_of::<Node<K>>()));
-            let start = NonNull::new(r.as_ptr().cast::<Node<K>>()).expect("a mapping");
-            return (Chunk::Mapped(r), start);
-        }
-        let boxed: Box<[MaybeUninit<Node<K>>]> = Box::new_uninit_slice(slots);
-        let raw = Box::into_raw(boxed);
-        let ptr = NonNull::new(raw.cast::<u8>()).expect("a heap block");
-        let chunk = Chunk::Heap {
-            ptr,
-            drop: free_heap::<K>,
-            len: slots,
-        };
-        (chunk, ptr.cast())
     }
 
     /// Returns slots whose nodes were dropped to the free list.
