@@ -204,8 +204,6 @@ pub struct Pi<K: PiKey = u64> {
     /// Handles of the nodes deleted and not yet unlinked.
     deleted: Vec<u64>,
     len: usize,
-    /// Nodes in the list, deleted ones included.
-    nodes: usize,
     /// Heap bytes of the nodes' keys (byte strings).
     key_bytes: usize,
     /// Writes since the last rebuild.
@@ -312,7 +310,6 @@ impl<K: PiKey> Pi<K> {
             rebuild: None,
             deleted: Vec::new(),
             len: 0,
-            nodes: 0,
             key_bytes: 0,
             writes: 0,
             walk: Walk {
@@ -446,7 +443,6 @@ impl<K: PiKey> Pi<K> {
         for mut out in outputs {
             self.len = self.len.wrapping_add_signed(out.delta);
             self.writes += out.updates;
-            self.nodes += out.linked;
             self.key_bytes += out.key_bytes;
             self.deleted.append(&mut out.deleted);
             for (pos, a) in out.points {
@@ -558,7 +554,6 @@ impl<K: PiKey> Pi<K> {
         drop(nodes);
         for mut out in outputs {
             self.deleted.append(&mut out.kept);
-            self.nodes -= out.unlinked.len();
             // SAFETY: every worker is done, so no walk stands on an unlinked node; the list
             // no longer links it (nor does any other unlinked node still in use: all are
             // freed here together); the index names it not (its generation differs from the
@@ -674,7 +669,12 @@ impl<K: PiKey> Pi<K> {
         let seed = self.batches.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut outputs: Vec<Output<K>> = (0..threads).map(|_| Output::default()).collect();
         // The cursors belong to this storage (the map never changes its storage; `clear`
-        // replaces the whole map, cursors included).
+        // replaces the whole map, cursors included). Those of workers gone since the last
+        // batch give their slots back.
+        let keep = threads.min(self.allocs.len());
+        for a in self.allocs.drain(keep..) {
+            self.storage.retire(a);
+        }
         self.allocs.resize_with(threads, Alloc::default);
         let jobs: Vec<_> = outputs
             .iter_mut()
@@ -799,7 +799,7 @@ mod tests {
             assert_eq!(b.answers()[1], Answer::Value(Some(n - 1)));
             assert_eq!(b.answers()[2], Answer::Value(None));
             // The last rebuild began after every delete: no deleted node is left.
-            assert_eq!(m.nodes, live, "{threads} workers");
+            assert_eq!(m.storage.iter().count(), live, "{threads} workers");
         }
     }
 }

@@ -157,8 +157,6 @@ pub(crate) struct Output<K: Key> {
     pub(crate) delta: isize,
     /// Queries that changed the map.
     pub(crate) updates: usize,
-    /// Nodes linked.
-    pub(crate) linked: usize,
     /// Heap bytes of the keys of the nodes linked.
     pub(crate) key_bytes: usize,
     /// Handles of the nodes this batch marked deleted.
@@ -176,7 +174,6 @@ impl<K: Key> Default for Output<K> {
             ranges: Vec::new(),
             delta: 0,
             updates: 0,
-            linked: 0,
             key_bytes: 0,
             deleted: Vec::new(),
             unlinked: Vec::new(),
@@ -273,7 +270,6 @@ pub(crate) fn run<'s, K: Key>(
                     cursor = storage.insert_after(alloc, f, item.key, v, heights.next());
                     out.key_bytes += K::heap_bytes(&cursor.key);
                     out.delta += 1;
-                    out.linked += 1;
                     None
                 }
             }

@@ -113,6 +113,11 @@ impl<K: Key> Storage<K> {
         }
     }
 
+    /// Takes back the unused slots of a cursor of this storage no worker will use again.
+    pub(crate) fn retire(&self, alloc: Alloc<K>) {
+        self.slab.retire(alloc);
+    }
+
     /// Bytes of the node chunks (used slots or not; keys' own heap bytes aside).
     pub(crate) fn memory_usage(&self) -> usize {
         self.slab.memory_usage()

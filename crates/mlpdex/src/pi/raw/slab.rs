@@ -9,10 +9,11 @@
 //! How: a [`Slab`] owns every chunk; chunks grow geometrically from 4 KiB up to
 //! [`HUGE_PAGE`], so a small map stays small, and come from the global allocator as
 //! [`HugeBlock`]s: those of a huge page are aligned to one and advised onto huge pages as
-//! [`HugePages`] asks. Each worker allocates through its own [`Alloc`], a cursor that bumps through a
-//! chunk of its own and keeps a few freed slots, so the shared lock is taken once a chunk
-//! (or once per [`REFILL`] reused slots), never a node. Freed slots go back to the slab's
-//! free list and are handed out again before any new chunk.
+//! [`HugePages`] asks. Each worker allocates through its own [`Alloc`], a cursor that bumps
+//! through a chunk of its own and keeps a few freed slots, so the shared lock is taken once
+//! a chunk (or once per [`REFILL`] reused slots), never a node. Freed slots, and the unused
+//! slots of a cursor whose worker is gone ([`Slab::retire`]), go to the slab's free list and
+//! are handed out again before any new chunk.
 //!
 //! Invariants:
 //! 1. A chunk lives as long as its slab; slots are never moved.
@@ -50,9 +51,14 @@ pub(crate) struct Slab<K: Key> {
 
 struct Shared<K: Key> {
     chunks: Vec<HugeBlock>,
-    /// Bytes of every chunk.
-    bytes: usize,
     free: Vec<Slot<K>>,
+}
+
+impl<K: Key> Shared<K> {
+    /// Bytes of every chunk, used or not.
+    fn bytes(&self) -> usize {
+        self.chunks.iter().map(HugeBlock::len).sum()
+    }
 }
 
 impl<K: Key> core::fmt::Debug for Slab<K> {
@@ -60,7 +66,7 @@ impl<K: Key> core::fmt::Debug for Slab<K> {
         let s = self.lock();
         f.debug_struct("Slab")
             .field("chunks", &s.chunks.len())
-            .field("bytes", &s.bytes)
+            .field("bytes", &s.bytes())
             .field("free", &s.free.len())
             .finish()
     }
@@ -101,7 +107,6 @@ impl<K: Key> Slab<K> {
         Slab {
             shared: Mutex::new(Shared {
                 chunks: Vec::new(),
-                bytes: 0,
                 free: Vec::new(),
             }),
             huge,
@@ -116,7 +121,7 @@ impl<K: Key> Slab<K> {
 
     /// Bytes of every chunk, used or not.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.lock().bytes
+        self.lock().bytes()
     }
 
     /// A slot for a node, from `alloc`.
@@ -147,7 +152,7 @@ impl<K: Key> Slab<K> {
             alloc.spares.extend(s.free.drain(at..));
             return alloc.spares.pop().expect("a spare slot").0;
         }
-        let bytes = s.bytes.clamp(FIRST_CHUNK, HUGE_PAGE);
+        let bytes = s.bytes().clamp(FIRST_CHUNK, HUGE_PAGE);
         let slots = (bytes / size_of::<Node<K>>()).max(1);
         let bytes = bytes.max(size_of::<Node<K>>());
         let Some(chunk) = HugeBlock::new(bytes, align_of::<Node<K>>(), self.huge) else {
@@ -157,7 +162,6 @@ impl<K: Key> Slab<K> {
             );
         };
         let start = NonNull::new(chunk.as_ptr().cast::<Node<K>>()).expect("an allocation");
-        s.bytes += chunk.len();
         s.chunks.push(chunk);
         drop(s);
         // SAFETY: the chunk holds `slots >= 1` slots from `start` (invariant 1 keeps them).
@@ -165,6 +169,23 @@ impl<K: Key> Slab<K> {
         // SAFETY: as above: one past the last slot of the chunk.
         alloc.end = unsafe { start.as_ptr().add(slots) };
         start
+    }
+
+    /// Takes back the unused slots of a cursor no worker will use again (its spares and the
+    /// rest of its chunk), for the other cursors.
+    ///
+    /// `alloc` is a cursor of this slab.
+    pub(crate) fn retire(&self, alloc: Alloc<K>) {
+        let mut s = self.lock();
+        s.free.extend(alloc.spares);
+        let mut p = alloc.next;
+        while p != alloc.end {
+            // SAFETY: `next..end` are unused slots of one live chunk (invariant 1), and
+            // `next` is not null there.
+            s.free.push(Slot(unsafe { NonNull::new_unchecked(p) }));
+            // SAFETY: `p < end` within the chunk: the successor is in it or its end.
+            p = unsafe { p.add(1) };
+        }
     }
 
     /// Returns slots whose nodes were dropped to the free list.
@@ -211,5 +232,27 @@ mod tests {
             );
         }
         assert_eq!(slab.memory_usage(), bytes, "reuse takes no new chunk");
+    }
+
+    /// A retired cursor's unused slots go to other cursors before any new chunk.
+    #[test]
+    fn retired_cursors_give_their_slots_back() {
+        let slab = Slab::<u64>::new(HugePages::Never);
+        let mut a = Alloc::default();
+        let first = slab.take(&mut a);
+        let bytes = slab.memory_usage();
+        let slots = bytes / size_of::<Node<u64>>();
+        assert!(slots > 1);
+        slab.retire(a);
+        let mut b = Alloc::default();
+        let mut seen = HashSet::from([first.as_ptr() as usize]);
+        for _ in 1..slots {
+            assert!(seen.insert(slab.take(&mut b).as_ptr() as usize));
+        }
+        assert_eq!(
+            slab.memory_usage(),
+            bytes,
+            "a new chunk while retired slots were free"
+        );
     }
 }
