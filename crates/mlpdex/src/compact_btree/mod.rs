@@ -50,9 +50,10 @@
 //!   per-node counts and no slack.
 //! - **Structural reduction** (§2.3): no child pointers. The inner nodes are a 16-ary search
 //!   tree over the leaves' first 8 bytes, each level one array and a child's place computed,
-//!   when those bytes tell the leaves apart (integer keys); otherwise, layers of the same
+//!   when those bytes tell the leaves apart (integer keys); the same tree over their first 16
+//!   bytes when those nearly always do (e-mail addresses); otherwise, layers of the same
 //!   leaves as the keys, each holding the first keys of the leaves below it, which strip
-//!   shared prefixes as the leaves do. Either way 10M keys in leaves of 256 need inner nodes
+//!   shared prefixes as the leaves do. Every way, 10M keys in leaves of 256 need inner nodes
 //!   small enough to stay in the cache.
 //! - **Compression** (§2.4), lightweight instead of the thesis' Snappy, which cost it 18–34%
 //!   of its throughput: a leaf strips its keys' common prefix and stores the next 8 bytes of
@@ -64,7 +65,8 @@
 //! Searching a node compares the prefix, finds the keys with the wanted head in the
 //! Elias–Fano bucket of its upper bits (usually one key), and compares the tails of longer
 //! keys among those. A lookup prefetches the lines of the low bits and of the value where the
-//! head predicts them, so their misses overlap the bucket search.
+//! head predicts them (integer keys, before the leaf arrives), and those of the bucket's low
+//! bits, tail and value as soon as the upper bits name it, so their misses overlap.
 //!
 //! # Contract
 //!

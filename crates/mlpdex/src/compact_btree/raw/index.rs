@@ -1,5 +1,7 @@
 //! The fast route to a leaf, for trees whose leaves' first keys differ in their first 8 bytes
-//! (integer keys, and most random ones): a static search tree over those 8-byte heads.
+//! (integer keys, and most random ones), or in their first 16 (most string keys: e-mail
+//! addresses share 8 bytes of host across thousands of leaves, rarely 16): a static search
+//! tree over those heads, as `u64` or `u128`.
 //!
 //! The Structural Reduction rule (memory-efficient-search-trees.txt §2.3) in its plainest
 //! form: every node is full, each level is one array, and a child's position is computed
@@ -12,37 +14,37 @@
 /// Entries per inner node.
 pub(crate) const FANOUT: usize = 16;
 
-/// The levels above `firsts`, bottom first.
+/// The levels above `firsts`, bottom first, of heads `H` (`u64` or `u128`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Index {
-    levels: Vec<Box<[u64]>>,
+pub(crate) struct Index<H = u64> {
+    levels: Vec<Box<[H]>>,
 }
 
-impl Index {
+impl<H: Copy + Ord> Index<H> {
     /// The levels over `firsts`.
-    pub(crate) fn build(firsts: &[u64]) -> Index {
-        let mut levels: Vec<Box<[u64]>> = Vec::new();
+    pub(crate) fn build(firsts: &[H]) -> Index<H> {
+        let mut levels: Vec<Box<[H]>> = Vec::new();
         loop {
             let below = levels.last().map_or(firsts, |l| &l[..]);
             if below.len() <= FANOUT {
                 return Index { levels };
             }
-            let level: Box<[u64]> = below.iter().step_by(FANOUT).copied().collect();
+            let level: Box<[H]> = below.iter().step_by(FANOUT).copied().collect();
             levels.push(level);
         }
     }
 
     /// Bytes of the levels.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.levels.iter().map(|l| l.len() * 8).sum()
+        self.levels.iter().map(|l| size_of_val::<[H]>(l)).sum()
     }
 
     /// How many entries of `firsts` (non-decreasing, the array this index was built over) are
     /// at most `head`; calls `hint` with the first entry of the node of `firsts` it is about to
     /// read, so the caller can prefetch what it reads next for those leaves.
     #[inline]
-    pub(crate) fn count(&self, firsts: &[u64], head: u64, hint: impl FnOnce(usize)) -> usize {
-        let count_in = |node: &[u64]| count_le(node, head);
+    pub(crate) fn count(&self, firsts: &[H], head: H, hint: impl FnOnce(usize)) -> usize {
+        let count_in = |node: &[H]| count_le(node, head);
         let mut node = 0;
         for level in self.levels.iter().rev() {
             let from = node * FANOUT;
@@ -72,7 +74,7 @@ impl Index {
 /// half the time (callgrind, 1M rand-8 keys: 240 instructions a lookup for the four levels
 /// counted entry by entry, about 60 this way).
 #[inline]
-fn count_le(node: &[u64], head: u64) -> usize {
+fn count_le<H: Copy + Ord>(node: &[H], head: H) -> usize {
     let Some(&first) = node.first() else {
         return 0;
     };

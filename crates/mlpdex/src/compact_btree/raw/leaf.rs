@@ -474,13 +474,28 @@ impl<'a> Leaf<'a> {
         tails: &[u8],
         strict: bool,
     ) -> (usize, bool) {
+        self.rank_with(p, key, tails, strict, |_| {})
+    }
+
+    /// [`rank`](Self::rank), calling `bucket` with the first position whose upper part is
+    /// the key's, as soon as the upper parts tell it: before the low parts, ends and tails
+    /// of the keys there are read, so the caller can prefetch them (and their values).
+    #[inline]
+    pub(crate) fn rank_with<P: Popcount>(
+        &self,
+        p: P,
+        key: &[u8],
+        tails: &[u8],
+        strict: bool,
+        bucket: impl FnOnce(usize),
+    ) -> (usize, bool) {
         match self.prefix_order(key) {
             Ordering::Less => return (0, false),
             Ordering::Greater => return (self.n, false),
             Ordering::Equal => {}
         }
         let q = Split::at(key, self.skip);
-        let (a, b) = self.head_range(p, q.head);
+        let (a, b) = self.head_range_with(p, q.head, bucket);
         let at = self.rest_bound(a, b, q.class, q.tail, tails, false);
         let equal = at < b && {
             let (class, tail) = self.rest(at, tails);
@@ -491,8 +506,20 @@ impl<'a> Leaf<'a> {
 
     /// The positions `[a, b)` of the keys whose head is `head`: `a` keys have a smaller head,
     /// `b` keys a head at most `head`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn head_range<P: Popcount>(&self, p: P, head: u64) -> (usize, usize) {
+        self.head_range_with(p, head, |_| {})
+    }
+
+    /// [`head_range`](Self::head_range), calling `bucket` with the first position of the
+    /// head's bucket (its upper part's keys) before reading their low parts.
+    #[inline]
+    fn head_range_with<P: Popcount>(
+        &self,
+        p: P,
+        head: u64,
+        bucket: impl FnOnce(usize),
+    ) -> (usize, usize) {
         let Some(d) = head.checked_sub(self.base) else {
             return (0, 0);
         };
@@ -513,6 +540,7 @@ impl<'a> Leaf<'a> {
             (z + 1 - upper, self.next_zero(z + 1) - upper)
         };
         let end = end.min(self.n);
+        bucket(start.min(self.n.saturating_sub(1)));
         let want = e & low_mask(l);
         let a = partition(start, end, |i| self.low(i) < want);
         let b = partition(a, end, |i| self.low(i) <= want);
