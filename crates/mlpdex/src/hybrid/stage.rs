@@ -9,7 +9,7 @@ use crate::api::{OrderedMap, RangeCursor, StaticMap, StaticMapBuilder};
 use crate::compact_art::{CompactArt, CompactArtBuilder};
 use crate::compact_btree::{CompactBTree, CompactBTreeBuilder};
 use crate::cuckoo_trie::CuckooTrie;
-use crate::succinct::fst::{Fst, FstBuilder};
+use crate::succinct::fst::{Fst, FstBuilder, Scan};
 
 /// A map that can be a hybrid index's dynamic stage: any ordered map of [`Slot`]s.
 ///
@@ -78,18 +78,36 @@ pub trait StaticStage: StaticMap + Sized {
         &self,
         updates: impl IntoIterator<Item = (K, Option<u64>)>,
     ) -> Result<Self, Error> {
-        stream_merge(Self::builder(), self, updates)
+        stream_merge(Self::builder(), self.cursor(..), updates)
     }
 }
 
-/// The streaming merge of [`StaticStage::merged`] into builder `b`.
-fn stream_merge<S: StaticStage, K: AsRef<[u8]>>(
-    mut b: S::Builder,
-    old: &S,
+/// The old entries of a streaming merge, in key order (a lending iterator).
+trait OldEntries {
+    fn next(&mut self) -> Option<(&[u8], u64)>;
+}
+
+impl<C: RangeCursor> OldEntries for C {
+    #[inline]
+    fn next(&mut self) -> Option<(&[u8], u64)> {
+        RangeCursor::next(self)
+    }
+}
+
+impl OldEntries for Scan<'_> {
+    #[inline]
+    fn next(&mut self) -> Option<(&[u8], u64)> {
+        Scan::next(self)
+    }
+}
+
+/// The streaming merge of [`StaticStage::merged`] of the entries `stat` into builder `b`.
+fn stream_merge<B: StaticMapBuilder, K: AsRef<[u8]>>(
+    mut b: B,
+    mut stat: impl OldEntries,
     updates: impl IntoIterator<Item = (K, Option<u64>)>,
-) -> Result<S, Error> {
+) -> Result<B::Map, Error> {
     let mut ups = updates.into_iter();
-    let mut stat = old.cursor(..);
     let mut u = ups.next();
     // The old entry borrows the cursor until the next step (no copy of its key).
     let mut s = stat.next();
@@ -136,7 +154,7 @@ impl StaticStage for Fst {
         let (low, high) = updates.size_hint();
         let mut b = FstBuilder::with_config(self.config());
         b.reserve_like(self, high.unwrap_or(low));
-        stream_merge(b, self, updates)
+        stream_merge(b, Scan::new(self), updates)
     }
 }
 

@@ -297,9 +297,70 @@ impl FullSuffixes {
         }
     }
 
+    /// Where the record of leaf `i` starts (one select): what [`read_at`](Self::read_at)
+    /// steps from.
+    ///
+    /// `level` is the trie level of leaf `i`: when every suffix there has one length (see
+    /// [`index_levels`](Self::index_levels)), reads step by that length without a scan.
+    pub(crate) fn record_at(&self, level: usize, i: usize) -> RecordAt {
+        let bit = match i.checked_sub(1) {
+            None => 0,
+            Some(last) => self
+                .ends
+                .select1(last)
+                .map_or(self.ends.len(), |end| end + 1),
+        };
+        let uniform = match self.uniform.get(level) {
+            Some(&Some((_, _, len))) => Some(len),
+            _ => None,
+        };
+        RecordAt {
+            byte: bit - i + VALUE * i,
+            bit,
+            uniform,
+        }
+    }
+
+    /// The value and suffix of the record at `at`, stepping `at` to the next record: one scan
+    /// for the suffix's end marker from where the record starts, no select (`(0, [])` past
+    /// the last record).
+    #[inline]
+    pub(crate) fn read_at(&self, at: &mut RecordAt) -> (u64, &[u8]) {
+        let end = match at.uniform {
+            Some(len) => at.bit + len,
+            None => match crate::substrate::rank::next_one(self.ends.bits().words(), at.bit) {
+                Some(end) => end,
+                None => return (0, &[]),
+            },
+        };
+        let start = at.byte;
+        let len = end - at.bit;
+        at.bit = end + 1;
+        at.byte = start + VALUE + len;
+        match self.records.get(start..at.byte) {
+            Some(r) => {
+                let (v, suffix) = r.split_at(VALUE);
+                (
+                    u64::from_le_bytes(v.try_into().unwrap_or([0; VALUE])),
+                    suffix,
+                )
+            }
+            None => (0, &[]),
+        }
+    }
+
     pub(crate) fn memory_usage(&self) -> usize {
         self.records.bytes() + self.ends.memory_usage()
     }
+}
+
+/// Where a leaf's record starts: its byte in the records and its first bit in the end markers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RecordAt {
+    byte: usize,
+    bit: usize,
+    /// The length of every suffix of the level, when they have one.
+    uniform: Option<usize>,
 }
 
 /// `width` bits per leaf, packed.
