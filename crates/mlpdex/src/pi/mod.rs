@@ -224,6 +224,8 @@ pub struct Pi<K: PiKey = u64> {
     handles: Vec<Option<u64>>,
     splitters: Vec<<K as Key>::Ref<'static>>,
     rows: Vec<Vec<Vec<Item<'static, K>>>>,
+    /// The sort's integer tags, one vector a bucket.
+    tags: Vec<Vec<u128>>,
 }
 
 /// The worker pool for `threads` workers (`None` for one: shares run on the caller).
@@ -325,6 +327,7 @@ impl<K: PiKey> Pi<K> {
             handles: Vec::new(),
             splitters: Vec::new(),
             rows: Vec::new(),
+            tags: Vec::new(),
         })
     }
 
@@ -634,15 +637,17 @@ impl<K: PiKey> Pi<K> {
         let mut starts: Vec<Option<&Node<K>>> = vec![None; total];
         let storage: &Storage<K> = &self.storage;
         let (rows, index, walk) = (&*rows, &self.index, self.walk);
+        self.tags.resize_with(threads, Vec::new);
         let parts = split_by(&mut items, &sizes)
             .into_iter()
             .zip(split_by(&mut self.handles, &sizes))
-            .zip(split_by(&mut starts, &sizes));
+            .zip(split_by(&mut starts, &sizes))
+            .zip(self.tags.iter_mut());
         let jobs: Vec<_> = parts
             .enumerate()
-            .map(|(b, ((items, handles), starts))| {
+            .map(|(b, (((items, handles), starts), tags))| {
                 move || {
-                    sort::gather_sorted(rows, b, items);
+                    sort::gather_sorted(rows, b, items, tags);
                     let keys: Vec<K::Ref<'b>> = items.iter().map(|i| i.key).collect();
                     traverse::find_all(index, walk, &keys, handles);
                     for (s, h) in starts.iter_mut().zip(handles.iter()) {

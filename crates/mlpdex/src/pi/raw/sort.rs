@@ -135,21 +135,72 @@ pub(crate) fn op_of<K: Key>(q: &Query<K>) -> Option<(K::Ref<'_>, Op<K::Ref<'_>>)
     })
 }
 
-/// Gathers bucket `b` of every row, in row order, into `out` (exactly their length) and sorts
-/// it by `(key, position)`.
+/// Gathers bucket `b` of every row into `out` (exactly their length), sorted by
+/// `(key, position)`.
+///
+/// The rows hold their items in batch order, and row after row follows the batch, so an
+/// item's index in the rows' concatenation orders equal keys by position. The sort is of
+/// integers: each item's 8-byte prefix above that index, in `tags` (scratch), then one
+/// gather of the items in that order; byte strings that share a prefix are then sorted by
+/// their whole keys, run by run. (Sorting the 40-byte items by comparison took 422 of a
+/// lookup's 1,297 instructions, 2M keys and one worker, callgrind; this sort takes 231, and
+/// lookups on 16M keys run about 5% faster on one worker: the walks' DRAM misses dominate.)
 pub(crate) fn gather_sorted<'b, K: Key>(
     rows: &[Vec<Vec<Item<'b, K>>>],
     b: usize,
     out: &mut [Item<'b, K>],
+    tags: &mut Vec<u128>,
 ) {
-    let mut at = 0;
-    for row in rows {
-        let part = &row[b];
-        out[at..at + part.len()].copy_from_slice(part);
-        at += part.len();
+    tags.clear();
+    for part in rows.iter().map(|row| &row[b]) {
+        let at = tags.len() as u128;
+        tags.extend(
+            part.iter()
+                .enumerate()
+                .map(|(i, it)| (K::prefix(it.key) as u128) << 32 | (at + i as u128)),
+        );
     }
-    debug_assert_eq!(at, out.len());
-    out.sort_unstable_by(Item::order);
+    debug_assert_eq!(tags.len(), out.len());
+    debug_assert!(out.len() <= u32::MAX as usize);
+    tags.sort_unstable();
+    // Where each row's part starts in the concatenation.
+    let mut starts = [0usize; 64];
+    let many = rows.len() > starts.len();
+    if !many {
+        let mut at = 0;
+        for (s, row) in starts.iter_mut().zip(rows) {
+            *s = at;
+            at += row[b].len();
+        }
+    }
+    let item = |i: usize| -> Item<'b, K> {
+        if many {
+            let (mut i, mut r) = (i, 0);
+            while i >= rows[r][b].len() {
+                i -= rows[r][b].len();
+                r += 1;
+            }
+            rows[r][b][i]
+        } else {
+            let r = starts[1..rows.len()].partition_point(|&s| s <= i);
+            rows[r][b][i - starts[r]]
+        }
+    };
+    for (o, &t) in out.iter_mut().zip(tags.iter()) {
+        *o = item(t as u32 as usize);
+    }
+    if !K::EXACT {
+        // Runs of one prefix, in position order: sort each by whole key (then position).
+        let mut from = 0;
+        while from < out.len() {
+            let p = K::prefix(out[from].key);
+            let to = from + out[from..].partition_point(|it| K::prefix(it.key) == p);
+            if to - from > 1 {
+                out[from..to].sort_unstable_by(Item::order);
+            }
+            from = to;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -169,7 +220,8 @@ mod tests {
                 _ => Query::range(i + 10..i),
             })
             .collect();
-        for threads in [1, 2, 3, 8] {
+        // 70 workers: more rows than the gather keeps offsets of on its stack.
+        for threads in [1, 2, 3, 8, 70] {
             let mut sp = Vec::new();
             splitters(&queries, threads, &mut sp);
             assert!(sp.windows(2).all(|w| w[0] <= w[1]));
@@ -194,7 +246,7 @@ mod tests {
                     };
                     len
                 ];
-                gather_sorted(&rows, b, &mut out);
+                gather_sorted(&rows, b, &mut out, &mut Vec::new());
                 all.extend(out);
             }
             let mut want: Vec<Item<'_, u64>> = Vec::new();
