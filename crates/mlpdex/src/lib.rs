@@ -77,6 +77,8 @@ pub mod hybrid;
 pub mod key;
 pub mod mlp_index;
 pub mod pi;
+#[cfg(target_os = "linux")]
+pub mod shortcut_eh;
 pub mod skiplist;
 mod substrate;
 mod succinct;

@@ -30,3 +30,69 @@ pub(crate) use loom::sync::atomic::{
 /// The loom crate, for the models (`loom::model`, `loom::thread`, `loom::sync`).
 #[cfg(all(test, mlpdex_loom))]
 pub(crate) use loom;
+
+use core::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
+
+/// An atomic 64-bit word and the fences a seqlock protocol needs (the Cuckoo Trie's bucket
+/// seqlock, shortcut extendible hashing's bucket pages), so that the loom models check the
+/// very protocol code: it is implemented for the standard `AtomicU64` and, in the models, for
+/// loom's.
+///
+/// The two writer-side read-modify-writes need not be atomic (there is one writer), and for
+/// real words they are a load and a store. Loom's model implements them as single atomic
+/// operations: its exploration misses races on a location the racing thread loaded just
+/// before storing to it.
+pub(crate) trait Word {
+    fn load(&self, o: Ordering) -> u64;
+    /// Adds `x` (wrapping); the store has ordering `o`.
+    fn add(&self, x: u64, o: Ordering);
+    /// Clears the bits of `clear`, then sets those of `set` (relaxed).
+    fn clear_set(&self, clear: u64, set: u64);
+    fn fence_acquire();
+    fn fence_release();
+}
+
+impl Word for core::sync::atomic::AtomicU64 {
+    #[inline(always)]
+    fn load(&self, o: Ordering) -> u64 {
+        core::sync::atomic::AtomicU64::load(self, o)
+    }
+    #[inline(always)]
+    fn add(&self, x: u64, o: Ordering) {
+        let v = core::sync::atomic::AtomicU64::load(self, Relaxed);
+        self.store(v.wrapping_add(x), o);
+    }
+    #[inline(always)]
+    fn clear_set(&self, clear: u64, set: u64) {
+        let v = core::sync::atomic::AtomicU64::load(self, Relaxed);
+        self.store((v & !clear) | set, Relaxed);
+    }
+    #[inline(always)]
+    fn fence_acquire() {
+        core::sync::atomic::fence(Acquire);
+    }
+    #[inline(always)]
+    fn fence_release() {
+        core::sync::atomic::fence(Release);
+    }
+}
+
+#[cfg(all(test, mlpdex_loom))]
+impl Word for loom::sync::atomic::AtomicU64 {
+    fn load(&self, o: Ordering) -> u64 {
+        loom::sync::atomic::AtomicU64::load(self, o)
+    }
+    fn add(&self, x: u64, o: Ordering) {
+        self.fetch_add(x, o);
+    }
+    fn clear_set(&self, clear: u64, set: u64) {
+        self.fetch_and(!clear, Ordering::Relaxed);
+        self.fetch_or(set, Ordering::Relaxed);
+    }
+    fn fence_acquire() {
+        loom::sync::atomic::fence(Ordering::Acquire);
+    }
+    fn fence_release() {
+        loom::sync::atomic::fence(Ordering::Release);
+    }
+}

@@ -23,53 +23,14 @@
 //! The protocol is generic over [`Word`] so the loom model in this module's tests checks this
 //! very code.
 
-use core::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// Words per bucket.
 pub(crate) const WORDS: usize = 8;
 /// The version's unit in the last word.
 const ONE: u64 = 1 << 32;
 
-/// An atomic 64-bit word and the fences the protocol needs.
-///
-/// The two writer-side read-modify-writes need not be atomic (there is one writer), and for
-/// real words they are a load and a store. Loom's model implements them as single atomic
-/// operations: its exploration misses races on a location the racing thread loaded just
-/// before storing to it.
-pub(crate) trait Word {
-    fn load(&self, o: Ordering) -> u64;
-    /// Adds `x` (wrapping); the store has ordering `o`.
-    fn add(&self, x: u64, o: Ordering);
-    /// Clears the bits of `clear`, then sets those of `set` (relaxed).
-    fn clear_set(&self, clear: u64, set: u64);
-    fn fence_acquire();
-    fn fence_release();
-}
-
-impl Word for core::sync::atomic::AtomicU64 {
-    #[inline(always)]
-    fn load(&self, o: Ordering) -> u64 {
-        core::sync::atomic::AtomicU64::load(self, o)
-    }
-    #[inline(always)]
-    fn add(&self, x: u64, o: Ordering) {
-        let v = core::sync::atomic::AtomicU64::load(self, Relaxed);
-        self.store(v.wrapping_add(x), o);
-    }
-    #[inline(always)]
-    fn clear_set(&self, clear: u64, set: u64) {
-        let v = core::sync::atomic::AtomicU64::load(self, Relaxed);
-        self.store((v & !clear) | set, Relaxed);
-    }
-    #[inline(always)]
-    fn fence_acquire() {
-        core::sync::atomic::fence(Acquire);
-    }
-    #[inline(always)]
-    fn fence_release() {
-        core::sync::atomic::fence(Release);
-    }
-}
+pub(crate) use crate::sync::Word;
 
 /// One bucket: words 0..8, the version in the high half of word 7.
 #[repr(C, align(64))]
@@ -162,25 +123,6 @@ mod loom_model {
         self,
         sync::{Arc, atomic::AtomicU64},
     };
-
-    impl Word for AtomicU64 {
-        fn load(&self, o: Ordering) -> u64 {
-            AtomicU64::load(self, o)
-        }
-        fn add(&self, x: u64, o: Ordering) {
-            self.fetch_add(x, o);
-        }
-        fn clear_set(&self, clear: u64, set: u64) {
-            self.fetch_and(!clear, Relaxed);
-            self.fetch_or(set, Relaxed);
-        }
-        fn fence_acquire() {
-            loom::sync::atomic::fence(Acquire);
-        }
-        fn fence_release() {
-            loom::sync::atomic::fence(Release);
-        }
-    }
 
     fn bucket() -> Bucket<AtomicU64> {
         Bucket {
