@@ -470,6 +470,7 @@ fn load_index<I: BenchIndex>(
     let start = Instant::now();
     let mut index = I::create(keys)?;
     let mut series = None;
+    let mut load_latency = None;
     if I::CAPS.writes {
         if I::BATCHED {
             index.set_threads(load_threads)?;
@@ -477,7 +478,7 @@ fn load_index<I: BenchIndex>(
         } else if load_threads > 1 {
             load_shared(&index, keys, load_threads);
         } else {
-            series = load_exclusive(
+            (series, load_latency) = load_exclusive(
                 &mut index,
                 keys,
                 plan.load_mode,
@@ -528,6 +529,9 @@ fn load_index<I: BenchIndex>(
         );
         r.hope = index.hope_facts();
         r.m.series = series;
+        if let Some(l) = load_latency {
+            l.apply(&mut r.m);
+        }
         r.merges = merges;
         Record::Index(r)
     });
@@ -576,6 +580,10 @@ fn record(
 ///
 /// With `window > 0`, the inserts go in chunks of `window` keys, each timed, and the mean ns per
 /// insert of each chunk comes back as a [`Series`]: one clock read per chunk, nothing per key.
+///
+/// With a series, every insert is also timed on its own (one clock read per insert, the time
+/// since the previous one ended) into a [`LoadHistogram`], for the load's percentiles and its
+/// slowest insert: a rehash or a split shows there, where a window's mean spreads it out.
 fn load_exclusive<I: BenchIndex>(
     index: &mut I,
     keys: &Keys,
@@ -583,8 +591,9 @@ fn load_exclusive<I: BenchIndex>(
     progress: bool,
     name: &str,
     window: usize,
-) -> Option<Series> {
+) -> (Option<Series>, Option<Latency>) {
     let chunk = if window > 0 { window } else { 1 << 16 };
+    let mut hist = (window > 0).then(LoadHistogram::default);
     let started = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
     let mut windows = Vec::new();
@@ -592,9 +601,10 @@ fn load_exclusive<I: BenchIndex>(
     let mut last = Instant::now();
     while at < keys.len() {
         let end = (at + chunk).min(keys.len());
-        match mode {
-            Mode::Independent => load_chunk::<I, false>(index, keys, at, end),
-            Mode::Dependent => load_chunk::<I, true>(index, keys, at, end),
+        match (mode, &mut hist) {
+            (_, Some(h)) => load_chunk_timed(index, keys, at, end, h),
+            (Mode::Independent, None) => load_chunk::<I, false>(index, keys, at, end),
+            (Mode::Dependent, None) => load_chunk::<I, true>(index, keys, at, end),
         }
         if window > 0 {
             let now = Instant::now();
@@ -624,10 +634,99 @@ fn load_exclusive<I: BenchIndex>(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    (window > 0).then_some(Series {
-        window: window as u64,
-        ns: windows,
-    })
+    (
+        (window > 0).then_some(Series {
+            window: window as u64,
+            ns: windows,
+        }),
+        hist.and_then(|h| h.latency()),
+    )
+}
+
+/// Inserts keys `from..to`, each timed on its own into `hist` (see [`load_exclusive`]).
+#[inline(never)]
+fn load_chunk_timed<I: BenchIndex>(
+    index: &mut I,
+    keys: &Keys,
+    from: usize,
+    to: usize,
+    hist: &mut LoadHistogram,
+) {
+    let mut last = Instant::now();
+    for i in from..to {
+        black_box(index.insert(keys.get(i), value_of(i)));
+        let now = Instant::now();
+        hist.add((now - last).as_nanos() as u64);
+        last = now;
+    }
+}
+
+/// Latencies of every insert of a load, as counts in buckets of 1/32 relative width (a
+/// 100M-key load would take 400 MB as samples), and the exact slowest.
+#[derive(Clone, Debug)]
+pub struct LoadHistogram {
+    counts: Vec<u64>,
+    max: u64,
+}
+
+impl Default for LoadHistogram {
+    fn default() -> Self {
+        LoadHistogram {
+            counts: vec![0; 64 * 32],
+            max: 0,
+        }
+    }
+}
+
+impl LoadHistogram {
+    /// The bucket of `ns`: exact below 32, then 32 buckets for each power of two.
+    fn bucket(ns: u64) -> usize {
+        if ns < 32 {
+            return ns as usize;
+        }
+        let e = 63 - ns.leading_zeros() as usize;
+        (e - 4) * 32 + ((ns >> (e - 5)) & 31) as usize
+    }
+
+    /// The largest value of bucket `b`.
+    fn top(b: usize) -> u64 {
+        if b < 32 {
+            return b as u64;
+        }
+        let (e, sub) = (b / 32 + 4, (b % 32) as u64);
+        ((32 + sub + 1) << (e - 5)) - 1
+    }
+
+    /// Counts one insert of `ns`.
+    pub fn add(&mut self, ns: u64) {
+        self.counts[Self::bucket(ns)] += 1;
+        self.max = self.max.max(ns);
+    }
+
+    /// The percentiles (each a bucket's top, the maximum exact), or `None` when empty.
+    pub fn latency(&self) -> Option<Latency> {
+        let n: u64 = self.counts.iter().sum();
+        if n == 0 {
+            return None;
+        }
+        let rank = |q: f64| {
+            let want = ((q * n as f64).ceil() as u64).clamp(1, n);
+            let mut seen = 0;
+            for (b, &c) in self.counts.iter().enumerate() {
+                seen += c;
+                if seen >= want {
+                    return (Self::top(b).min(self.max)) as f64;
+                }
+            }
+            self.max as f64
+        };
+        Some(Latency {
+            p50_ns: rank(0.5),
+            p99_ns: rank(0.99),
+            p999_ns: rank(0.999),
+            max_ns: self.max as f64,
+        })
+    }
 }
 
 #[inline(never)]
@@ -1569,6 +1668,41 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn load_histogram_buckets_within_a_32nd_and_keeps_the_maximum() {
+        for ns in [
+            0u64,
+            1,
+            31,
+            32,
+            33,
+            63,
+            64,
+            100,
+            1000,
+            123_456,
+            1 << 40,
+            u64::MAX >> 1,
+        ] {
+            let b = LoadHistogram::bucket(ns);
+            let top = LoadHistogram::top(b);
+            assert!(top >= ns, "{ns}: bucket {b} tops at {top}");
+            assert!(top - ns <= ns / 32, "{ns}: bucket {b} tops at {top}");
+            if b > 0 {
+                assert!(LoadHistogram::top(b - 1) < ns, "{ns}: bucket {b} too high");
+            }
+        }
+        let mut h = LoadHistogram::default();
+        for ns in 1..=1000u64 {
+            h.add(ns * 10);
+        }
+        h.add(5_000_000);
+        let l = h.latency().unwrap();
+        assert_eq!(l.max_ns, 5_000_000.0);
+        assert!((4900.0..=5200.0).contains(&l.p50_ns), "{l:?}");
+        assert!((9800.0..=10_300.0).contains(&l.p999_ns), "{l:?}");
     }
 
     #[test]

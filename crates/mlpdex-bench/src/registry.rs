@@ -11,8 +11,15 @@
 use anyhow::Result;
 
 use crate::baselines::{
-    btree::BTree, congee::Art, fst::FstMap, fst::FstSet, hash::Hash, scc_tree::SccTree,
-    skipmap::Skip, sorted_vec::SortedVec,
+    btree::BTree,
+    congee::Art,
+    fst::FstMap,
+    fst::FstSet,
+    hash::Hash,
+    hash_tables::{Ch, Ht, Hti},
+    scc_tree::SccTree,
+    skipmap::Skip,
+    sorted_vec::SortedVec,
 };
 use crate::exec::{self, Driver, Plan};
 use crate::names;
@@ -25,6 +32,7 @@ use crate::ours::hope::{Encoded, select_scheme, split_name};
 use crate::ours::hybrid::HybridIndex;
 use crate::ours::mlp_index::Mlp;
 use crate::ours::pi::{self as pi, PiIndex};
+use crate::ours::shortcut_eh::Eh;
 use crate::ours::skiplist::Skiplist;
 
 /// How an entry runs: its name, the plan, the driver.
@@ -96,6 +104,14 @@ impl Entry {
 
 /// A variant of its own, not one of a family.
 const ONE_OFF: Kind = Kind::Variant { family: None };
+
+/// The baselines of shortcut extendible hashing (vm-shortcuts-extendible-hashing.txt §4.2).
+const EH_BASELINES: Kind = Kind::Variant {
+    family: Some(
+        "shortcut-eh's baselines (§4.2), its hash, 8-byte keys: eh (without the shortcut), ht \
+         (linear probing, doubled whole), hti (rehashed incrementally), ch (chaining)",
+    ),
+};
 
 /// The family of the Cuckoo Trie's prefetch-depth variants.
 const CUCKOO_DEPTHS: Kind = Kind::Variant {
@@ -308,6 +324,41 @@ pub const INDEXES: &[Entry] = &[
         kind: Kind::Main,
         keys: KeyWidth::Eight,
         run: exec::serve::<Mlp<0>>,
+    },
+    Entry {
+        name: "shortcut-eh",
+        about: "mlpdex shortcut extendible hashing (vm-shortcuts-extendible-hashing.txt), 8-byte keys, point operations",
+        kind: Kind::Main,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<Eh<true>>,
+    },
+    Entry {
+        name: "eh",
+        about: "classic extendible hashing: shortcut-eh without its shortcut (the traditional directory only)",
+        kind: EH_BASELINES,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<Eh<false>>,
+    },
+    Entry {
+        name: "ht",
+        about: "hash table, linear probing, doubled and rehashed whole (shortcut-eh's hash; 8-byte keys)",
+        kind: EH_BASELINES,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<Ht>,
+    },
+    Entry {
+        name: "hti",
+        about: "hash table, linear probing, rehashed incrementally as Redis' dict (shortcut-eh's hash; 8-byte keys)",
+        kind: EH_BASELINES,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<Hti>,
+    },
+    Entry {
+        name: "ch",
+        about: "chained hash table sized up front, 128-byte chunks (shortcut-eh's hash; 8-byte keys)",
+        kind: EH_BASELINES,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<Ch>,
     },
     Entry {
         name: "mlp-index-bucketized",
@@ -671,6 +722,7 @@ mod tests {
             [
                 "fst-crate-set",
                 "cuckoo-trie-concurrent",
+                "{eh,ht,hti,ch}",
                 "mlp-index-{bucketized,paper}",
                 "pi-no-{simd,group,prefetch}",
                 "skiplist-plain",

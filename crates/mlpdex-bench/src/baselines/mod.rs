@@ -6,6 +6,7 @@
 //! | `skipmap` | `crossbeam_skiplist::SkipMap` (lock-free skip list) | any | everything, many threads |
 //! | `congee` | `congee::Congee` (concurrent ART, optimistic lock coupling) | 8 bytes only | everything, many threads |
 //! | `hashmap` | `hashbrown::HashMap` (SwissTable, foldhash) | any | point operations, one thread |
+//! | `ht`, `hti`, `ch` | the hash tables of the shortcut-EH paper (§4.2): linear probing doubled whole or incrementally, chaining | 8 bytes only | gets and inserts, one thread |
 //! | `sorted-vec` | sorted arrays + binary search, built once | any | reads and seeks, one thread |
 //! | `fst-crate` | `fst::Map` (the fst crate's FST), built once | any | reads and seeks, one thread |
 //!
@@ -22,6 +23,7 @@ pub mod btree;
 pub mod congee;
 pub mod fst;
 pub mod hash;
+pub mod hash_tables;
 pub mod scc_tree;
 pub mod skipmap;
 pub mod sorted_vec;

@@ -9,6 +9,7 @@ pub mod hope;
 pub mod hybrid;
 pub mod mlp_index;
 pub mod pi;
+pub mod shortcut_eh;
 pub mod skiplist;
 
 /// A scan through a static map's lending cursor: up to `n` entries from its front, their

@@ -170,7 +170,11 @@ impl ShortcutEh {
     /// setting, [`Error::OutOfMemory`] when the kernel refuses the pool.
     pub fn with_config(config: Config) -> Result<ShortcutEh, Error> {
         // NaN is refused too.
-        if config.fan_in_threshold.partial_cmp(&1.0).is_none_or(|o| o.is_lt()) {
+        if config
+            .fan_in_threshold
+            .partial_cmp(&1.0)
+            .is_none_or(|o| o.is_lt())
+        {
             return Err(Error::InvalidConfig {
                 what: "fan_in_threshold must be at least 1",
             });
