@@ -37,6 +37,12 @@
 //!    entry and R² the legend gives. Points on their line mean a merge costs time linear in the
 //!    index's size, so the ratio trigger's amortised cost per write is constant; the slope is
 //!    that cost per key rewritten (memory-efficient-search-trees.txt §5.2).
+//! 5. **Load time against keys** (`load-<dataset>-<keys>.svg`), only when load records carry a
+//!    latency series (`--latency-series N`): one chart per (dataset, keys), each index a line
+//!    of the time its load had taken (seconds, accumulated window by window) against the keys
+//!    inserted, the shape of vm-shortcuts-extendible-hashing.txt Figure 7(a): a table that
+//!    rehashes whole climbs a staircase, one that splits buckets a line; the legend gives each
+//!    load's slowest insert and 99.9th percentile when they were measured.
 //!
 //! How: records are read and de-duplicated (the last record for an (index, dataset, keys,
 //! workload, distribution, mode, threads) wins, so a re-run measurement replaces the old one),
@@ -226,7 +232,132 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
         let svg = merge_chart(&title, series, &colours)?;
         written.push(write_svg(out_dir, &name, &svg)?);
     }
+    // Chart 5: load time against keys inserted, per dataset and keys.
+    for ((dataset, keys), loads) in &load_groups(&records) {
+        let name = names.claim(&format!("load-{}-{keys}", sanitise(dataset)));
+        let title = format!(
+            "Load time against keys inserted: {dataset}, {} keys",
+            thousands(*keys)
+        );
+        let svg = load_chart(&title, loads, &colours)?;
+        written.push(write_svg(out_dir, &name, &svg)?);
+    }
     Ok(written)
+}
+
+/// One load's line: index, accumulated `(keys, seconds)` points, slowest insert and p99.9.
+pub(crate) type LoadLine = (String, Vec<(f64, f64)>, Option<f64>, Option<f64>);
+
+/// The loads with a latency series, per (dataset, keys), in order of appearance.
+pub(crate) fn load_groups(records: &[Record]) -> BTreeMap<(String, u64), Vec<LoadLine>> {
+    let mut groups: BTreeMap<(String, u64), Vec<LoadLine>> = BTreeMap::new();
+    for r in records {
+        let Record::Index(ir) = r else { continue };
+        if ir.workload != crate::workload::Workload::Load {
+            continue;
+        }
+        let Some(series) = &ir.m.series else { continue };
+        let mut at = (0.0, 0.0);
+        let mut points = vec![at];
+        for &ns in &series.ns {
+            at = (
+                at.0 + series.window as f64,
+                at.1 + ns * series.window as f64 / 1e9,
+            );
+            points.push(at);
+        }
+        groups
+            .entry((ir.m.dataset.clone(), ir.m.keys))
+            .or_default()
+            .push((ir.m.index.clone(), points, ir.m.max_ns, ir.m.p999_ns));
+    }
+    groups
+}
+
+fn load_chart(title: &str, loads: &[LoadLine], colours: &Colours) -> anyhow::Result<String> {
+    let x_hi = loads
+        .iter()
+        .flat_map(|l| l.1.last())
+        .map(|p| p.0)
+        .fold(0.0, f64::max);
+    let y_hi = loads
+        .iter()
+        .flat_map(|l| l.1.last())
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let (x1, y1) = (x_hi.max(1.0) * 1.02, y_hi.max(1e-6) * 1.1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 640)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, TITLE_FONT)
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1, 0.0..y1)
+            .map_err(plot_err)?;
+        let fmt = |v: &f64| compact(*v);
+        chart
+            .configure_mesh()
+            .x_desc("keys inserted")
+            .y_desc("time (s)")
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&fmt)
+            .axis_desc_style(DESC_FONT)
+            .label_style(LABEL_FONT)
+            .light_line_style(BLACK.mix(0.05))
+            .bold_line_style(BLACK.mix(0.15))
+            .draw()
+            .map_err(plot_err)?;
+        let mut widest = 0.0f64;
+        let mut obstacles: Vec<[f64; 4]> = Vec::new();
+        for (index, points, max, p999) in loads {
+            let colour = colours.of(index);
+            let legend = match (max, p999) {
+                (Some(m), Some(p)) => format!(
+                    "{index}: slowest insert {}, p99.9 {}",
+                    duration(*m),
+                    duration(*p)
+                ),
+                _ => index.clone(),
+            };
+            widest = widest.max(text_px(&legend, 14.0));
+            for p in points.iter().step_by(points.len().div_ceil(200).max(1)) {
+                let (px, py) = chart.backend_coord(p);
+                let (px, py) = (f64::from(px), f64::from(py));
+                obstacles.push([px - 2.0, px + 2.0, py - 2.0, py + 2.0]);
+            }
+            chart
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    colour.stroke_width(2),
+                ))
+                .map_err(plot_err)?
+                .label(legend)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+        }
+        let (xr, yr) = chart.plotting_area().get_pixel_range();
+        let legend = (widest + 60.0, 18.0 * loads.len() as f64 + 20.0);
+        draw_legend(&mut chart, legend_corner(xr, yr, legend, &obstacles))?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// A duration in ns as text in the unit that reads best (`850 ns`, `12.5 µs`, `1.2 s`).
+fn duration(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.1} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
 }
 
 /// The merges of one index: its name and every merge of its records, in file order.
@@ -1646,6 +1777,39 @@ mod tests {
             .map(|(i, _)| i.as_str())
             .collect();
         assert_eq!(rand, ["hybrid-a", "hybrid-b"]);
+    }
+
+    #[test]
+    fn loads_with_a_series_get_a_time_chart_with_their_slowest_insert() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut with = rec("ht", "load", 1.0, Some(32.0));
+        if let Record::Index(i) = &mut with {
+            i.m.dataset = "rand-8".into();
+            i.m.series = Some(crate::record::Series {
+                window: 1000,
+                ns: vec![100.0, 100.0, 5000.0, 100.0],
+            });
+            i.m.max_ns = Some(4_000_000.0);
+            i.m.p999_ns = Some(2500.0);
+        }
+        let mut without = rec("eh", "load", 1.0, Some(32.0));
+        if let Record::Index(i) = &mut without {
+            i.m.dataset = "rand-8".into();
+        }
+        let records = [with, without];
+        let groups = load_groups(&records);
+        let lines = &groups[&("rand-8".to_string(), 1000)];
+        assert_eq!(lines.len(), 1, "only loads with a series");
+        let last = *lines[0].1.last().unwrap();
+        assert_eq!(last.0, 4000.0);
+        assert!((last.1 - 5300.0 * 1000.0 / 1e9).abs() < 1e-12, "{last:?}");
+        let json = write_lines(dir.path(), &records);
+        write_report(&json, &dir.path().join("charts")).unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("charts/load-rand-8-1000.svg")).unwrap();
+        assert!(
+            svg.contains("ht: slowest insert 4.0 ms, p99.9 2.5 µs"),
+            "{svg}"
+        );
     }
 
     #[test]
