@@ -68,6 +68,7 @@ pub mod adapter;
 pub mod alloc;
 pub mod baselines;
 pub mod dataset;
+pub mod eh_sync;
 pub mod exec;
 pub mod filter;
 pub mod harness;

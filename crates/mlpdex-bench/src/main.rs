@@ -37,6 +37,10 @@ enum Command {
     /// Measure HOPE encoders (memory-efficient-search-trees.txt ch. 6): compression rate,
     /// encoding speed and dictionary size per scheme and dictionary size limit.
     Hope(HopeArgs),
+    /// Shortcut extendible hashing's mixed-workload experiment (vm-shortcuts-extendible-
+    /// hashing.txt Figure 8): waves of inserts then lookups, the shortcut's version catching
+    /// up with the directory's; writes a JSON of windows and an SVG chart.
+    EhSync(EhSyncArgs),
     /// Run a declarative suite (`bench/suites/NAME.toml`) and write `docs/results/NAME.json`
     /// and `docs/results/NAME.md`.
     Suite(SuiteArgs),
@@ -183,6 +187,34 @@ struct FilterArgs {
 }
 
 #[derive(clap::Args, Debug)]
+struct EhSyncArgs {
+    /// Keys loaded first (accepts 92M).
+    #[arg(long, default_value = "92M", value_parser = parse_count)]
+    keys: usize,
+    /// Waves of accesses.
+    #[arg(long, default_value_t = 4)]
+    waves: usize,
+    /// Accesses per wave (accepts 2M).
+    #[arg(long, default_value = "2M", value_parser = parse_count)]
+    wave: usize,
+    /// Inserts at the start of each wave, in per cent of its accesses.
+    #[arg(long, default_value_t = 1.0)]
+    insert_percent: f64,
+    /// Accesses per recorded window.
+    #[arg(long, default_value_t = 10_000)]
+    window: usize,
+    /// Seed for the dataset and the lookups.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// JSON file for the windows (replaced).
+    #[arg(long, default_value = "docs/results/shortcut-eh-sync.json")]
+    json: PathBuf,
+    /// SVG chart (replaced).
+    #[arg(long, default_value = "docs/results/shortcut-eh-sync.svg")]
+    svg: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
 struct HopeArgs {
     /// Comma-separated schemes: single-char, double-char, 3-grams, 4-grams, alm, alm-improved,
     /// or `all`.
@@ -275,6 +307,16 @@ fn main() -> Result<()> {
         Command::MlpProbe(args) => mlp_probe(args),
         Command::Filter(args) => filter_bench(args),
         Command::Hope(args) => hope_bench(args),
+        Command::EhSync(a) => mlpdex_bench::eh_sync::run(&mlpdex_bench::eh_sync::SyncArgs {
+            keys: a.keys,
+            waves: a.waves,
+            wave: a.wave,
+            insert_percent: a.insert_percent,
+            window: a.window,
+            seed: a.seed,
+            json: a.json,
+            svg: a.svg,
+        }),
         Command::Markdown {
             json,
             before,

@@ -113,6 +113,14 @@ const EH_BASELINES: Kind = Kind::Variant {
     ),
 };
 
+/// The fan-in sweep of shortcut extendible hashing (§3.2).
+const EH_FANIN: Kind = Kind::Variant {
+    family: Some(
+        "extendible hashing from a directory of 2^20 slots, with its shortcut at any fan-in and \
+         without (the fan-in sweep, §3.2)",
+    ),
+};
+
 /// The family of the Cuckoo Trie's prefetch-depth variants.
 const CUCKOO_DEPTHS: Kind = Kind::Variant {
     family: Some("Cuckoo Trie with prefetch depth d (the default, cuckoo-trie, has none)"),
@@ -338,6 +346,20 @@ pub const INDEXES: &[Entry] = &[
         kind: EH_BASELINES,
         keys: KeyWidth::Eight,
         run: exec::serve::<Eh<false>>,
+    },
+    Entry {
+        name: "shortcut-eh-d20",
+        about: "shortcut-eh from a directory of 2^20 slots, its shortcut taken at any fan-in (the fan-in sweep, §3.2)",
+        kind: EH_FANIN,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<Eh<true, 20>>,
+    },
+    Entry {
+        name: "eh-d20",
+        about: "eh from a directory of 2^20 slots (the fan-in sweep, §3.2)",
+        kind: EH_FANIN,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<Eh<false, 20>>,
     },
     Entry {
         name: "ht",
@@ -723,6 +745,7 @@ mod tests {
                 "fst-crate-set",
                 "cuckoo-trie-concurrent",
                 "{eh,ht,hti,ch}",
+                "{shortcut-eh-d20,eh-d20}",
                 "mlp-index-{bucketized,paper}",
                 "pi-no-{simd,group,prefetch}",
                 "skiplist-plain",

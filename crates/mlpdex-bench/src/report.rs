@@ -833,7 +833,7 @@ fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
 }
 
 /// Converts a plotters error (generic over the backend's error) into an `anyhow` error.
-fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+pub(crate) fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("drawing chart: {e}")
 }
 
@@ -955,9 +955,9 @@ impl Ranged for GroupAxis {
     }
 }
 
-const TITLE_FONT: (&str, u32) = ("sans-serif", 22);
-const DESC_FONT: (&str, u32) = ("sans-serif", 17);
-const LABEL_FONT: (&str, u32) = ("sans-serif", 14);
+pub(crate) const TITLE_FONT: (&str, u32) = ("sans-serif", 22);
+pub(crate) const DESC_FONT: (&str, u32) = ("sans-serif", 17);
+pub(crate) const LABEL_FONT: (&str, u32) = ("sans-serif", 14);
 
 /// Grouped bars: x = workload, one bar per index, y = millions per second (`y_desc`).
 fn throughput_chart(

@@ -320,3 +320,31 @@ fn std_conveniences() {
         .is_err()
     );
 }
+
+#[test]
+fn a_map_can_start_from_a_wide_directory() {
+    let mut m = ShortcutEh::with_config(Config {
+        initial_depth: 10,
+        fan_in_threshold: f64::INFINITY,
+        ..Config::default()
+    })
+    .unwrap();
+    assert_eq!(m.stats().slots, 1024);
+    assert_eq!(m.stats().buckets, 1);
+    let mut rng = TestRng::new(9);
+    let pool = keys(Shape::Uniform, 30_000, &mut rng);
+    differential(&mut m, &pool, 60_000, &mut rng, 15_000);
+    assert!(m.wait_for_shortcut());
+    assert!(m.stats().shortcut_in_use, "{:?}", m.stats());
+    assert_eq!(
+        m.stats().shortcut_version,
+        Some(m.stats().directory_version)
+    );
+    assert!(
+        ShortcutEh::with_config(Config {
+            initial_depth: 29,
+            ..Config::default()
+        })
+        .is_err()
+    );
+}

@@ -1,6 +1,10 @@
 //! `shortcut-eh` and `eh`: [`mlpdex::shortcut_eh::ShortcutEh`] over big-endian 8-byte keys
 //! (8-byte datasets only), with its shortcut directory, and without it (classic extendible
 //! hashing on the traditional directory: the paper's EH baseline, the same code).
+//!
+//! The fan-in sweep's variants (`shortcut-eh-d20`, `eh-d20`, §3.2) start with a directory of
+//! 2^20 slots, so that the load set's size sets the fan-in (slots per bucket), and the
+//! shortcut variant takes its shortcut at any fan-in.
 
 use mlpdex::shortcut_eh::{Config, ShortcutEh};
 
@@ -8,11 +12,13 @@ use crate::adapter::{BenchIndex, Caps};
 use crate::baselines::{check_width, u64_key};
 use crate::keys::Keys;
 
-/// Shortcut extendible hashing (`S = true`) or classic extendible hashing (`S = false`).
+/// Shortcut extendible hashing (`S = true`) or classic extendible hashing (`S = false`),
+/// with a directory of `2^D` slots to start with (`D > 0`: a fan-in sweep variant, whose
+/// shortcut is taken whatever the fan-in).
 #[derive(Debug)]
-pub struct Eh<const S: bool>(ShortcutEh);
+pub struct Eh<const S: bool, const D: u32 = 0>(ShortcutEh);
 
-impl<const S: bool> BenchIndex for Eh<S> {
+impl<const S: bool, const D: u32> BenchIndex for Eh<S, D> {
     const CAPS: Caps = Caps {
         writes: true,
         ordered: false,
@@ -23,6 +29,8 @@ impl<const S: bool> BenchIndex for Eh<S> {
         check_width::<u64>(load_set, if S { "shortcut-eh" } else { "eh" })?;
         Ok(Eh(ShortcutEh::with_config(Config {
             shortcut: S,
+            initial_depth: D,
+            fan_in_threshold: if D > 0 { f64::INFINITY } else { 8.0 },
             ..Config::default()
         })?))
     }

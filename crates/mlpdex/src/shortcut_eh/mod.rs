@@ -115,6 +115,9 @@ pub struct Config {
     /// [`Error::OutOfMemory`]. The pool reserves this much address space (not memory).
     /// Default: twice the machine's physical memory.
     pub max_pool_bytes: usize,
+    /// The directory's depth to start with: `2^initial_depth` slots, all naming the first
+    /// bucket (so no doubling happens until a bucket that deep splits). At most 28. Default 0.
+    pub initial_depth: u32,
 }
 
 impl Default for Config {
@@ -126,6 +129,7 @@ impl Default for Config {
             shortcut: true,
             fan_in_threshold: 8.0,
             max_pool_bytes: bytes.saturating_mul(2),
+            initial_depth: 0,
         }
     }
 }
@@ -147,6 +151,12 @@ pub struct Stats {
     pub shortcut_in_use: bool,
     /// Mapping calls of the current shortcut area.
     pub shortcut_mappings: usize,
+    /// The traditional directory's version: one more for each change (doubling, split,
+    /// merge).
+    pub directory_version: u64,
+    /// The version of the directory the shortcut reflects (it lags while the mapper catches
+    /// up); `None` without a shortcut, once it was given up, or while the mapper remaps slots.
+    pub shortcut_version: Option<u64>,
 }
 
 /// A hash map from `u64` to `u64` by shortcut extendible hashing (see the module docs).
@@ -185,10 +195,16 @@ impl ShortcutEh {
                 what: "max_pool_bytes must hold at least one 4 KiB page",
             });
         }
+        if config.initial_depth > 28 {
+            return Err(Error::InvalidConfig {
+                what: "initial_depth must be at most 28",
+            });
+        }
         let core = Core::new(Settings {
             shortcut: config.shortcut,
             fan_in: config.fan_in_threshold,
             max_pages,
+            depth: config.initial_depth,
         })?;
         Ok(ShortcutEh { core, config })
     }
@@ -249,6 +265,8 @@ impl ShortcutEh {
             fan_in: slots as f64 / buckets.max(1) as f64,
             shortcut_in_use: self.core.shortcut_active(),
             shortcut_mappings: self.core.shortcut_runs(),
+            directory_version: self.core.directory_version(),
+            shortcut_version: self.core.shortcut_version(),
         }
     }
 

@@ -118,6 +118,8 @@ pub(crate) struct Settings {
     pub(crate) shortcut: bool,
     pub(crate) fan_in: f64,
     pub(crate) max_pages: usize,
+    /// The directory's initial depth.
+    pub(crate) depth: u32,
 }
 
 /// A pool shrink waiting for readers to move on.
@@ -156,7 +158,7 @@ impl Core {
         p.unlock();
         let shared = Arc::new(Shared {
             view,
-            dir: Atomic::new(Dir::new(0, |_| first)),
+            dir: Atomic::new(Dir::new(settings.depth, |_| first)),
             version: AtomicU64::new(1),
             shortcut: Shortcut::default(),
             wanted: AtomicBool::new(false),
@@ -175,8 +177,8 @@ impl Core {
             let (tx, handle) = shortcut::spawn(Arc::clone(&core.shared))?;
             core.mapper = Some((tx, handle));
             core.send(Request::Create {
-                depth: 0,
-                pages: vec![first],
+                depth: settings.depth,
+                pages: vec![first; 1 << settings.depth],
                 version: 1,
             });
             core.update_wanted();
@@ -294,6 +296,17 @@ impl Core {
     /// Mapping calls of the shortcut's area.
     pub(crate) fn shortcut_runs(&self) -> usize {
         self.shared.shortcut.runs.load(Relaxed)
+    }
+
+    /// The traditional directory's version.
+    pub(crate) fn directory_version(&self) -> u64 {
+        self.shared.version.load(Acquire)
+    }
+
+    /// The version the shortcut reflects, if there is a working shortcut not being remapped.
+    pub(crate) fn shortcut_version(&self) -> Option<u64> {
+        let v = self.shared.shortcut.version.load(Acquire);
+        (self.mapper.is_some() && v != shortcut::FAILED && v != shortcut::BUSY).then_some(v)
     }
 
     /// Whether lookups take the shortcut now.

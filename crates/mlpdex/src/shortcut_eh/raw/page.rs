@@ -93,10 +93,10 @@ impl Hashed {
         self.0.checked_shr(64 - depth).unwrap_or(0) as usize
     }
 
-    /// The line of the first group a probe reads (1..=63).
+    /// The line of the first group a probe reads in a page of `groups` groups (1..=groups).
     #[inline(always)]
-    fn group(self) -> usize {
-        1 + ((u64::from(self.0 as u32) * GROUPS as u64) >> 32) as usize
+    fn group(self, groups: usize) -> usize {
+        1 + ((u64::from(self.0 as u32) * groups as u64) >> 32) as usize
     }
 
     /// The tag, 2..=255.
@@ -113,10 +113,10 @@ impl Hashed {
     }
 }
 
-/// The line after `g` in probe order (1..=63, wrapping).
+/// The line after `g` in probe order over `groups` groups (1..=groups, wrapping).
 #[inline(always)]
-fn next_group(g: usize) -> usize {
-    if g == GROUPS { 1 } else { g + 1 }
+fn next_group(g: usize, groups: usize) -> usize {
+    if g == groups { 1 } else { g + 1 }
 }
 
 /// Tag of slot `i` in a group's tag word.
@@ -137,13 +137,18 @@ pub(crate) struct Meta {
     pub(crate) used: usize,
 }
 
-/// One bucket page (see the module docs).
+/// One bucket page (see the module docs). `N` is its words: [`WORDS`] in the map; the loom
+/// model checks the protocol on pages of two lines (one group), whose probes and rebuilds
+/// are the same code.
 #[repr(C, align(4096))]
-pub(crate) struct Page<W = AtomicU64> {
-    pub(crate) w: [W; WORDS],
+pub(crate) struct Page<W = AtomicU64, const N: usize = WORDS> {
+    pub(crate) w: [W; N],
 }
 
-impl<W: Word> Page<W> {
+impl<W: Word, const N: usize> Page<W, N> {
+    /// Groups of the page.
+    const GROUPS: usize = N / LINE - 1;
+
     #[inline(always)]
     fn get(&self, i: usize) -> u64 {
         self.w[i].load(Relaxed)
@@ -177,13 +182,13 @@ impl<W: Word> Page<W> {
     }
 
     /// The word of `key`'s key, probing from its first group (relaxed loads: the writer's own
-    /// view, or a reader's inside [`read`](Self::read)). At most [`GROUPS`] groups, whatever
+    /// view, or a reader's inside [`read`](Self::read)). At most a page's groups, whatever
     /// a racing writer does.
     #[inline(always)]
     fn probe(&self, key: u64, h: Hashed) -> Option<At> {
         let tag = h.tag();
-        let mut g = h.group();
-        for _ in 0..GROUPS {
+        let mut g = h.group(Self::GROUPS);
+        for _ in 0..Self::GROUPS {
             let base = g * LINE;
             let tags = self.get(base);
             for i in 0..PER_GROUP {
@@ -195,7 +200,7 @@ impl<W: Word> Page<W> {
             if (0..PER_GROUP).any(|i| tag_of(tags, i) == EMPTY) {
                 return None;
             }
-            g = next_group(g);
+            g = next_group(g, Self::GROUPS);
         }
         None
     }
@@ -260,7 +265,7 @@ impl<W: Word> Page<W> {
             (u64::from(number) << 32) | ((count + 2) & 0xFFFF_FFFF | ONE),
         );
         W::fence_release();
-        for g in 1..=GROUPS {
+        for g in 1..=Self::GROUPS {
             for i in 0..LINE {
                 self.set(g * LINE + i, 0);
             }
@@ -301,8 +306,8 @@ impl<W: Word> Page<W> {
     /// Stores a key that is not in the bucket (inside [`lock`](Self::lock) when readers may
     /// see it), in the first free slot of its probe; false when no slot is free.
     pub(crate) fn put(&self, key: u64, h: Hashed, value: u64) -> bool {
-        let mut g = h.group();
-        for _ in 0..GROUPS {
+        let mut g = h.group(Self::GROUPS);
+        for _ in 0..Self::GROUPS {
             let base = g * LINE;
             let tags = self.get(base);
             if let Some(i) = (0..PER_GROUP).find(|&i| tag_of(tags, i) < 2) {
@@ -317,7 +322,7 @@ impl<W: Word> Page<W> {
                 self.set_meta(m);
                 return true;
             }
-            g = next_group(g);
+            g = next_group(g, Self::GROUPS);
         }
         false
     }
@@ -336,7 +341,7 @@ impl<W: Word> Page<W> {
 
     /// Calls `f` with every live entry (the writer's view).
     pub(crate) fn for_each(&self, mut f: impl FnMut(u64, u64)) {
-        for g in 1..=GROUPS {
+        for g in 1..=Self::GROUPS {
             let base = g * LINE;
             let tags = self.get(base);
             for i in 0..PER_GROUP {
@@ -364,7 +369,7 @@ impl<W: Word> Page<W> {
         entries: &[(u64, u64)],
         hash: impl Fn(u64) -> Hashed,
     ) -> bool {
-        for g in 1..=GROUPS {
+        for g in 1..=Self::GROUPS {
             self.set(g * LINE, 0);
         }
         self.set_meta(Meta {
@@ -386,7 +391,7 @@ impl<W: Word> Page<W> {
             return Err("locked".into());
         }
         let (mut used, mut live, mut keys) = (0, 0, std::collections::HashSet::new());
-        for g in 1..=GROUPS {
+        for g in 1..=Self::GROUPS {
             let tags = self.get(g * LINE);
             if tags >> 24 != 0 {
                 return Err(format!("group {g}: tag bytes past its three"));
@@ -532,5 +537,114 @@ mod tests {
         }
         assert_eq!(p.read(1 << 40, hash(1 << 40)), Some(None));
         p.audit(hash);
+    }
+}
+
+#[cfg(all(test, mlpdex_loom))]
+mod loom_model {
+    //! The writer's split and merge sequences (`write`) against a reader, on pages of two
+    //! lines (one group of three slots) and a directory of two slots, with loom's atomics.
+    //! Run with `RUSTFLAGS="--cfg mlpdex_loom" cargo test -p mlpdex --lib --release
+    //! loom_model`.
+    use super::*;
+    use crate::sync::loom::{
+        self,
+        sync::{
+            Arc,
+            atomic::{AtomicU32, AtomicU64},
+        },
+    };
+
+    type Small = Page<AtomicU64, 16>;
+
+    fn page() -> Small {
+        Page {
+            w: core::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    fn hash(k: u64) -> Hashed {
+        Hashed(crate::substrate::hash::hash_u64(k, 0))
+    }
+
+    /// Two keys, one of each half of the hash space (top bit 0, then 1).
+    fn halves() -> (u64, u64) {
+        let a = (0..).find(|&k| hash(k).slot(1) == 0).unwrap();
+        let b = (0..).find(|&k| hash(k).slot(1) == 1).unwrap();
+        (a, b)
+    }
+
+    /// The reader's lookup through the two-slot directory, retrying as `Shared::get` does.
+    fn lookup(dir: &[AtomicU32; 2], pages: &[Small; 2], key: u64) -> Option<u64> {
+        let h = hash(key);
+        loop {
+            let n = dir[h.slot(1)].load(core::sync::atomic::Ordering::Acquire);
+            if let Some(found) = pages[n as usize].read(key, h) {
+                return found;
+            }
+            loom::thread::yield_now();
+        }
+    }
+
+    /// A split moves key `b` to a new page while a reader looks it up: the reader finds it,
+    /// with its value, whichever page it reads.
+    #[test]
+    fn a_split_never_hides_a_key_from_a_reader() {
+        loom::model(|| {
+            let (a, b) = halves();
+            let pages = Arc::new([page(), page()]);
+            pages[0].init(0, 0, 0);
+            assert!(pages[0].put(a, hash(a), 10));
+            assert!(pages[0].put(b, hash(b), 20));
+            pages[0].unlock();
+            let dir = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
+            let (wp, wd) = (Arc::clone(&pages), Arc::clone(&dir));
+            let writer = loom::thread::spawn(move || {
+                let new = &wp[1];
+                new.init(1, 1, 1);
+                new.put(b, hash(b), 20);
+                new.unlock();
+                wd[1].store(1, core::sync::atomic::Ordering::Release);
+                let old = &wp[0];
+                old.lock();
+                assert!(old.rebuild(1, 0, &[(a, 10)], hash));
+                old.unlock();
+            });
+            assert_eq!(lookup(&dir, &pages, b), Some(20));
+            writer.join().unwrap();
+            assert_eq!(lookup(&dir, &pages, a), Some(10));
+        });
+    }
+
+    /// A merge moves key `b` into its buddy's page and retires its own while a reader looks
+    /// it up: the reader finds it.
+    #[test]
+    fn a_merge_never_hides_a_key_from_a_reader() {
+        loom::model(|| {
+            let (a, b) = halves();
+            let pages = Arc::new([page(), page()]);
+            pages[0].init(0, 1, 0);
+            assert!(pages[0].put(a, hash(a), 10));
+            pages[0].unlock();
+            pages[1].init(1, 1, 1);
+            assert!(pages[1].put(b, hash(b), 20));
+            pages[1].unlock();
+            let dir = Arc::new([AtomicU32::new(0), AtomicU32::new(1)]);
+            let (wp, wd) = (Arc::clone(&pages), Arc::clone(&dir));
+            let writer = loom::thread::spawn(move || {
+                let target = &wp[0];
+                target.lock();
+                assert!(target.rebuild(0, 0, &[(a, 10), (b, 20)], hash));
+                target.unlock();
+                wd[1].store(0, core::sync::atomic::Ordering::Release);
+                let other = &wp[1];
+                other.lock();
+                other.retire();
+                other.unlock();
+            });
+            assert_eq!(lookup(&dir, &pages, b), Some(20));
+            writer.join().unwrap();
+            assert_eq!(lookup(&dir, &pages, b), Some(20));
+        });
     }
 }

@@ -300,6 +300,7 @@ mod tests {
             shortcut,
             fan_in: 8.0,
             max_pages: 1 << 16,
+            depth: 0,
         })
         .unwrap()
     }
