@@ -6,9 +6,9 @@
 #   scripts/miri.sh <test filter>   # extra libtest arguments, e.g. a test name
 #
 # The tests size themselves down under cfg(miri); the few left out are listed in SKIP with
-# the reason. Uses its own target directory (target/miri), so it does not invalidate the
-# normal build. Measured: about 6 minutes on 2 cores shared with other builds, once the
-# crates are compiled for miri (the first run also builds the dependencies, about 2 minutes).
+# the reason. Uses its own target directories (target/miri*), so it does not invalidate the
+# normal build. Two shards run side by side (see below); each builds the crates for miri
+# first, about 2 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,9 +48,49 @@ for s in "${EPOCH_TESTS[@]}"; do
     skip_epoch+=(--skip "$s")
 done
 
-export CARGO_TARGET_DIR=target/miri
 flags="-Zmiri-tree-borrows ${MIRIFLAGS:-}"
-MIRIFLAGS="$flags" cargo +nightly miri test -p mlpdex --lib --locked -- \
-    "${skip_args[@]}" "${skip_epoch[@]}" "$@"
-MIRIFLAGS="$flags -Zmiri-ignore-leaks" cargo +nightly miri test -p mlpdex --lib --locked -- \
-    "${skip_args[@]}" "${EPOCH_TESTS[@]}" "$@"
+
+# Miri interprets on one core: the tests run as two shards side by side, each with its own
+# target directory (a cargo holds its directory's lock while its tests run). Shard A: the
+# modules below; shard B: everything else, then the epoch tests (leak check off).
+SHARD_A=(cuckoo_trie:: compact_art:: compact_btree:: hope:: hybrid:: mlp_index::)
+skip_a=()
+for s in "${SHARD_A[@]}"; do
+    skip_a+=(--skip "$s")
+done
+
+shard_a() {
+    CARGO_TARGET_DIR=target/miri MIRIFLAGS="$flags" cargo +nightly miri test -p mlpdex --lib \
+        --locked -- "${skip_args[@]}" "${skip_epoch[@]}" "${SHARD_A[@]}" "$@"
+}
+shard_b() {
+    CARGO_TARGET_DIR=target/miri-b MIRIFLAGS="$flags" cargo +nightly miri test -p mlpdex \
+        --lib --locked -- "${skip_args[@]}" "${skip_epoch[@]}" "${skip_a[@]}" "$@" &&
+        CARGO_TARGET_DIR=target/miri-b MIRIFLAGS="$flags -Zmiri-ignore-leaks" \
+            cargo +nightly miri test -p mlpdex --lib --locked -- "${skip_args[@]}" \
+            "${EPOCH_TESTS[@]}" "$@"
+}
+
+if [ $# -gt 0 ]; then
+    # A filter of the caller's own: one process (libtest ORs filters, so shards would not
+    # narrow to it).
+    CARGO_TARGET_DIR=target/miri MIRIFLAGS="$flags" cargo +nightly miri test -p mlpdex --lib \
+        --locked -- "${skip_args[@]}" "${skip_epoch[@]}" "$@"
+    CARGO_TARGET_DIR=target/miri MIRIFLAGS="$flags -Zmiri-ignore-leaks" cargo +nightly miri \
+        test -p mlpdex --lib --locked -- "${skip_args[@]}" "${EPOCH_TESTS[@]}" "$@"
+    exit
+fi
+
+mkdir -p target
+shard_a "$@" >target/miri-a.log 2>&1 &
+a=$!
+shard_b "$@" >target/miri-b.log 2>&1 &
+b=$!
+status=0
+wait "$a" || status=1
+echo "--- shard A ($(printf '%s ' "${SHARD_A[@]}"))"
+cat target/miri-a.log
+wait "$b" || status=1
+echo "--- shard B (the other modules, then the epoch tests)"
+cat target/miri-b.log
+exit "$status"

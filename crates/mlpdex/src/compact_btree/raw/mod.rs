@@ -441,8 +441,10 @@ mod tests {
     /// Every search answers as a binary search of the sorted keys, for every key and the
     /// probes around it (a byte more, a byte less, 0x00 and 0xFF appended).
     fn check_searches(t: &Tree, keys: &[Vec<u8>]) {
+        // Miri probes around every 16th key (all of them take minutes there).
+        let step = if cfg!(miri) { 16 } else { 1 };
         let mut probes: Vec<Vec<u8>> = Vec::new();
-        for k in keys {
+        for k in keys.iter().step_by(step) {
             probes.push(k.clone());
             probes.push([&k[..], b"\0"].concat());
             probes.push([&k[..], b"\xff"].concat());

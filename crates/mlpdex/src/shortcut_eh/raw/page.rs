@@ -464,7 +464,7 @@ mod tests {
         let mut want = std::collections::HashMap::new();
         let mut rng = TestRng::new(3);
         let steps = if cfg!(miri) { 300 } else { 5000 };
-        for _ in 0..steps {
+        for step in 0..steps {
             let k = rng.index(400) as u64;
             let h = hash(k);
             match rng.index(3) {
@@ -497,8 +497,12 @@ mod tests {
                 assert!(p.rebuild(0, 0, &e, hash));
                 assert_eq!(p.meta().used, p.meta().live);
             }
-            p.audit(hash);
+            // Under miri the audit (every entry rehashed) runs every 25th step.
+            if !cfg!(miri) || step % 25 == 0 {
+                p.audit(hash);
+            }
         }
+        p.audit(hash);
         assert_eq!(p.meta().live, want.len());
     }
 
