@@ -61,6 +61,10 @@ impl<const S: bool, const D: u32> BenchIndex for Eh<S, D> {
     }
 
     fn notes(&self, keys: usize) -> Vec<String> {
+        // After the load, untimed: let the mapper catch up, so the note says whether runs
+        // will take the shortcut rather than whether it had caught up the instant the load
+        // ended.
+        self.0.wait_for_shortcut();
         let s = self.0.stats();
         let mut out = vec![format!(
             "{} buckets, {} directory slots (fan-in {:.2}), {} pool pages, {:.1} B/key; shortcut {}",
