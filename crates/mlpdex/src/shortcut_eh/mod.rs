@@ -149,6 +149,14 @@ impl Default for Config {
 }
 
 /// A snapshot of a map's shape, from [`ShortcutEh::stats`].
+///
+/// ```
+/// let mut map = mlpdex::shortcut_eh::ShortcutEh::new();
+/// map.insert(1, 2)?;
+/// let s = map.stats();
+/// assert!(s.buckets >= 1 && s.slots >= s.buckets);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -174,6 +182,14 @@ pub struct Stats {
 }
 
 /// A hash map from `u64` to `u64` by shortcut extendible hashing (see the module docs).
+///
+/// ```
+/// let mut map = mlpdex::shortcut_eh::ShortcutEh::new();
+/// assert_eq!(map.insert(7, 70)?, None);
+/// assert_eq!(map.insert(7, 71)?, Some(70));
+/// assert_eq!(map.get(7), Some(71));
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 pub struct ShortcutEh {
     core: Core,
     config: Config,
@@ -345,6 +361,16 @@ impl Default for ShortcutEh {
 
 /// The entries of a [`ShortcutEh`], in no particular order: a copy taken when the iterator
 /// was made.
+///
+/// ```
+/// let mut map = mlpdex::shortcut_eh::ShortcutEh::new();
+/// map.insert(2, 20)?;
+/// map.insert(1, 10)?;
+/// let mut all: Vec<(u64, u64)> = map.iter().collect();
+/// all.sort();
+/// assert_eq!(all, [(1, 10), (2, 20)]);
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Iter {
     inner: std::vec::IntoIter<(u64, u64)>,
@@ -409,6 +435,14 @@ impl fmt::Debug for ShortcutEh {
 /// lookups run beside the map's writer without locks and see every write completed before
 /// they began. It keeps the map's memory alive after the map is dropped, empty of meaning:
 /// lookups then answer from the last state.
+///
+/// ```
+/// let mut map = mlpdex::shortcut_eh::ShortcutEh::new();
+/// map.insert(3, 30)?;
+/// let reader = map.reader();
+/// std::thread::spawn(move || assert_eq!(reader.get(3), Some(30))).join().unwrap();
+/// # Ok::<(), mlpdex::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Reader {
     shared: std::sync::Arc<raw::Shared>,
