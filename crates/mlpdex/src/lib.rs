@@ -66,12 +66,18 @@ compile_error!(
 );
 
 pub mod api;
+// The modules marked `forbid(unsafe_code)` hold no unsafe code of their own (miri leaves
+// their tests out: scripts/miri.sh).
+#[forbid(unsafe_code)]
 pub mod compact_art;
+#[forbid(unsafe_code)]
 pub mod compact_btree;
 pub mod cuckoo_trie;
+#[forbid(unsafe_code)]
 pub mod dynamic_surf;
 pub mod epoch;
 mod error;
+#[forbid(unsafe_code)]
 pub mod hope;
 pub mod hybrid;
 pub mod key;
@@ -81,6 +87,7 @@ pub mod pi;
 pub mod shortcut_eh;
 pub mod skiplist;
 mod substrate;
+#[forbid(unsafe_code)]
 mod succinct;
 mod sync;
 // Test support for the crate's own tests (turned on for them by the self dev-dependency in

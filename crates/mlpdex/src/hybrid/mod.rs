@@ -89,6 +89,7 @@
 //!   check), unless the static-key filter rules the key out.
 //! - Single-threaded (`&mut self` writes); `Hybrid` is `Send + Sync` when its stages are.
 
+#[forbid(unsafe_code)]
 mod bloom;
 pub mod concurrent;
 mod cursor;

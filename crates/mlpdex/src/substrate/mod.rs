@@ -16,6 +16,7 @@
 //! heap blocks it owns and the full length of the [`region::Region`]s it maps; a [`Frozen`] array
 //! counts its length whether owned or borrowed from a loaded image.
 
+#[forbid(unsafe_code)]
 pub mod bits;
 pub mod frozen;
 pub mod hash;
@@ -23,6 +24,7 @@ pub mod image;
 pub mod labels;
 pub mod popcount;
 pub mod prefetch;
+#[forbid(unsafe_code)]
 pub mod rank;
 pub mod region;
 

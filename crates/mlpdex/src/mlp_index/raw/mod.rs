@@ -6,6 +6,7 @@
 use crate::Error;
 use crate::HugePages;
 
+#[forbid(unsafe_code)]
 pub(crate) mod hash;
 pub(crate) mod paper;
 pub(crate) mod table;

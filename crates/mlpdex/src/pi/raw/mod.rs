@@ -7,5 +7,6 @@ pub(crate) mod node;
 pub(crate) mod partition;
 pub(crate) mod simd;
 pub(crate) mod slab;
+#[forbid(unsafe_code)]
 pub(crate) mod sort;
 pub(crate) mod traverse;
