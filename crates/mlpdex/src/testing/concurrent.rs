@@ -75,6 +75,17 @@
 //!   number of keys (a length counter updated after the linking CAS can wrap below zero when
 //!   a remove of the key runs in between). The per-thread order checks of `stress`, the
 //!   final contents and a drain to empty are checked too.
+//! - [`linearizable_histories`] (values `u64`): thousands of short runs, each on a new map:
+//!   `plan.threads` threads (more than the cores) released together make a few random
+//!   operations each on a few keys (the empty key, prefix keys, 0x00 and 0xFF bytes): inserts
+//!   of values unique in the run, removes, gets, seeks both ways, and visits both ways with
+//!   every bound kind and a limit. Every invocation and response is stamped on one shared
+//!   clock, and each run's history is checked: each key's point operations must have a legal
+//!   sequential order respecting real time (an exact search, Wing and Gong's with Lowe's
+//!   memory of explored states), and every visit and seek must report keys in order, inside
+//!   its bounds, within its limit, each with a value (or, for a key skipped, an absence) the
+//!   key could have had at some moment of the visit given the writes around it. A failure
+//!   prints the whole history, sorted by invocation.
 //! - [`replaced_values_dropped_while_key_stays`] (values [`Counted`]): one key updated eleven
 //!   times; every replaced value, the first included, is eventually dropped while the key is
 //!   still stored (a map keeping a key's first value alive until the key is removed passes
@@ -156,6 +167,7 @@ mod drain;
 mod drops;
 mod edge_cases;
 mod helpers;
+mod history;
 mod same_key;
 mod stamp;
 mod stress;
@@ -169,6 +181,7 @@ pub use self::drops::{
 };
 pub use self::edge_cases::{empty_key_alone_and_with_others, prefix_keys_in_every_insertion_order};
 pub use self::helpers::{Done, as_slice, entries, entries_rev, join_all};
+pub use self::history::{HistoryPlan, linearizable_histories};
 pub use self::same_key::{SameKeyPlan, same_key_stress};
 pub use self::stamp::{Stamp, mixed_keys};
 pub use self::stress::{Plan, Sharing, stress};

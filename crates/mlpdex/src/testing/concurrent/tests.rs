@@ -1,6 +1,9 @@
 //! The harnesses on a mutex-guarded [`ModelMap`]: a correct map passes every one.
 
-use super::{churn::*, drops::*, edge_cases::*, same_key::*, stamp::*, stress::*, subject::*};
+use super::history::{Event, Op, check};
+use super::{
+    churn::*, drops::*, edge_cases::*, history::*, same_key::*, stamp::*, stress::*, subject::*,
+};
 use core::fmt;
 use core::ops::{Bound, ControlFlow};
 use std::collections::BTreeMap;
@@ -149,6 +152,11 @@ enum Fault {
     LenWraps,
     /// A key keeps its first value alive until it is removed.
     KeepsFirstValue,
+    /// Every third `get_with` of a key that was updated answers with the value the last
+    /// update replaced: a stale read.
+    StaleGets,
+    /// Every third visit leaves out its first entry.
+    SkipsInVisits,
 }
 
 /// A [`Locked`] model with a [`Fault`].
@@ -162,7 +170,14 @@ struct Faulty<V> {
 
 impl<V: Clone + Send + Sync + fmt::Debug> ConcurrentOrderedMap<V> for Faulty<V> {
     fn get_with<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
-        self.inner.get_with(key, f)
+        let map = self.inner.lock();
+        let n = self.calls.fetch_add(1, Relaxed);
+        if let (Fault::StaleGets, 0) = (self.fault, n % 3)
+            && let Some(old) = self.kept.lock().unwrap().get(key)
+        {
+            return Some(f(old));
+        }
+        map.get(key).map(f)
     }
     fn insert(&self, key: &[u8], value: V) -> Result<Option<V>, Error> {
         let mut map = self.inner.lock();
@@ -172,6 +187,9 @@ impl<V: Clone + Send + Sync + fmt::Debug> ConcurrentOrderedMap<V> for Faulty<V> 
             (Fault::LosesReplaced, _) => return Ok(None),
             (Fault::KeepsFirstValue, Some(old)) => {
                 self.kept.lock().unwrap().entry(key.to_vec()).or_insert(old);
+            }
+            (Fault::StaleGets, Some(old)) => {
+                self.kept.lock().unwrap().insert(key.to_vec(), old);
             }
             _ => {}
         }
@@ -216,13 +234,30 @@ impl<V: Clone + Send + Sync + fmt::Debug> ConcurrentOrderedMap<V> for Faulty<V> 
     where
         Rg: crate::KeyRange,
     {
-        self.inner.visit_range(range, f);
+        self.inner.visit_range(range, self.skipping(f));
     }
     fn visit_range_rev<Rg>(&self, range: Rg, f: impl FnMut(&[u8], &V) -> ControlFlow<()>)
     where
         Rg: crate::KeyRange,
     {
-        self.inner.visit_range_rev(range, f);
+        self.inner.visit_range_rev(range, self.skipping(f));
+    }
+}
+
+impl<V> Faulty<V> {
+    /// For `SkipsInVisits`: the visitor, without the first entry on every third visit.
+    fn skipping<'a>(
+        &self,
+        mut f: impl FnMut(&[u8], &V) -> ControlFlow<()> + 'a,
+    ) -> impl FnMut(&[u8], &V) -> ControlFlow<()> + 'a {
+        let n = self.calls.fetch_add(1, Relaxed);
+        let mut skip = matches!(self.fault, Fault::SkipsInVisits) && n.is_multiple_of(3);
+        move |k, v| {
+            if std::mem::take(&mut skip) {
+                return ControlFlow::Continue(());
+            }
+            f(k, v)
+        }
     }
 }
 
@@ -316,4 +351,158 @@ fn subject_audit_reports_its_context() {
     );
     let s: Subject<Locked<u64>> = Subject::new("fine", Locked::new).with_audit(|_| ());
     s.audit(&map, "anywhere");
+}
+
+#[test]
+fn locked_model_passes_the_history_checks() {
+    linearizable_histories(&subject::<u64>(), HistoryPlan::quick(4, 0x4157));
+    linearizable_histories(&subject::<u64>(), HistoryPlan::quick(8, 0x4158));
+}
+
+#[test]
+fn history_checks_catch_lost_updates_stale_reads_and_skipping_visits() {
+    let msg = panic_message(|| {
+        linearizable_histories(&faulty(Fault::LosesReplaced), HistoryPlan::quick(4, 21))
+    });
+    assert!(msg.contains("no legal order"), "{msg}");
+    let msg = panic_message(|| {
+        linearizable_histories(&faulty(Fault::StaleGets), HistoryPlan::quick(4, 22))
+    });
+    assert!(msg.contains("no legal order"), "{msg}");
+    let msg = panic_message(|| {
+        linearizable_histories(&faulty(Fault::SkipsInVisits), HistoryPlan::quick(4, 23))
+    });
+    assert!(msg.contains("skipped"), "{msg}");
+}
+
+/// An event of thread `thread` from `call` to `ret`.
+fn ev(thread: usize, call: u64, ret: u64, op: Op) -> Event {
+    Event {
+        thread,
+        call,
+        ret,
+        op,
+    }
+}
+
+#[test]
+fn the_checker_orders_overlapping_operations_and_refuses_what_real_time_forbids() {
+    let ins = |key, value, old| Op::Insert { key, value, old };
+    let get = |key, value| Op::Get { key, value };
+    // Sequential: insert 1, insert 2 (replacing 1), get 2, remove 2.
+    let seq = [
+        ev(0, 1, 2, ins(0, 1, None)),
+        ev(0, 3, 4, ins(0, 2, Some(1))),
+        ev(1, 5, 6, get(0, Some(2))),
+        ev(
+            1,
+            7,
+            8,
+            Op::Remove {
+                key: 0,
+                old: Some(2),
+            },
+        ),
+    ];
+    assert_eq!(check(&seq, 8), Ok(()));
+    // A get after both inserts completed may not see the first value.
+    let stale = [
+        ev(0, 1, 2, ins(0, 1, None)),
+        ev(0, 3, 4, ins(0, 2, Some(1))),
+        ev(1, 5, 6, get(0, Some(1))),
+    ];
+    assert!(check(&stale, 8).is_err());
+    // ... but a get overlapping the second insert may.
+    let overlapping = [
+        ev(0, 1, 2, ins(0, 1, None)),
+        ev(0, 3, 6, ins(0, 2, Some(1))),
+        ev(1, 4, 5, get(0, Some(1))),
+    ];
+    assert_eq!(check(&overlapping, 8), Ok(()));
+    // Two overlapping inserts of a new key cannot both find it absent.
+    let lost = [ev(0, 1, 4, ins(0, 1, None)), ev(1, 2, 3, ins(0, 2, None))];
+    assert!(check(&lost, 8).is_err());
+    // The order that explains overlapping operations may be the reverse of their calls.
+    let reversed = [
+        ev(0, 1, 6, ins(0, 1, Some(2))),
+        ev(1, 2, 3, ins(0, 2, None)),
+        ev(1, 4, 5, get(0, Some(2))),
+    ];
+    assert_eq!(check(&reversed, 8), Ok(()));
+    // Keys are independent: an answer about key 1 says nothing of key 0.
+    let keys = [ev(0, 1, 2, ins(0, 1, None)), ev(1, 3, 4, get(1, None))];
+    assert_eq!(check(&keys, 8), Ok(()));
+}
+
+#[test]
+fn the_checker_bounds_visits_by_what_keys_could_hold_meanwhile() {
+    let ins = |key, value, old| Op::Insert { key, value, old };
+    let visit = |lo, hi, rev, limit, seen| Op::Range {
+        lo,
+        hi,
+        rev,
+        limit,
+        seen,
+    };
+    let all = |seen| visit(Bound::Unbounded, Bound::Unbounded, false, 9, seen);
+    // Keys 2 and 4 present throughout: a visit must report both, in order.
+    let base = [ev(0, 1, 2, ins(2, 7, None)), ev(0, 3, 4, ins(4, 8, None))];
+    let with = |op| {
+        let mut v = base.to_vec();
+        v.push(ev(1, 10, 11, op));
+        v
+    };
+    assert_eq!(check(&with(all(vec![(2, 7), (4, 8)])), 8), Ok(()));
+    assert!(check(&with(all(vec![(4, 8)])), 8).is_err(), "skipped a key");
+    assert!(
+        check(&with(all(vec![(4, 8), (2, 7)])), 8).is_err(),
+        "out of order"
+    );
+    assert!(
+        check(&with(all(vec![(2, 7), (4, 9)])), 8).is_err(),
+        "never written"
+    );
+    assert!(
+        check(&with(all(vec![(2, 7), (3, 1), (4, 8)])), 8).is_err(),
+        "never there"
+    );
+    // A limit stops the coverage at the last key reported; backwards too.
+    let limited = visit(Bound::Unbounded, Bound::Unbounded, false, 1, vec![(2, 7)]);
+    assert_eq!(check(&with(limited), 8), Ok(()));
+    let back = visit(Bound::Unbounded, Bound::Unbounded, true, 1, vec![(4, 8)]);
+    assert_eq!(check(&with(back), 8), Ok(()));
+    let over = visit(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        false,
+        1,
+        vec![(2, 7), (4, 8)],
+    );
+    assert!(check(&with(over), 8).is_err(), "past the limit");
+    // Bounds: an excluded bound leaves its key out.
+    let outside = visit(
+        Bound::Excluded(2),
+        Bound::Unbounded,
+        false,
+        9,
+        vec![(2, 7), (4, 8)],
+    );
+    assert!(check(&with(outside), 8).is_err(), "outside the range");
+    let inside = visit(
+        Bound::Excluded(2),
+        Bound::Included(4),
+        false,
+        9,
+        vec![(4, 8)],
+    );
+    assert_eq!(check(&with(inside), 8), Ok(()));
+    // A write overlapping the visit may or may not be seen; one done before it must be.
+    let mut racing = base.to_vec();
+    racing.push(ev(0, 9, 12, ins(4, 5, Some(8))));
+    racing.push(ev(1, 10, 11, all(vec![(2, 7), (4, 8)])));
+    assert_eq!(check(&racing, 8), Ok(()));
+    let mut done = base.to_vec();
+    done.push(ev(0, 5, 6, ins(4, 5, Some(8))));
+    done.push(ev(1, 10, 11, all(vec![(2, 7), (4, 8)])));
+    assert!(check(&done, 8).is_err(), "an overwritten value");
 }
