@@ -42,6 +42,9 @@
 //!    config), each value inserted unique: every value comes out exactly once (returned by
 //!    `insert` or `remove`, or stored at the end), none is invented, and `len()` read after
 //!    every operation never exceeds the number of keys.
+//!    5c. **Linearizable histories** ([`concurrent::linearizable_histories`]): 3,000 short
+//!    runs of 4 threads (default config) and of 8 threads (growing config) on 3 keys each,
+//!    every history checked: point operations exactly, seeks and limited visits per key.
 //! 6. **Edge cases**: the empty key alone and with others (default and growing config), prefix
 //!    keys in every insertion order (default config, and the growing config with
 //!    `symbol_bits: 1`), both through the generic harnesses; and, Cuckoo-Trie-specific, a key
@@ -66,7 +69,9 @@
 use std::ops::{Bound, ControlFlow};
 
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config};
-use mlpdex::testing::concurrent::{self, ChurnPlan, Plan, SameKeyPlan, Sharing, Subject, entries};
+use mlpdex::testing::concurrent::{
+    self, ChurnPlan, HistoryPlan, Plan, SameKeyPlan, Sharing, Subject, entries,
+};
 use mlpdex::testing::{
     KeyShape, arb_ops, arb_ops_with, arb_u64_key, run_ops_concurrent, try_differential_concurrent,
 };
@@ -333,6 +338,16 @@ fn same_key_stress_400_keys_4_threads() {
             ..SameKeyPlan::standard(400, 4, 0x5A_C400)
         },
     );
+}
+
+#[test]
+fn linearizable_histories_4_threads() {
+    concurrent::linearizable_histories(&default_subject(), HistoryPlan::standard(4, 0x11_C004));
+}
+
+#[test]
+fn linearizable_histories_8_threads_growing() {
+    concurrent::linearizable_histories(&growth_subject(), HistoryPlan::standard(8, 0x11_C008));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@
 //! 3. **The generic multi-threaded harnesses** every concurrent map of the crate runs
 //!    ([`concurrent::stress`]: linearizability of reads and of returned values with
 //!    per-thread stamps, exact final contents; [`concurrent::range_visits_under_churn`];
-//!    [`concurrent::same_key_stress`]; the empty-key and prefix-key edge cases).
+//!    [`concurrent::same_key_stress`]; [`concurrent::linearizable_histories`]; the empty-key
+//!    and prefix-key edge cases).
 //! 4. **Versions never go back across swaps**: 4 writers raise per-key version numbers
 //!    (each writer owns its keys; some keys are removed and re-inserted with a higher
 //!    version) while 2 readers read every key over and over: a reader never sees a version
@@ -33,7 +34,9 @@ use mlpdex::compact_btree::CompactBTree;
 use mlpdex::cuckoo_trie::ConcurrentCuckooTrie;
 use mlpdex::fst::Fst;
 use mlpdex::hybrid::{ConcurrentHybrid, Config, StaticStage};
-use mlpdex::testing::concurrent::{self, ChurnPlan, Plan, SameKeyPlan, Sharing, Subject};
+use mlpdex::testing::concurrent::{
+    self, ChurnPlan, HistoryPlan, Plan, SameKeyPlan, Sharing, Subject,
+};
 use mlpdex::testing::{
     KeyShape, TestRng, arb_ops, run_ops_concurrent, try_differential_concurrent,
 };
@@ -417,4 +420,24 @@ fn config_errors_are_typed() {
     ));
     assert!(map.is_empty());
     assert_eq!(ConcurrentOrderedMap::len(&map), 0);
+}
+
+#[test]
+fn linearizable_histories_4_threads() {
+    concurrent::linearizable_histories(&subject(), HistoryPlan::standard(4, 0x11_4B04));
+    // Merging every 2 entries, so that runs race merges (in the background) too.
+    let merging = Subject::new("concurrent hybrid, min_merge 2", || {
+        small::<CompactArt>(2, 2)
+    })
+    .with_audit(|m: &Map<CompactArt>| {
+        m.wait_for_merges();
+        m.check_invariants()
+    });
+    concurrent::linearizable_histories(
+        &merging,
+        HistoryPlan {
+            runs: 1_000,
+            ..HistoryPlan::standard(4, 0x11_4B05)
+        },
+    );
 }

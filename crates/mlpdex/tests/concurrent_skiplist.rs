@@ -24,6 +24,9 @@
 //!    a key updated eleven times has every replaced value freed, its first one included,
 //!    while the key stays stored.
 //!
+//!    3a. **Linearizable histories** ([`concurrent::linearizable_histories`]): 3,000 short
+//!    runs each of 4 and of 8 threads on 3 keys, every history checked.
+//!
 //!    3b. **Many threads on a few keys** ([`concurrent::same_key_stress`]): 8 threads on 1
 //!    and on 2 keys, 6 threads on 16 keys, 4 threads on 400 keys (at `K = 0`), each value
 //!    inserted unique: every value comes out exactly once (returned by `insert` or `remove`,
@@ -91,7 +94,8 @@ use mlpdex::key::{Escaped, after_start, before_end, show_bound};
 use mlpdex::skiplist::{Config, SkipList};
 use mlpdex::testing::TestRng;
 use mlpdex::testing::concurrent::{
-    self, ChurnPlan, Done, Plan, SameKeyPlan, Sharing, Stamp, Subject, as_slice, join_all,
+    self, ChurnPlan, Done, HistoryPlan, Plan, SameKeyPlan, Sharing, Stamp, Subject, as_slice,
+    join_all,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -248,6 +252,12 @@ fn replaced_values_dropped_while_the_key_stays() {
 // ---------------------------------------------------------------------------------------------
 // 3b. Many threads on a few keys (8 threads on 2 cores)
 // ---------------------------------------------------------------------------------------------
+
+#[test]
+fn linearizable_histories_4_and_8_threads() {
+    concurrent::linearizable_histories(&subject(DEFAULT_K), HistoryPlan::standard(4, 0x11_5004));
+    concurrent::linearizable_histories(&subject(DEFAULT_K), HistoryPlan::standard(8, 0x11_5008));
+}
 
 #[test]
 fn same_key_stress_1_key_8_threads() {
