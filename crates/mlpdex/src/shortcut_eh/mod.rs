@@ -83,10 +83,11 @@
 //!   interrupt the writer), and two to two and a half times a doubling table's on average,
 //!   without its stalls: `ht` and `hashmap` stop for seconds to rehash, `eh`'s slowest insert
 //!   is milliseconds (a directory doubling, a pool step). A split costs several
-//!   microseconds, so the 99th percentile is that slow. `shortcut-eh`'s slowest insert is
-//!   still a few tenths of a second: retiring the previous shortcut area (one `munmap` of a
-//!   million mappings) can land on the writer's thread, a known
-//!   defect (the mapper thread should unmap it, in steps).
+//!   microseconds, so the 99th percentile is that slow. In that suite run `shortcut-eh`'s
+//!   slowest insert was still a few tenths of a second, from unmapping the previous shortcut
+//!   area in one call on whichever thread collected it; the mapper now unmaps retired areas
+//!   itself, in steps, and a load since took tens of milliseconds at most, as `eh`'s does
+//!   (the suite is to be run again).
 //! - **Lookups** take the shortcut's page walk instead of the directory read. With the
 //!   benchmark's default of huge pages for every other structure, the directory read is
 //!   cheap to translate and overlaps other lookups: the shortcut wins dependent lookups

@@ -24,7 +24,10 @@
 //! the directory when that bucket has split or merged since.
 //!
 //! A new area replaces the old one by an epoch-protected pointer; the old one is unmapped
-//! once no reader can still be reading through it.
+//! once no reader can still be reading through it, by the mapper thread and in steps of
+//! [`UNMAP_STEP`] slots: unmapping a large area at once holds the process's address-space
+//! lock for a long time (a million mappings took a few tenths of a second at 100M keys), and
+//! whichever thread ran the epoch's deferred drop, the writer included, paid for it.
 //!
 //! # Failures
 //!
@@ -36,10 +39,11 @@
 //! ([`Shortcut::error`]), unmaps its partial area and stops, and lookups use the traditional
 //! directory from then on.
 
-use std::sync::Mutex;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
 
@@ -152,11 +156,19 @@ impl Area {
     }
 }
 
+/// Slots an `munmap` call of a retired area covers at most (16 MiB of address space): the
+/// writer's own mappings and page faults wait for one step at most.
+const UNMAP_STEP: usize = 4096;
+
 impl Drop for Area {
     fn drop(&mut self) {
-        // SAFETY: the area's reservation, released once; no reader holds a page of it (it is
-        // dropped through the epoch scheme, or by the mapper before publishing it).
-        unsafe { libc::munmap(self.base.cast(), self.bytes()) };
+        let (total, step) = (self.bytes(), UNMAP_STEP * PAGE);
+        for at in (0..total).step_by(step) {
+            // SAFETY: a part of the area's reservation, each released once; no reader holds a
+            // page of it (it is dropped after the epoch scheme said so, or by the mapper
+            // before publishing it).
+            unsafe { libc::munmap(self.base.add(at).cast(), step.min(total - at)) };
+        }
     }
 }
 
@@ -211,8 +223,22 @@ pub(crate) fn spawn<T: Target>(
 /// `Create` among them and the updates after it.
 fn run<T: Target>(target: &T, rx: Receiver<Request>) {
     let sc = target.shortcut();
+    let mut retired = Retired::default();
     loop {
-        let Ok(first) = rx.recv() else { return };
+        // With areas waiting to be unmapped, look at them now and then.
+        let first = if retired.0.is_empty() {
+            rx.recv().map_err(|_| ())
+        } else {
+            match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(r) => Ok(r),
+                Err(RecvTimeoutError::Timeout) => {
+                    retired.unmap_safe();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => Err(()),
+            }
+        };
+        let Ok(first) = first else { return };
         let mut batch = vec![first];
         loop {
             match rx.try_recv() {
@@ -237,7 +263,7 @@ fn run<T: Target>(target: &T, rx: Receiver<Request>) {
                     depth,
                     pages,
                     version,
-                } => create(target, depth, &pages).map(|()| version),
+                } => create(target, depth, &pages, &mut retired).map(|()| version),
                 Request::Update { slots, version } => update(target, &slots).map(|()| version),
                 Request::Stop => return,
             };
@@ -281,8 +307,55 @@ fn runs(
     Ok(count)
 }
 
-/// Builds and publishes a new area; the old one is unmapped once no reader can use it.
-fn create<T: Target>(target: &T, depth: u32, pages: &[u32]) -> Result<(), Error> {
+/// Areas replaced by newer ones, each with the flag the epoch scheme sets once no reader
+/// can still use it; the mapper unmaps them ([`Retired::unmap_safe`]). Any left when the
+/// mapper stops go back to the epoch scheme.
+#[derive(Default)]
+struct Retired(Vec<(*mut Area, Arc<AtomicBool>)>);
+
+impl Retired {
+    /// Retires `old`, unpublished under `guard`.
+    fn push(&mut self, old: *mut Area, guard: &epoch::Guard) {
+        let safe = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&safe);
+        guard.defer(move || flag.store(true, Release));
+        self.0.push((old, safe));
+    }
+
+    /// Unmaps the retired areas no reader can use any more, here on the mapper's thread.
+    fn unmap_safe(&mut self) {
+        epoch::pin().flush();
+        self.0.retain(|(area, safe)| {
+            if !safe.load(Acquire) {
+                return true;
+            }
+            // SAFETY: the area came from `Owned::new` and was unpublished; the epoch scheme
+            // ran its flag's closure, so every reader pinned when it was unpublished has
+            // unpinned, and nothing else points to it.
+            drop(unsafe { Owned::from_raw(*area) });
+            false
+        });
+    }
+}
+
+impl Drop for Retired {
+    fn drop(&mut self) {
+        let guard = epoch::pin();
+        for (area, _) in self.0.drain(..) {
+            // SAFETY: as in `unmap_safe`, except that readers may still be pinned: the epoch
+            // scheme drops the area once they all unpinned.
+            unsafe { guard.defer_destroy(epoch::Shared::from(area.cast_const())) };
+        }
+    }
+}
+
+/// Builds and publishes a new area; the mapper unmaps the old one once no reader can use it.
+fn create<T: Target>(
+    target: &T,
+    depth: u32,
+    pages: &[u32],
+    retired: &mut Retired,
+) -> Result<(), Error> {
     let area = Area::reserve(depth)?;
     let view = target.view();
     let n = runs(
@@ -294,9 +367,9 @@ fn create<T: Target>(target: &T, depth: u32, pages: &[u32]) -> Result<(), Error>
     let old = sc.area.swap(Owned::new(area), Release, &guard);
     sc.runs.store(n, Relaxed);
     if !old.is_null() {
-        // SAFETY: the old area is unpublished; readers that loaded it are pinned, and the
-        // epoch scheme drops it (unmapping it) only after they all unpinned.
-        unsafe { guard.defer_destroy(old) };
+        // The old area is unpublished; readers that loaded it are pinned, and it is unmapped
+        // only after they all unpinned.
+        retired.push(old.as_raw().cast_mut(), &guard);
     }
     guard.flush();
     Ok(())
