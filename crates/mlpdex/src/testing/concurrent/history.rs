@@ -440,7 +440,10 @@ fn run_op<M: ConcurrentOrderedMap<u64>>(map: &M, op: &mut Op, index: &dyn Fn(&[u
 /// invocation and response is stamped on one shared clock. Each run's history is then checked
 /// (see the module's docs), and the first violation panics with the whole history.
 ///
-/// A key unknown to the run in any answer, or a failed insert, panics too.
+/// A key unknown to the run in any answer, or a failed insert, panics too. With the
+/// environment variable `MLPDEX_HISTORY_STATS` set, it prints how many runs had operations
+/// of different threads overlapping in time (the runs whose check exercised concurrency: on
+/// 2 cores, 40 % to 99 % of them for the maps of this crate).
 pub fn linearizable_histories<M>(subject: &Subject<M>, plan: HistoryPlan)
 where
     M: ConcurrentOrderedMap<u64>,
@@ -449,6 +452,7 @@ where
     assert!((1..=KEYS.len()).contains(&plan.keys), "1 to 8 keys");
     assert!(plan.threads * plan.ops <= 64, "at most 64 operations a run");
     let mut rng = TestRng::new(plan.seed);
+    let mut overlapping = 0;
     for run in 0..plan.runs {
         // The run's keys: `plan.keys` of the eight, at random; checked by index.
         let mut pool: Vec<usize> = (0..KEYS.len()).collect();
@@ -512,5 +516,22 @@ where
             );
         }
         subject.audit(&map, &format!("after run {run}"));
+        overlapping += usize::from(overlaps(&events));
     }
+    if std::env::var_os("MLPDEX_HISTORY_STATS").is_some() {
+        eprintln!(
+            "[{}] {overlapping} of {} runs overlapped",
+            subject.name(),
+            plan.runs
+        );
+    }
+}
+
+/// Whether two operations of different threads overlap in time in `events`.
+fn overlaps(events: &[Event]) -> bool {
+    events.iter().any(|a| {
+        events
+            .iter()
+            .any(|b| a.thread != b.thread && a.call < b.ret && b.call < a.ret)
+    })
 }
