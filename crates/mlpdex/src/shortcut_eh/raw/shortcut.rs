@@ -275,6 +275,8 @@ fn run<T: Target>(target: &T, rx: Receiver<Request>) {
                 }
             }
         }
+        // Requests may come without a pause for long (a load): unmap between batches too.
+        retired.unmap_safe();
     }
 }
 
@@ -324,6 +326,9 @@ impl Retired {
 
     /// Unmaps the retired areas no reader can use any more, here on the mapper's thread.
     fn unmap_safe(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
         epoch::pin().flush();
         self.0.retain(|(area, safe)| {
             if !safe.load(Acquire) {
