@@ -39,6 +39,14 @@ const KEYS: [&[u8]; 8] = [
 ];
 
 /// The size of a [`linearizable_histories`] check.
+///
+/// ```
+/// use mlpdex::cuckoo_trie::ConcurrentCuckooTrie;
+/// use mlpdex::testing::concurrent::{HistoryPlan, Subject, linearizable_histories};
+///
+/// let subject = Subject::new("cuckoo trie", ConcurrentCuckooTrie::<u64>::new);
+/// linearizable_histories(&subject, HistoryPlan { runs: 20, ..HistoryPlan::quick(4, 7) });
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct HistoryPlan {
     /// Threads of each run, 1 to 16; more than the cores, so that operations are preempted
