@@ -31,31 +31,45 @@ pub(crate) use loom::sync::atomic::{
 #[cfg(all(test, mlpdex_loom))]
 pub(crate) use loom;
 
-use core::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
+use core::sync::atomic::Ordering::{self, Acquire, Relaxed, Release, SeqCst};
 
 /// An atomic 64-bit word and the fences a seqlock protocol needs (the Cuckoo Trie's bucket
 /// seqlock, shortcut extendible hashing's bucket pages), so that the loom models check the
 /// very protocol code: it is implemented for the standard `AtomicU64` and, in the models, for
 /// loom's.
 ///
-/// The two writer-side read-modify-writes need not be atomic (there is one writer), and for
-/// real words they are a load and a store. Loom's model implements them as single atomic
-/// operations: its exploration misses races on a location the racing thread loaded just
-/// before storing to it.
+/// The two writer-side read-modify-writes need not be atomic (only the thread holding the
+/// word's lock writes it; others at most attempt a [`cas`](Word::cas), which fails while it is
+/// held), and for real words they are a load and a store. Loom's model implements them as
+/// single atomic operations: its exploration misses races on a location the racing thread
+/// loaded just before storing to it.
 pub(crate) trait Word {
     fn load(&self, o: Ordering) -> u64;
+    fn store(&self, v: u64, o: Ordering);
+    /// Replaces `current` by `new` if the word holds `current` (sequentially consistent);
+    /// true when it did.
+    fn cas(&self, current: u64, new: u64) -> bool;
     /// Adds `x` (wrapping); the store has ordering `o`.
     fn add(&self, x: u64, o: Ordering);
     /// Clears the bits of `clear`, then sets those of `set` (relaxed).
     fn clear_set(&self, clear: u64, set: u64);
     fn fence_acquire();
     fn fence_release();
+    fn fence_seq_cst();
 }
 
 impl Word for core::sync::atomic::AtomicU64 {
     #[inline(always)]
     fn load(&self, o: Ordering) -> u64 {
         core::sync::atomic::AtomicU64::load(self, o)
+    }
+    #[inline(always)]
+    fn store(&self, v: u64, o: Ordering) {
+        core::sync::atomic::AtomicU64::store(self, v, o);
+    }
+    #[inline(always)]
+    fn cas(&self, current: u64, new: u64) -> bool {
+        self.compare_exchange(current, new, SeqCst, Relaxed).is_ok()
     }
     #[inline(always)]
     fn add(&self, x: u64, o: Ordering) {
@@ -75,12 +89,23 @@ impl Word for core::sync::atomic::AtomicU64 {
     fn fence_release() {
         core::sync::atomic::fence(Release);
     }
+    #[inline(always)]
+    fn fence_seq_cst() {
+        core::sync::atomic::fence(SeqCst);
+    }
 }
 
 #[cfg(all(test, mlpdex_loom))]
 impl Word for loom::sync::atomic::AtomicU64 {
     fn load(&self, o: Ordering) -> u64 {
         loom::sync::atomic::AtomicU64::load(self, o)
+    }
+    fn store(&self, v: u64, o: Ordering) {
+        loom::sync::atomic::AtomicU64::store(self, v, o);
+    }
+    fn cas(&self, current: u64, new: u64) -> bool {
+        self.compare_exchange(current, new, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
     }
     fn add(&self, x: u64, o: Ordering) {
         self.fetch_add(x, o);
@@ -94,5 +119,8 @@ impl Word for loom::sync::atomic::AtomicU64 {
     }
     fn fence_release() {
         loom::sync::atomic::fence(Ordering::Release);
+    }
+    fn fence_seq_cst() {
+        loom::sync::atomic::fence(Ordering::SeqCst);
     }
 }

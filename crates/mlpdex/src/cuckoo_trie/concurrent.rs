@@ -61,11 +61,10 @@
 //! fruit_stand!(ConcurrentCuckooTrie::new());
 //! ```
 //!
-//! When not: many threads writing at once (writers are serialized by one mutex, so write-heavy
-//! loads scale like a single writer); long scans, where the skip list's prefetching iterator
-//! is faster; keys with long shared prefixes (see [`cuckoo_trie`](super)); a single thread,
-//! where [`CuckooTrie`](super::CuckooTrie) is faster without read sessions. Measured numbers,
-//! the concurrent map's scaling on 1 and 2 threads included, are in
+//! When not: long scans, where the skip list's prefetching iterator is faster; keys with long
+//! shared prefixes (see [`cuckoo_trie`](super)); a single thread, where
+//! [`CuckooTrie`](super::CuckooTrie) is faster without sessions. Measured numbers, the
+//! concurrent map's scaling on 1 and 2 threads included, are in
 //! [`docs/results/cuckoo-trie.md`](../../../../docs/results/cuckoo-trie.md).
 //!
 //! # Contract
@@ -97,31 +96,42 @@
 //!   copies showed an impossible state, such as a child bit without its child), it starts
 //!   over. Only then does it touch the record the leaf names, which epoch-based reclamation
 //!   keeps alive while the guard lives.
-//! * **Writers** take the map's writer mutex, then run the single-threaded insert or remove.
-//!   A writer that finds the mutex taken first reads its key's search path as a reader would
-//!   (unvalidated, to bring it into cache), so writers' DRAM misses overlap and the mutex is
-//!   held for the changes rather than for round trips.
-//!   Each bucket is locked (odd version) before its first change and stays locked until the
-//!   whole operation is done, so readers see all of an operation or none of it. The leaf
-//!   list's head lives outside the table and is changed only with the root's bucket locked.
-//! * **Growth** builds a complete copy in a larger table while readers keep using the old
-//!   one (it is frozen: only the writer could change it), then publishes the copy with one
-//!   pointer swap; the old table is unmapped when the last reader pinned before the swap
-//!   leaves. Readers never wait for a growth; writers do (the paper cites lock-free marking
-//!   for concurrent resizing; this is the simpler scheme its §5 allows).
+//! * **Writers** run in parallel (§5, "Updates"). A writer runs the single-threaded insert or
+//!   remove inside a write session: each bucket it reads is copied once with its version, and
+//!   its changes go to those private copies. Then it commits: it locks the buckets it changed
+//!   in increasing bucket order, each with a compare-and-swap that succeeds only if the
+//!   bucket still has the version it copied, checks that every bucket it only read is
+//!   unchanged, stores its copies and unlocks. A failed lock or check releases everything and
+//!   runs the operation again; a writer never waits while it holds a lock, so writers cannot
+//!   deadlock (`raw::seqlock` has the argument). Readers see all of a commit or none of it:
+//!   its buckets are all locked until all are written. New leaves, the entries a cuckoo path
+//!   moves, the dirty state of §5: all are bucket changes of the one commit. The leaf list's
+//!   head lives outside the table; a writer that changes it locks the root's bucket, which
+//!   readers of the head validate.
+//! * **Growth** (§5, "Resizing"; mark-before-copy as cited there, with one mark for the
+//!   whole table): the writer that finds the table full freezes it (writers that lock after
+//!   the freeze back out; the freezer waits for those that locked before), builds a complete
+//!   copy in a larger table while readers keep using the frozen one, and publishes the copy
+//!   with one pointer swap; the old table is unmapped when the last reader pinned before the
+//!   swap leaves. Readers never wait for a growth; writers wait for it to finish, then
+//!   continue in the new table. Shrinking after removals and `clear` work the same way.
+//! * Each writer has working memory of its own: the map keeps one slot per concurrent writer
+//!   (twice the cores), taken without contention by a writer of each thread.
 //! * The code with proof obligations (the epoch-protected trie pointer, typed records,
 //!   reclamation) is in `raw::shared`, whose lifetimes carry the guard: this file only
 //!   forwards.
 //!
 //! # Deviations from the paper
 //!
-//! * Writers are serialized by one mutex instead of locking only their buckets against each
-//!   other. The paper's writers lock the buckets they change and use dirty flags on stale
-//!   locators so that writers in different parts of the trie proceed in parallel; here, only
-//!   readers run in parallel with a writer. A writer still locks only the buckets it
-//!   changes, so readers elsewhere in the table never wait.
-//! * Since no two writers ever run at once, a locator is never stale when a reader validates
-//!   it, so the dirty flag (entry bit 19) is unused.
+//! * The paper's writer locates the buckets it will write with a read-only search, locks
+//!   them and checks their versions. Here the writer runs the ordinary single-threaded update
+//!   against copies, so the set of buckets it locks is exactly the set it changed, for every
+//!   case of insertion and deletion (leaf split, jump-node split, tail collapse, cuckoo
+//!   relocation) without a separate locking plan per case. A commit is all or nothing, so the
+//!   paper's dirty flag (for stale subtree-max and next pointers during an update) is not
+//!   needed: readers never see a half-made update. Entry bit 19 stays unused.
+//! * Resizing stops writers for the whole copy (readers go on); the paper cites per-bucket
+//!   marking with helping writers, which would bound a writer's wait to one bucket's copy.
 
 use core::fmt;
 use core::ops::{Bound, ControlFlow, RangeFull};

@@ -1,26 +1,46 @@
 //! The bucket seqlock of cuckoo-trie.txt §5: one 64-byte bucket as eight 64-bit words whose
-//! last word's high half is a version.
+//! last word's high half is a version, and the commit of a writer's changes to many buckets.
 //!
 //! # Protocol
 //!
-//! * **Writers** are serialized by the front end (one writer at a time per map). Before its
-//!   first store to a bucket, a writer makes the version odd ([`Bucket::lock`]); it keeps the
-//!   bucket locked until its whole operation is done and then makes the version even again
-//!   ([`Bucket::unlock`]). So a reader never sees part of an operation: at any instant, the
-//!   buckets an operation has touched are all locked until all of them are released.
+//! * **Writers** run optimistically, like readers, against copies of the buckets they read
+//!   (`table::session`), and change private copies of the buckets they write. To commit
+//!   ([`commit`]), a writer locks its written buckets in increasing bucket order, each with
+//!   one compare-and-swap from the exact last word it copied to the same word with the version
+//!   made odd ([`Bucket::try_lock`]), so a lock succeeds only if nobody wrote the bucket since
+//!   the copy. Then, after a sequentially consistent fence, it checks that every bucket it only
+//!   read still has the version it read and that the table is not frozen; then it stores its
+//!   copies, makes every version even again ([`Bucket::unlock`]) and is done. If a lock or a
+//!   check fails it puts back the last words it locked ([`Bucket::restore`]: nothing was
+//!   written) and starts its operation over.
+//!
+//!   *No deadlock:* a writer never waits while it holds a lock: a failed compare-and-swap
+//!   releases everything. Locking in bucket order makes the writer that reaches a common
+//!   bucket first the one that goes on, so two writers do not keep failing each other.
+//!
+//!   *Serializable:* at the instant of the fence a committing writer holds every bucket it
+//!   writes, at the version it read, and every bucket it only read is unchanged (two writers
+//!   whose reads and writes cross cannot both pass: each locks before its fence and checks
+//!   after it, and of two sequentially consistent fences one comes first, so the other's
+//!   checks see its lock). So the writer's reads and writes all happened at that instant.
 //! * **Readers** never write. They copy a bucket between two reads of its version
 //!   ([`Bucket::try_snapshot`]) and keep the `(bucket, version)` pair; at the end of the
 //!   operation they re-read every version they kept ([`Bucket::validate`], after one
 //!   [`Word::fence_acquire`]). If all match, every copy still held at that instant, and since a
-//!   bucket is never unlocked halfway through a write, the copies together are one committed
-//!   state of the table: the operation linearizes at that instant. Otherwise it restarts.
+//!   writer holds all the buckets of a commit until all are written, the copies together are
+//!   one committed state of the table: the operation linearizes at that instant. Otherwise it
+//!   restarts.
+//! * **Freezing** (a resize copying the table, or an audit): the freezer sets the table's
+//!   frozen word, fences, and waits until no bucket is locked; a writer that locked before the
+//!   fence finishes its commit, one that locks after it sees the word and backs out. Readers
+//!   are not affected.
 //!
 //! Versions count in steps of `1 << 32` in the last word and wrap after 2³¹ writes to one
-//! bucket; a reader would be fooled only if exactly that many writes hit one bucket during
-//! one of its operations.
+//! bucket; a reader or writer would be fooled only if exactly that many writes hit one bucket
+//! during one of its operations.
 //!
 //! Every access is atomic (relaxed for data), so racing readers and writers are not data races.
-//! The protocol is generic over [`Word`] so the loom model in this module's tests checks this
+//! The protocol is generic over [`Word`] so the loom models in this module's tests check this
 //! very code.
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -67,21 +87,41 @@ impl<W: Word> Bucket<W> {
     }
 
     /// A copy of the bucket and the even version it was taken at, or `None` when a writer
-    /// holds the bucket or changed it during the copy.
-    #[inline(always)]
+    /// holds the bucket or changed it during the copy (for the models; the table copies in
+    /// place with [`try_copy_into`](Self::try_copy_into)).
+    #[cfg(all(test, mlpdex_loom))]
     pub(crate) fn try_snapshot(&self) -> Option<([u64; WORDS], u32)> {
+        let mut out = [0u64; WORDS];
+        self.try_copy_into(&mut out)
+            .then(|| (out, (out[WORDS - 1] >> 32) as u32))
+    }
+
+    /// Copies the bucket into `out` (its last word carrying the even version the copy was
+    /// taken at); false when a writer holds the bucket or changed it during the copy (`out`
+    /// then holds garbage).
+    #[inline(always)]
+    pub(crate) fn try_copy_into(&self, out: &mut [u64; WORDS]) -> bool {
         let last = self.w[WORDS - 1].load(Acquire);
         if last & ONE != 0 {
-            return None;
+            return false;
         }
-        let mut out = [0u64; WORDS];
         for (o, w) in out.iter_mut().zip(&self.w[..WORDS - 1]) {
             *o = w.load(Relaxed);
         }
         out[WORDS - 1] = last;
         W::fence_acquire();
         let again = self.w[WORDS - 1].load(Relaxed);
-        (again >> 32 == last >> 32).then_some((out, (last >> 32) as u32))
+        again >> 32 == last >> 32
+    }
+
+    /// Copies a bucket that no writer changes any more (its table is frozen), ignoring the
+    /// version: the data bits, of the last word too, are stable.
+    #[inline(always)]
+    pub(crate) fn copy_frozen(&self, out: &mut [u64; WORDS]) {
+        for (o, w) in out.iter_mut().zip(&self.w) {
+            *o = w.load(Relaxed);
+        }
+        W::fence_acquire();
     }
 
     /// True when the version is still `v`. Call [`Word::fence_acquire`] once after the last
@@ -91,20 +131,42 @@ impl<W: Word> Bucket<W> {
         self.version() == v
     }
 
-    /// Whether a writer holds the bucket (for the writer itself: was it locked already?).
+    /// Whether a writer holds the bucket.
     #[inline(always)]
     pub(crate) fn is_locked(&self) -> bool {
         self.w[WORDS - 1].load(Relaxed) & ONE != 0
     }
 
-    /// Makes the version odd before the writer's first store to an unlocked bucket.
+    /// Locks the bucket if its last word is still `last` (so nobody wrote it since a copy
+    /// taken with that word): makes the version odd. False, changing nothing, otherwise.
     #[inline(always)]
-    pub(crate) fn lock(&self) {
-        debug_assert!(!self.is_locked(), "locking a bucket twice");
-        self.w[WORDS - 1].add(ONE, Relaxed);
+    pub(crate) fn try_lock(&self, last: u64) -> bool {
+        debug_assert_eq!(last & ONE, 0, "a copy is taken at an even version");
+        if !self.w[WORDS - 1].cas(last, last.wrapping_add(ONE)) {
+            return false;
+        }
         // Orders the odd version before the data stores that follow: a reader that sees one
         // of them sees the odd version (or a later one) when it validates.
         W::fence_release();
+        true
+    }
+
+    /// Undoes [`try_lock`](Self::try_lock) when nothing was written: the bucket gets back
+    /// `last`, its version before the lock, so readers that copied it before stay valid.
+    #[inline(always)]
+    pub(crate) fn restore(&self, last: u64) {
+        debug_assert!(self.is_locked());
+        self.w[WORDS - 1].store(last, Release);
+    }
+
+    /// Stores a changed copy of the bucket (the caller holds its lock); the version stays.
+    #[inline(always)]
+    pub(crate) fn store_all(&self, words: &[u64; WORDS]) {
+        debug_assert!(self.is_locked());
+        for (w, &v) in self.w[..WORDS - 1].iter().zip(words) {
+            w.store(v, Relaxed);
+        }
+        self.w[WORDS - 1].clear_set(0xFFFF_FFFF, words[WORDS - 1] & 0xFFFF_FFFF);
     }
 
     /// Makes the version even again, publishing the writer's stores.
@@ -113,6 +175,101 @@ impl<W: Word> Bucket<W> {
         debug_assert!(self.is_locked(), "unlocking a bucket that is not locked");
         self.w[WORDS - 1].add(ONE, Release);
     }
+}
+
+/// A bucket a writer copied: the copy (with the writer's changes, if `written`), and the
+/// last word of the table's bucket when the copy was taken (the version the commit expects).
+#[derive(Clone, Debug)]
+pub(crate) struct Own {
+    pub(crate) bucket: usize,
+    pub(crate) last: u64,
+    pub(crate) words: [u64; WORDS],
+    pub(crate) written: bool,
+}
+
+/// Why a [`commit`] stored nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Another writer changed a bucket this one copied: run the operation again.
+    Conflict,
+    /// The table is frozen (being copied by a resize): wait for the copy, then run again.
+    Frozen,
+}
+
+/// Commits a writer's changes (see the module docs): locks the `written` buckets of `copies`
+/// in bucket order, checks that the others still have the version copied and that `frozen`
+/// is zero, stores the written copies, runs `publish` while they are all still locked (for
+/// state kept outside the table that readers validate through one of these buckets), and
+/// unlocks. A bucket appears in `copies` at most once; `order` is working memory.
+pub(crate) fn commit<'t, W: Word + 't>(
+    bucket: impl Fn(usize) -> &'t Bucket<W>,
+    frozen: &W,
+    copies: &[Own],
+    order: &mut Vec<u32>,
+    publish: impl FnOnce(),
+) -> Result<(), Refused> {
+    order.clear();
+    order.extend((0..copies.len() as u32).filter(|&i| copies[i as usize].written));
+    order.sort_unstable_by_key(|&i| copies[i as usize].bucket);
+    debug_assert!(
+        order
+            .windows(2)
+            .all(|p| copies[p[0] as usize].bucket < copies[p[1] as usize].bucket),
+        "a bucket copied twice"
+    );
+    let back_out = |locked: &[u32]| {
+        for &i in locked {
+            let o = &copies[i as usize];
+            bucket(o.bucket).restore(o.last);
+        }
+    };
+    for (k, &i) in order.iter().enumerate() {
+        let o = &copies[i as usize];
+        if !bucket(o.bucket).try_lock(o.last) {
+            back_out(&order[..k]);
+            return Err(Refused::Conflict);
+        }
+    }
+    W::fence_seq_cst();
+    if frozen.load(Acquire) != 0 {
+        back_out(order);
+        return Err(Refused::Frozen);
+    }
+    let unchanged = |o: &Own| o.written || bucket(o.bucket).validate((o.last >> 32) as u32);
+    if !copies.iter().all(unchanged) {
+        back_out(order);
+        return Err(Refused::Conflict);
+    }
+    for &i in order.iter() {
+        let o = &copies[i as usize];
+        bucket(o.bucket).store_all(&o.words);
+    }
+    publish();
+    for &i in order.iter() {
+        bucket(copies[i as usize].bucket).unlock();
+    }
+    Ok(())
+}
+
+/// Freezes a table (see the module docs): sets `frozen`, then waits until none of `buckets` is
+/// locked. From its return until `frozen` is cleared, no writer stores to these buckets, and
+/// this thread sees every store of the commits that finished before.
+pub(crate) fn freeze<'t, W: Word + 't>(
+    frozen: &W,
+    buckets: impl IntoIterator<Item = &'t Bucket<W>>,
+    mut wait: impl FnMut(u32),
+) {
+    frozen.store(1, Relaxed);
+    W::fence_seq_cst();
+    for bucket in buckets {
+        let mut spins = 0u32;
+        while bucket.is_locked() {
+            wait(spins);
+            spins += 1;
+        }
+    }
+    // Pairs with the unlocks seen above: the commits' stores happen before what follows.
+    W::fence_acquire();
 }
 
 #[cfg(all(test, mlpdex_loom))]
@@ -130,59 +287,183 @@ mod loom_model {
         }
     }
 
+    /// Explores `f` with at most two preemptions per execution: the retry loops of racing
+    /// commits make unbounded exploration intractable, and the races these models are about
+    /// (a lock or check between another writer's lock and its check) need two.
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(2);
+        b.check(f);
+    }
+
+    fn buckets() -> Arc<([Bucket<AtomicU64>; 2], AtomicU64)> {
+        Arc::new(([bucket(), bucket()], AtomicU64::new(0)))
+    }
+
+    /// A writer's copy of bucket `i`, as a write session takes it.
+    fn copy(b: &[Bucket<AtomicU64>; 2], i: usize) -> Own {
+        let mut words = [0; WORDS];
+        while !b[i].try_copy_into(&mut words) {
+            loom::thread::yield_now();
+        }
+        Own {
+            bucket: i,
+            last: words[WORDS - 1],
+            words,
+            written: false,
+        }
+    }
+
+    /// Runs `op` on fresh copies of both buckets and commits, until a commit succeeds; gives
+    /// up (returning false) when the table is frozen.
+    fn write(
+        shared: &([Bucket<AtomicU64>; 2], AtomicU64),
+        mut op: impl FnMut(&mut [Own; 2]),
+    ) -> bool {
+        let (b, frozen) = shared;
+        let mut order = Vec::new();
+        loop {
+            let mut copies = [copy(b, 0), copy(b, 1)];
+            op(&mut copies);
+            match commit(|i| &b[i], frozen, &copies, &mut order, || {}) {
+                Ok(()) => return true,
+                Err(Refused::Frozen) => return false,
+                Err(Refused::Conflict) => loom::thread::yield_now(),
+            }
+        }
+    }
+
     /// A writer rewrites an "entry" spanning words 0, 6 and the low half of 7 (like slot 3,
-    /// which shares the version's word); a reader's accepted snapshots are never torn.
+    /// which shares the version's word); a reader's accepted copies are never torn.
     #[test]
     fn snapshot_is_never_torn() {
-        loom::model(|| {
-            let b = Arc::new(bucket());
-            let w = b.clone();
+        model(|| {
+            let s = buckets();
+            let w = s.clone();
             let writer = loom::thread::spawn(move || {
                 for x in 1..=2u64 {
-                    w.lock();
-                    w.store_masked(0, x, u64::MAX);
-                    w.store_masked(6, x, u64::MAX);
-                    w.store_masked(7, x, 0xFFFF_FFFF);
-                    w.unlock();
+                    write(&w, |c| {
+                        c[0].written = true;
+                        c[0].words[0] = x;
+                        c[0].words[6] = x;
+                        c[0].words[7] = (c[0].words[7] & !0xFFFF_FFFF) | x;
+                    });
                 }
             });
-            if let Some((s, v)) = b.try_snapshot() {
+            if let Some((c, v)) = s.0[0].try_snapshot() {
                 assert_eq!(v % 2, 0);
-                assert_eq!(s[0], s[6]);
-                assert_eq!(s[0], s[7] & 0xFFFF_FFFF);
-                assert_eq!(u64::from(v), 2 * s[0], "version matches the data it guards");
+                assert_eq!(c[0], c[6]);
+                assert_eq!(c[0], c[7] & 0xFFFF_FFFF);
+                assert_eq!(u64::from(v), 2 * c[0], "version matches the data it guards");
             }
             writer.join().unwrap();
         });
     }
 
-    /// A writer moves a token from bucket A to bucket B in one operation (both locked until
-    /// both are written, as a cuckoo relocation does); a reader that copies A then B and
-    /// validates both sees the token exactly once.
+    /// A writer moves a token from bucket A to bucket B in one commit (as a cuckoo relocation
+    /// does); a reader that copies A then B and validates both sees the token exactly once.
     #[test]
-    fn two_bucket_operation_is_atomic_to_validating_readers() {
-        loom::model(|| {
-            let a = Arc::new(bucket());
-            let b = Arc::new(bucket());
-            a.store_masked(0, 1, u64::MAX);
-            let (wa, wb) = (a.clone(), b.clone());
+    fn two_bucket_commit_is_atomic_to_validating_readers() {
+        model(|| {
+            let s = buckets();
+            s.0[0].store_masked(0, 1, u64::MAX);
+            let w = s.clone();
             let writer = loom::thread::spawn(move || {
-                wa.lock();
-                wa.store_masked(0, 0, u64::MAX);
-                wb.lock();
-                wb.store_masked(0, 1, u64::MAX);
-                wa.unlock();
-                wb.unlock();
+                write(&w, |c| {
+                    c[0].words[0] = 0;
+                    c[1].words[0] = 1;
+                    c[0].written = true;
+                    c[1].written = true;
+                });
             });
-            let sa = a.try_snapshot();
-            let sb = b.try_snapshot();
+            let sa = s.0[0].try_snapshot();
+            let sb = s.0[1].try_snapshot();
             if let (Some((ca, va)), Some((cb, vb))) = (sa, sb) {
                 AtomicU64::fence_acquire();
-                if a.validate(va) && b.validate(vb) {
+                if s.0[0].validate(va) && s.0[1].validate(vb) {
                     assert_eq!(ca[0] + cb[0], 1, "token seen once");
                 }
             }
             writer.join().unwrap();
+        });
+    }
+
+    /// Two writers whose bucket sets overlap (both increment counters in A and B): no update
+    /// is lost, and the two buckets always agree.
+    #[test]
+    fn overlapping_writers_lose_no_update() {
+        model(|| {
+            let s = buckets();
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let w = s.clone();
+                    loom::thread::spawn(move || {
+                        write(&w, |c| {
+                            for o in c.iter_mut() {
+                                o.words[0] += 1;
+                                o.written = true;
+                            }
+                        });
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(s.0[0].word(0), 2);
+            assert_eq!(s.0[1].word(0), 2);
+        });
+    }
+
+    /// Write skew: each writer reads both buckets and, if both are 0, sets its own to 1. Run
+    /// one after the other, exactly one sets its bucket; the commit's check of the buckets
+    /// only read must refuse the second writer even though their write sets are disjoint.
+    #[test]
+    fn reads_are_validated_so_write_skew_is_refused() {
+        model(|| {
+            let s = buckets();
+            let threads: Vec<_> = (0..2)
+                .map(|me| {
+                    let w = s.clone();
+                    loom::thread::spawn(move || {
+                        write(&w, |c| {
+                            if c[0].words[0] + c[1].words[0] == 0 {
+                                c[me].words[0] = 1;
+                                c[me].written = true;
+                            }
+                        });
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(s.0[0].word(0) + s.0[1].word(0), 1);
+        });
+    }
+
+    /// A writer races a freeze (a resize step): once the freezer has waited out the locks, the
+    /// table never changes again; the writer either committed before (and the freezer sees
+    /// its value) or was refused.
+    #[test]
+    fn writer_racing_a_freeze_commits_before_it_or_not_at_all() {
+        model(|| {
+            let s = buckets();
+            let w = s.clone();
+            let writer = loom::thread::spawn(move || {
+                write(&w, |c| {
+                    c[0].words[0] = 1;
+                    c[0].written = true;
+                })
+            });
+            freeze(&s.1, &s.0, |_| loom::thread::yield_now());
+            let mut seen = [0; WORDS];
+            s.0[0].copy_frozen(&mut seen);
+            let committed = writer.join().unwrap();
+            let mut after = [0; WORDS];
+            s.0[0].copy_frozen(&mut after);
+            assert_eq!(seen[0], after[0], "a frozen table changed");
+            assert_eq!(after[0], u64::from(committed));
         });
     }
 }

@@ -1,6 +1,6 @@
 //! The concurrent Cuckoo Trie's typed core: the current trie behind an epoch-protected pointer,
-//! the writer lock, typed records, validated reads and reclamation. Every `unsafe` of the
-//! concurrent map lives here; its front end (`cuckoo_trie::concurrent`) only forwards.
+//! typed records, validated reads, committed writes, resizing and reclamation. Every `unsafe`
+//! of the concurrent map lives here; its front end (`cuckoo_trie::concurrent`) only forwards.
 //!
 //! Liveness is carried by lifetimes: every read takes an [`epoch::Guard`](crate::epoch::Guard)
 //! `&'g`, and what it returns borrows `'g`. That is sound because
@@ -26,8 +26,9 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crossbeam_epoch::{self as cb, Atomic, Owned};
 
-use super::table::{ReadSession, Torn};
-use super::trie::{Inserted, LeafRef, NeedsGrowth, Params, RawTrie, Scratch, Seek};
+use super::seqlock::Refused;
+use super::table::{FrozenRead, ReadSession, Torn, WriteSession};
+use super::trie::{Inserted, LeafRef, Params, RawTrie, Retry, Scratch, Seek};
 use crate::Error;
 use crate::cuckoo_trie::record;
 use crate::epoch::Guard;
@@ -89,8 +90,12 @@ impl<'g, V> Leaf<'g, V> {
 pub(crate) struct SharedTrie<V> {
     /// The current trie; replaced whole by growth, shrinking and `clear`. Never null.
     current: Atomic<RawTrie>,
-    /// The writer's scratch memory: holding it is what makes a thread the writer.
-    writer: Mutex<Scratch>,
+    /// Writers' scratch memory, one slot per concurrent writer: a writer takes its thread's
+    /// slot, or the next free one ([`scratch`](Self::scratch)).
+    scratch: Box<[Padded<Mutex<Scratch>>]>,
+    /// Held by whoever freezes the current table (a resize, `clear`, an audit): one at a
+    /// time. Writers that find the table frozen wait on it.
+    resizer: Mutex<()>,
     /// Bytes of records, including retired ones not yet reclaimed (shared with the
     /// reclamation closures, which may run after the map is gone).
     record_bytes: Arc<AtomicUsize>,
@@ -104,6 +109,36 @@ unsafe impl<V: Send + Sync> Send for SharedTrie<V> {}
 // SAFETY: shared access hands out `&V` to many threads (`V: Sync`) and moves values in and
 // out (`V: Send`); the trie itself is synchronized by the protocol of the concurrent map.
 unsafe impl<V: Send + Sync> Sync for SharedTrie<V> {}
+
+/// A value on cache lines of its own, so writers' scratch slots do not share lines.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// Scratch slots per map: twice the cores (writers beyond that share slots, waiting on each
+/// other's), at most this many.
+const MAX_SLOTS: usize = 64;
+
+/// Which scratch slot this thread tries first: threads number themselves in order of their
+/// first write to any map.
+fn home_slot() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static HOME: usize = NEXT.fetch_add(1, Relaxed);
+    }
+    HOME.with(|h| *h)
+}
+
+/// Waits a little after the `n`th failed commit in a row: spins at first, then lets other
+/// threads (perhaps the conflicting writer, descheduled) run.
+fn back_off(n: u32) {
+    if n < 6 {
+        for _ in 0..1u32 << n {
+            core::hint::spin_loop();
+        }
+    } else {
+        std::thread::yield_now();
+    }
+}
 
 /// Drops the value in record `p` and frees it, taking its size off `bytes`.
 ///
@@ -136,7 +171,10 @@ impl<V> SharedTrie<V> {
         raw.set_shared();
         Ok(SharedTrie {
             current: Atomic::new(raw),
-            writer: Mutex::new(Scratch::default()),
+            scratch: (0..slots())
+                .map(|_| Padded(Mutex::new(Scratch::default())))
+                .collect(),
+            resizer: Mutex::new(()),
             record_bytes: Arc::new(AtomicUsize::new(0)),
             params,
             _values: PhantomData,
@@ -250,62 +288,115 @@ impl<V> SharedTrie<V> {
         self.record_bytes.load(Relaxed)
     }
 
-    /// Bytes of the writer's scratch memory (waits for a running writer).
+    /// Bytes of the writers' scratch memory (waits for running writers).
     pub(crate) fn scratch_bytes(&self) -> usize {
-        self.lock_writer().memory_usage()
+        self.scratch.iter().map(|s| lock(&s.0).memory_usage()).sum()
     }
 
-    /// Audits the current trie (holds the writer lock).
+    /// Audits the current trie, frozen meanwhile (writers wait; readers go on).
     pub(crate) fn audit(&self) -> Result<(), String> {
-        let _w = self.lock_writer();
-        self.trie(&crate::epoch::pin()).audit()
+        let _r = lock(&self.resizer);
+        let guard = crate::epoch::pin();
+        let trie = self.trie(&guard);
+        trie.table.freeze();
+        let report = {
+            let _frozen = FrozenRead::begin();
+            trie.audit()
+        };
+        trie.table.thaw();
+        report
     }
 
-    /// The writer lock for a write of `key`. When another writer holds it, reads the key's
-    /// path meanwhile ([`warm`](Self::warm)).
-    fn lock_writer_for(&self, guard: &Guard, key: &[u8]) -> MutexGuard<'_, Scratch> {
-        match self.writer.try_lock() {
-            Ok(w) => w,
-            Err(TryLockError::WouldBlock) => {
-                self.warm(guard, key);
-                self.lock_writer()
+    /// A scratch slot for a write: this thread's, or the next one free, or (all taken) this
+    /// thread's once its holder is done.
+    fn scratch(&self) -> MutexGuard<'_, Scratch> {
+        let n = self.scratch.len();
+        let home = home_slot() % n;
+        for k in 0..n {
+            match self.scratch[(home + k) % n].0.try_lock() {
+                Ok(w) => return w,
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Poisoned(_)) => poisoned(),
             }
-            Err(TryLockError::Poisoned(_)) => {
-                panic!("a writer of this map panicked; the map is unusable")
+        }
+        lock(&self.scratch[home].0)
+    }
+
+    /// Runs `resize` on `trie` and publishes its result, unless `trie` is no longer current
+    /// (another thread resized it meanwhile). The table is frozen while `resize` copies it:
+    /// readers go on with it, writers wait ([`wait_for_resize`](Self::wait_for_resize)).
+    fn resize(
+        &self,
+        trie: &RawTrie,
+        guard: &Guard,
+        resize: impl FnOnce(&RawTrie) -> Result<RawTrie, Error>,
+    ) -> Result<(), Error> {
+        let _r = lock(&self.resizer);
+        if !core::ptr::eq(self.trie(guard), trie) {
+            return Ok(());
+        }
+        trie.table.freeze();
+        match resize(trie) {
+            Ok(new) => {
+                self.publish(new, guard);
+                Ok(())
+            }
+            Err(e) => {
+                trie.table.thaw();
+                Err(e)
             }
         }
     }
 
-    fn lock_writer(&self) -> MutexGuard<'_, Scratch> {
-        // A poisoned mutex means a writer panicked inside the map (a bug) and may have left
-        // buckets locked: continuing could hang readers or corrupt the trie.
-        self.writer
-            .lock()
-            .expect("a writer of this map panicked; the map is unusable")
+    /// Makes `new` the current trie and retires the old one.
+    fn publish(&self, new: RawTrie, guard: &Guard) {
+        let g = guard.crossbeam();
+        let old = self.current.swap(Owned::new(new), AcqRel, g);
+        // SAFETY: `old` is unreachable from now on (every thread loads the current trie under
+        // a guard); threads pinned before the swap keep it alive.
+        unsafe { g.defer_destroy(old) };
+        // Hand the old table to the global queue now rather than after 64 more retirements.
+        g.flush();
     }
 
-    /// Reads what a write of `key` will read (its search path and the record of the leaf it
-    /// reaches) before the writer lock is taken: the writer then finds it in cache, so the
-    /// lock is held for the changes rather than for DRAM round trips, and concurrent writers'
-    /// misses overlap. The result is not validated and not used.
-    fn warm(&self, guard: &Guard, key: &[u8]) {
-        let trie = self.trie(guard);
-        let _session = ReadSession::begin();
-        // Torn or not, the reads were made; the answer does not matter.
-        let _ = trie.get(key);
+    /// Waits until no resize (or audit, or clear) holds the current table frozen.
+    fn wait_for_resize(&self) {
+        drop(lock(&self.resizer));
     }
+}
+
+/// Locks `m`. A poisoned lock means a thread panicked inside the map (a bug) and may have left
+/// it inconsistent: continuing could hang readers or corrupt the trie.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|_| poisoned())
+}
+
+#[cold]
+fn poisoned() -> ! {
+    panic!("a writer of this map panicked; the map is unusable")
+}
+
+/// Scratch slots for a new map.
+fn slots() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (2 * cores).clamp(2, MAX_SLOTS)
 }
 
 impl<V: Send + Sync + 'static> SharedTrie<V> {
     /// Stores `value` under `key`; returns a clone of the value it replaces. The caller has
     /// checked the key length.
+    ///
+    /// Runs the single-threaded insert in a write session and commits it (`seqlock`); a
+    /// refused commit runs it again. A table that looks full is grown only if the reads that
+    /// showed it hold, so torn copies never cause a growth.
     pub(crate) fn insert(&self, key: &[u8], value: V, guard: &Guard) -> Result<Option<V>, Error>
     where
         V: Clone,
     {
-        let mut w = self.lock_writer_for(guard, key);
+        let mut w = self.scratch();
         let mut slot = Some(value);
         let mut made: Option<*mut u8> = None;
+        let mut refusals = 0u32;
         loop {
             let trie = self.trie(guard);
             let bytes = &self.record_bytes;
@@ -316,34 +407,54 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
                     p
                 })
             };
-            match trie.insert(&mut w, key, &mut make) {
-                Ok(Inserted::New) => {
-                    trie.table.unlock_all(&mut w.locks);
-                    return Ok(None);
-                }
+            let session = WriteSession::begin();
+            let replaced = match trie.insert(&mut w, key, &mut make) {
+                Ok(Inserted::New) => None,
                 Ok(Inserted::Existing { loc, rec: old }) => {
                     let new = make();
-                    trie.set_record(&mut w, loc, new);
-                    trie.table.unlock_all(&mut w.locks);
+                    match trie.set_record(loc, new) {
+                        Ok(()) => Some(old),
+                        Err(Torn) => {
+                            trie.forget(&mut w);
+                            continue;
+                        }
+                    }
+                }
+                Err(Retry::Torn) => {
+                    trie.forget(&mut w);
+                    continue;
+                }
+                Err(Retry::Grow) => {
+                    let full = session.reads_hold(&trie.table);
+                    drop(session);
+                    trie.forget(&mut w);
+                    if full && let Err(e) = self.resize(trie, guard, RawTrie::grown) {
+                        if let Some(p) = made {
+                            // SAFETY: made for this key and never committed.
+                            unsafe { drop_record::<V>(p, key.len(), &self.record_bytes) };
+                        }
+                        return Err(e);
+                    }
+                    continue;
+                }
+            };
+            match session.commit(&trie.table, || trie.apply(&mut w)) {
+                Ok(()) => {
+                    drop(session);
                     drop(w);
-                    // SAFETY: `old` was the key's record until just now; reclamation of it
+                    let Some(old) = replaced else {
+                        return Ok(None);
+                    };
+                    // SAFETY: `old` was the key's record until the commit; reclamation of it
                     // (below) waits for `guard`.
                     let prev = unsafe { record::value::<V>(old) }.clone();
                     self.retire(guard, old, key.len());
                     return Ok(Some(prev));
                 }
-                Err(NeedsGrowth) => {
-                    trie.table.unlock_all(&mut w.locks);
-                    match trie.grown() {
-                        Ok(bigger) => self.publish(bigger, guard),
-                        Err(e) => {
-                            if let Some(p) = made {
-                                // SAFETY: made for this key and never linked (rolled back).
-                                unsafe { drop_record::<V>(p, key.len(), &self.record_bytes) };
-                            }
-                            return Err(e);
-                        }
-                    }
+                Err(refused) => {
+                    trie.forget(&mut w);
+                    drop(session);
+                    self.refused(refused, &mut refusals);
                 }
             }
         }
@@ -354,34 +465,89 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
     where
         V: Clone,
     {
-        let mut w = self.lock_writer_for(guard, key);
-        let trie = self.trie(guard);
-        let found = trie.remove(&mut w, key);
-        trie.table.unlock_all(&mut w.locks);
-        let p = found?;
-        if trie.wants_shrink() {
-            // Shrinking only returns memory; if it fails the trie stays as it is.
-            if let Ok(smaller) = trie.shrunk() {
-                self.publish(smaller, guard);
+        let mut w = self.scratch();
+        let mut refusals = 0u32;
+        loop {
+            let trie = self.trie(guard);
+            let session = WriteSession::begin();
+            let p = match trie.remove(&mut w, key) {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    // Nothing to change: a read, linearizable if its copies hold.
+                    if session.reads_hold(&trie.table) {
+                        return None;
+                    }
+                    continue;
+                }
+                Err(Torn) => {
+                    trie.forget(&mut w);
+                    continue;
+                }
+            };
+            match session.commit(&trie.table, || trie.apply(&mut w)) {
+                Ok(()) => {
+                    drop(session);
+                    drop(w);
+                    if trie.wants_shrink() {
+                        self.shrink(trie, guard);
+                    }
+                    // SAFETY: the key's record until the commit; its reclamation waits for
+                    // `guard`.
+                    let v = unsafe { record::value::<V>(p) }.clone();
+                    self.retire(guard, p, key.len());
+                    return Some(v);
+                }
+                Err(refused) => {
+                    trie.forget(&mut w);
+                    drop(session);
+                    self.refused(refused, &mut refusals);
+                }
             }
         }
-        drop(w);
-        // SAFETY: the key's record until just now; its reclamation waits for `guard`.
-        let v = unsafe { record::value::<V>(p) }.clone();
-        self.retire(guard, p, key.len());
-        Some(v)
+    }
+
+    /// After a refused commit: waits for the resize that froze the table, or backs off after
+    /// a conflict with another writer.
+    fn refused(&self, why: Refused, refusals: &mut u32) {
+        match why {
+            Refused::Frozen => self.wait_for_resize(),
+            Refused::Conflict => {
+                back_off(*refusals);
+                *refusals += 1;
+            }
+        }
+    }
+
+    /// Replaces `trie` by a smaller copy, unless a resize is running already (shrinking only
+    /// returns memory; if it fails the trie stays as it is).
+    fn shrink(&self, trie: &RawTrie, guard: &Guard) {
+        let Ok(_r) = self.resizer.try_lock() else {
+            return;
+        };
+        if !core::ptr::eq(self.trie(guard), trie) || !trie.wants_shrink() {
+            return;
+        }
+        trie.table.freeze();
+        match trie.shrunk() {
+            Ok(smaller) => self.publish(smaller, guard),
+            Err(_) => trie.table.thaw(),
+        }
     }
 
     /// Replaces the trie with an empty one; the old table and the records are dropped once no
     /// reader can reach them. [`Error::OutOfMemory`] (map unchanged) when the new table
     /// cannot be mapped.
     pub(crate) fn clear(&self, guard: &Guard) -> Result<(), Error> {
-        let _w = self.lock_writer();
+        let _r = lock(&self.resizer);
         let old = self.trie(guard);
         let mut fresh = RawTrie::new(self.params)?;
         fresh.set_shared();
+        old.table.freeze();
         let mut recs: Vec<(usize, usize)> = Vec::with_capacity(old.len());
-        old.for_each_leaf(|e| recs.push((e.rec() as usize, e.key_len())));
+        {
+            let _frozen = FrozenRead::begin();
+            old.for_each_leaf(|e| recs.push((e.rec() as usize, e.key_len())));
+        }
         self.publish(fresh, guard);
         let bytes = Arc::clone(&self.record_bytes);
         let free_all = move || {
@@ -393,17 +559,6 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
         // SAFETY: as in `retire`: the closure owns what it uses.
         unsafe { guard.crossbeam().defer_unchecked(free_all) };
         Ok(())
-    }
-
-    /// Makes `new` the current trie and retires the old one.
-    fn publish(&self, new: RawTrie, guard: &Guard) {
-        let g = guard.crossbeam();
-        let old = self.current.swap(Owned::new(new), AcqRel, g);
-        // SAFETY: `old` is unreachable from now on (only the writer, which we are, loads it
-        // outside a guard's protection); readers pinned before the swap keep it alive.
-        unsafe { g.defer_destroy(old) };
-        // Hand the old table to the global queue now rather than after 64 more retirements.
-        g.flush();
     }
 
     /// Drops the record `p` (a `key_len`-byte key) once no reader can reach it.

@@ -57,8 +57,8 @@
 //! and remove entries).
 
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU64, AtomicUsize};
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
 use super::seqlock::{Bucket, WORDS};
@@ -76,7 +76,8 @@ mod update;
 use entry::ENTRY_MASK;
 pub(crate) use entry::{Ent, Loc};
 pub(crate) use hash::Hasher;
-pub(crate) use session::ReadSession;
+use session::Mode;
+pub(crate) use session::{FrozenRead, ReadSession, WriteSession};
 
 /// Entries per bucket.
 pub(crate) const SLOTS: usize = 4;
@@ -118,32 +119,6 @@ pub(crate) struct Full;
 /// missing): its copies mix states from before and after a write. It restarts.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Torn;
-
-/// The buckets a writer holds locked in a shared table (see [`super::seqlock`]); it releases
-/// them all with [`Table::unlock_all`] when its operation is done.
-#[derive(Debug, Default)]
-pub(crate) struct Locks {
-    held: Vec<usize>,
-}
-
-impl Locks {
-    /// Bytes of one held lock.
-    pub(crate) const ELEM_BYTES: usize = core::mem::size_of::<usize>();
-
-    pub(crate) fn capacity_bytes(&self) -> usize {
-        self.held.capacity() * Self::ELEM_BYTES
-    }
-
-    /// Buckets held.
-    pub(crate) fn len(&self) -> usize {
-        self.held.len()
-    }
-
-    /// Gives back memory beyond `min` held locks (and beyond those held now).
-    pub(crate) fn shrink_to(&mut self, min: usize) {
-        self.held.shrink_to(min);
-    }
-}
 
 /// Tables smaller than this many bytes are allocated, larger ones mapped.
 const PAGE: usize = 4096;
@@ -196,20 +171,21 @@ impl Drop for HeapBuckets {
 ///    `hasher.hash_of(b, e)`, and sits in that hash's primary (`!sec`) or secondary bucket.
 /// 3. Entries with the same full hash have distinct colors.
 /// 4. `used` counts the non-empty entries.
-/// 5. Writes (methods taking [`Locks`]) come from one thread at a time: the front end holds
-///    `&mut` (single-threaded map) or its writer mutex (concurrent map). When `shared`, a write
-///    locks each bucket it touches until [`unlock_all`](Self::unlock_all).
-/// 6. Outside a [`ReadSession`], a shared table is read only by the writer (the thread holding
-///    the writer mutex), so plain reads there never race a write; readers on other threads
-///    read only inside sessions, with atomic loads. Writes are always atomic stores.
+/// 5. An unshared table is written by one thread at a time (the front end holds `&mut`),
+///    directly. A shared table is written only inside [`WriteSession`]s, which change private
+///    copies and commit them under the buckets' locks (`seqlock`).
+/// 6. A shared table is read only inside sessions, by copies taken with atomic loads; plain
+///    reads are for unshared tables (and a shared one's builder, before it is shared).
 pub(crate) struct Table {
     backing: Backing,
     buckets: NonNull<Bucket>,
     nb: usize,
     pub(crate) hasher: Hasher,
     used: AtomicUsize,
-    /// Readers may run concurrently with the writer: use the seqlock protocol.
+    /// Readers and writers may run concurrently: use the seqlock protocol and sessions.
     shared: bool,
+    /// Nonzero while a resize or an audit copies the table: writers may not commit.
+    frozen: AtomicU64,
 }
 
 // SAFETY: the table owns its buckets (mapped or allocated) like a Box<[Bucket]>.
@@ -247,6 +223,7 @@ impl Table {
             nb,
             used: AtomicUsize::new(0),
             shared: false,
+            frozen: AtomicU64::new(0),
         })
     }
 
@@ -298,9 +275,22 @@ impl Table {
         unsafe { self.buckets.as_ptr().add(b).cast::<u8>() }
     }
 
-    /// The entry at `s`, read outside a read session (invariant 6).
+    /// The words of bucket `b`: a session's copy in a shared table, else read directly.
+    #[inline(always)]
+    fn words(&self, b: usize) -> [u64; WORDS] {
+        if self.shared && session::mode() != Mode::Off {
+            return session::with_copy(self, b, |w| *w);
+        }
+        let bucket = self.bucket(b);
+        core::array::from_fn(|i| bucket.word(i))
+    }
+
+    /// The entry at `s`.
     #[inline(always)]
     pub(crate) fn read(&self, s: Slot) -> Ent {
+        if self.shared && session::mode() != Mode::Off {
+            return session::with_copy(self, s.bucket, |w| session::decode(s.idx, |i| w[i]));
+        }
         // SAFETY: slot idx < 4, so the 16 bytes at idx·15 end at most at byte 61 of the
         // 64-byte bucket (the extra byte is the version's, masked off below). No write runs
         // concurrently with this read (invariant 6), so a plain read is no data race.
@@ -313,44 +303,68 @@ impl Table {
         Ent(u128::from_le_bytes(raw) & ENTRY_MASK)
     }
 
+    /// Writes entry `e` at `s`: into the write session's copy of the bucket when shared
+    /// (invariant 5).
     #[inline(always)]
-    fn write(&self, w: &mut Locks, s: Slot, e: Ent) {
-        let b = self.bucket(s.bucket);
-        if self.shared && !b.is_locked() {
-            b.lock();
-            w.held.push(s.bucket);
-        }
-        let off = s.idx * ENTRY_BYTES;
-        let (w0, sh) = (off / 8, (off % 8) * 8);
-        let (v, m) = (e.0 << sh, ENTRY_MASK << sh);
-        b.store_masked(w0, v as u64, m as u64);
-        b.store_masked(w0 + 1, (v >> 64) as u64, (m >> 64) as u64);
-        if sh != 0 {
-            let (v2, m2) = (e.0 >> (128 - sh), ENTRY_MASK >> (128 - sh));
-            b.store_masked(w0 + 2, v2 as u64, m2 as u64);
+    fn write(&self, s: Slot, e: Ent) {
+        if self.shared {
+            session::own(self, s.bucket, |words| {
+                session::encode(s.idx, e, |i, v, m| words[i] = (words[i] & !m) | (v & m));
+            });
+        } else {
+            let b = self.bucket(s.bucket);
+            session::encode(s.idx, e, |i, v, m| b.store_masked(i, v, m));
         }
     }
 
-    /// Ends a writer's operation: releases every bucket it locked.
-    pub(crate) fn unlock_all(&self, w: &mut Locks) {
-        for b in w.held.drain(..) {
-            self.bucket(b).unlock();
+    /// Adds `delta` to the entry count: at once, or at the write session's commit.
+    #[inline(always)]
+    fn count(&self, delta: isize) {
+        if self.shared {
+            session::count(delta);
+        } else {
+            self.add_used(delta);
         }
     }
 
-    /// Locks the bucket holding the entry `l` names without changing it: for state kept
-    /// outside the table (the leaf list's head) that readers validate through that bucket.
-    pub(crate) fn touch(&self, w: &mut Locks, l: Loc) {
+    fn add_used(&self, delta: isize) {
+        if delta >= 0 {
+            self.used.fetch_add(delta as usize, Relaxed);
+        } else {
+            self.used.fetch_sub(delta.unsigned_abs(), Relaxed);
+        }
+    }
+
+    /// Makes the write session lock the bucket holding the entry `l` names without changing
+    /// it: for state kept outside the table (the leaf list's head) that readers validate
+    /// through that bucket. Nothing to do in an unshared table.
+    pub(crate) fn touch(&self, l: Loc) -> Result<(), Torn> {
         if self.shared {
             let Some((s, _)) = self.find_loc(l) else {
-                dangling(l)
+                return Err(Torn);
             };
-            let b = self.bucket(s.bucket);
-            if !b.is_locked() {
-                b.lock();
-                w.held.push(s.bucket);
-            }
+            session::own(self, s.bucket, |_| {});
         }
+        Ok(())
+    }
+
+    /// Stops writers from committing to this shared table and waits until none holds a
+    /// bucket: from then on the table cannot change until [`thaw`](Self::thaw) (see
+    /// `seqlock`, "Freezing"). Readers go on meanwhile.
+    pub(crate) fn freeze(&self) {
+        let buckets = (0..self.nb).map(|b| self.bucket(b));
+        super::seqlock::freeze(&self.frozen, buckets, |spins| {
+            if spins < 64 {
+                core::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        });
+    }
+
+    /// Lets writers commit again (after an audit; a resized table stays frozen for good).
+    pub(crate) fn thaw(&self) {
+        self.frozen.store(0, core::sync::atomic::Ordering::Release);
     }
 
     /// Prefetches both buckets of hash `h`.

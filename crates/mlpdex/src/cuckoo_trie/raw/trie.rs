@@ -28,10 +28,10 @@
 //!    greatest leaf below it (the root's is `NULL` when the trie is empty).
 //! 5. `len` is the number of leaves, and the table holds exactly the nodes of the trie.
 
-use core::sync::atomic::Ordering::{Relaxed, Release};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU64, AtomicUsize};
 
-use super::table::{Ent, Full, LEAF, Loc, Locks, Table, Torn};
+use super::table::{Ent, Full, LEAF, Loc, Table, Torn};
 use crate::Error;
 use crate::substrate::region::HugePages;
 
@@ -147,8 +147,9 @@ pub(crate) struct Params {
     pub(crate) huge_pages: HugePages,
 }
 
-/// A writer's working memory, kept between operations so writes allocate nothing. There is
-/// one per map, and `&mut Scratch` is what makes a thread the map's (only) writer.
+/// A writer's working memory, kept between operations so writes allocate nothing. A
+/// single-threaded map has one; the concurrent map one per concurrent writer. `&mut Scratch`
+/// is what makes a thread a writer of the trie.
 ///
 /// The buffers grow to what the longest operation needed (a `MAX_KEY_LEN` key's path and jump
 /// chain take megabytes), so each write ends with [`settle`](Self::settle), which gives memory
@@ -158,17 +159,28 @@ pub(crate) struct Params {
 /// writes of far less than the peak; alternating large and small writes keep their buffers.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    /// Buckets locked by the operation in progress (shared tables).
-    pub(crate) locks: Locks,
+    /// Changes to the trie's fields outside the table that the write session in progress
+    /// commits (shared tables).
+    pub(crate) pending: Pending,
     /// The search path.
     path: Vec<PathNode>,
     /// Entries created by the operation in progress (for rollback).
     created: Vec<Loc>,
     /// The symbols of a new jump chain.
     chain: Vec<u32>,
-    /// Decaying high-water marks of the lengths recent writes gave `locks`, `path`, `created`
-    /// and `chain`, in elements.
-    recent: [HighWater; 4],
+    /// Decaying high-water marks of the lengths recent writes gave `path`, `created` and
+    /// `chain`, in elements.
+    recent: [HighWater; 3],
+}
+
+/// What a write to a shared trie changes outside the table, applied by
+/// [`RawTrie::apply`] when its write session commits.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    /// The new first leaf (the root's bucket is in the write session).
+    head: Option<Loc>,
+    /// Change in the number of keys.
+    len: isize,
 }
 
 /// Scratch bytes a writer keeps whatever it needed before: small-key workloads never
@@ -191,17 +203,15 @@ impl HighWater {
 
 impl Scratch {
     pub(crate) fn memory_usage(&self) -> usize {
-        self.locks.capacity_bytes()
-            + self.path.capacity() * core::mem::size_of::<PathNode>()
+        self.path.capacity() * core::mem::size_of::<PathNode>()
             + self.created.capacity() * core::mem::size_of::<Loc>()
             + self.chain.capacity() * core::mem::size_of::<u32>()
     }
 
     /// Bytes the buffers' recent high-water marks stand for.
     fn recent_bytes(&self) -> usize {
-        let [locks, path, created, chain] = self.recent.map(|h| h.0);
-        locks * Locks::ELEM_BYTES
-            + path * core::mem::size_of::<PathNode>()
+        let [path, created, chain] = self.recent.map(|h| h.0);
+        path * core::mem::size_of::<PathNode>()
             + created * core::mem::size_of::<Loc>()
             + chain * core::mem::size_of::<u32>()
     }
@@ -210,12 +220,7 @@ impl Scratch {
     /// how much it used, and shrinks the buffers when they are far above recent use (see the
     /// type's docs). Allocates nothing unless it shrinks.
     pub(crate) fn settle(&mut self) {
-        let lens = [
-            self.locks.len(),
-            self.path.len(),
-            self.created.len(),
-            self.chain.len(),
-        ];
+        let lens = [self.path.len(), self.created.len(), self.chain.len()];
         for (h, len) in self.recent.iter_mut().zip(lens) {
             h.note(len);
         }
@@ -233,9 +238,8 @@ impl Scratch {
     /// small write does not reallocate).
     #[cold]
     fn shrink(&mut self) {
-        let share = SCRATCH_KEEP / 4;
-        let [locks, path, created, chain] = self.recent.map(|h| h.0);
-        self.locks.shrink_to(locks.max(share / Locks::ELEM_BYTES));
+        let share = SCRATCH_KEEP / 3;
+        let [path, created, chain] = self.recent.map(|h| h.0);
         self.path
             .shrink_to(path.max(share / core::mem::size_of::<PathNode>()));
         self.created
@@ -246,18 +250,38 @@ impl Scratch {
     }
 }
 
-/// The table must grow before the operation can complete. Nothing was changed (entries the
-/// insert had created are rolled back); the front end builds a larger trie with
-/// [`RawTrie::grown`] and retries.
-#[derive(Debug)]
-pub(crate) struct NeedsGrowth;
+/// Why a write stopped without changing the trie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// The table must grow before the operation can complete (entries the insert had created
+    /// are rolled back, or in a shared table were never committed); the front end builds a
+    /// larger trie with [`RawTrie::grown`] and retries. In a shared table, this may come from
+    /// torn copies too: check the session's reads before growing.
+    Grow,
+    /// The copies of a shared table's write session are torn: run the operation again.
+    Torn,
+}
+
+impl From<Full> for Retry {
+    fn from(_: Full) -> Retry {
+        Retry::Grow
+    }
+}
+
+impl From<Torn> for Retry {
+    fn from(_: Torn) -> Retry {
+        Retry::Torn
+    }
+}
 
 /// The trie; see the module docs for its invariants.
 ///
-/// Methods that change it take a [`Scratch`]: one writer at a time (the table's invariant 5).
-/// Everything else is read through `&self`, from any number of threads when the table is
-/// shared; fields a writer updates are therefore atomics (relaxed: readers of a shared table
-/// validate through bucket versions instead, see `first`).
+/// Methods that change it take a [`Scratch`]: one writer at a time when unshared, writers in
+/// write sessions when shared (the table's invariant 5), whose changes to fields outside the
+/// table wait in [`Scratch::pending`] until [`apply`](Self::apply). Everything else is read
+/// through `&self`, from any number of threads when the table is shared; fields a writer
+/// updates are therefore atomics (relaxed: readers of a shared table validate through bucket
+/// versions instead, see `first`).
 pub(crate) struct RawTrie {
     pub(crate) table: Table,
     pub(super) syms: Syms,
@@ -345,11 +369,7 @@ impl RawTrie {
     fn empty_table(buckets: usize, seed: u64, huge: HugePages) -> Result<(Table, Loc), Error> {
         let table = Table::with_buckets(buckets, seed, huge)?;
         let root = table
-            .insert(
-                &mut Locks::default(),
-                0,
-                Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true),
-            )
+            .insert(0, Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true))
             .expect("an empty table has room for the root");
         Ok((table, root))
     }
@@ -385,11 +405,7 @@ impl RawTrie {
                 self.table.wipe();
                 self.root = self
                     .table
-                    .insert(
-                        &mut Locks::default(),
-                        0,
-                        Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true),
-                    )
+                    .insert(0, Ent::regular(0, 0, 0, Loc::NULL).with_by_color(true))
                     .expect("an empty table has room for the root");
             }
         }
@@ -400,6 +416,9 @@ impl RawTrie {
 
     /// Re-reads the root's entry into the copy unshared searches start from.
     fn refresh_root(&self) {
+        if self.table.is_shared() {
+            return;
+        }
         let e = self.table.get(self.root).bits();
         self.root_ent[0].store(e as u64, Relaxed);
         self.root_ent[1].store((e >> 64) as u64, Relaxed);
@@ -445,34 +464,80 @@ impl RawTrie {
 
     /// Inserts a new entry, remembering it for rollback.
     fn create(&self, w: &mut Scratch, h: u64, e: Ent) -> Result<Loc, Full> {
-        let l = self.table.insert(&mut w.locks, h, e)?;
+        let l = self.table.insert(h, e)?;
         w.created.push(l);
         Ok(l)
     }
 
     /// Links leaf `l` after `pred` (or first).
-    fn link_after(&self, w: &mut Scratch, pred: Option<LeafRef>, l: Loc) {
+    fn link_after(&self, w: &mut Scratch, pred: Option<LeafRef>, l: Loc) -> Result<(), Torn> {
         match pred {
-            Some((p, _)) => self.table.update(&mut w.locks, p, |e| e.set_loc(l)),
+            Some((p, _)) => self.table.update(p, |e| e.set_loc(l)),
+            None if self.table.is_shared() => {
+                // Readers validate `head` through the root's bucket: commit it locked.
+                self.table.touch(self.root)?;
+                w.pending.head = Some(l);
+                Ok(())
+            }
             None => {
-                self.table.touch(&mut w.locks, self.root);
                 self.head.store(pack(l), Release);
+                Ok(())
             }
         }
     }
 
     /// The leaf after `pred` (or the first leaf).
-    fn next_of(&self, pred: Option<LeafRef>) -> Loc {
+    fn next_of(&self, w: &Scratch, pred: Option<LeafRef>) -> Result<Loc, Torn> {
         match pred {
-            Some((_, e)) => e.loc(),
-            None => unpack(self.head.load(Relaxed)),
+            Some((_, e)) => Ok(e.loc()),
+            None => {
+                if let Some(l) = w.pending.head {
+                    return Ok(l);
+                }
+                if self.table.is_shared() {
+                    // Copy the root's bucket first: its version validates `head`.
+                    self.table.fetch(self.root)?;
+                }
+                Ok(unpack(self.head.load(Acquire)))
+            }
         }
     }
+
+    /// Counts a key in or out: at once, or when the write session commits.
+    fn count(&self, w: &mut Scratch, delta: isize) {
+        if self.table.is_shared() {
+            w.pending.len += delta;
+        } else if delta > 0 {
+            self.len.fetch_add(1, Relaxed);
+        } else {
+            self.len.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Applies the changes outside the table of the write that `w` made, while its write
+    /// session commits (its buckets, the root's among them if `head` changed, are locked).
+    pub(crate) fn apply(&self, w: &mut Scratch) {
+        let Pending { head, len } = core::mem::take(&mut w.pending);
+        if let Some(l) = head {
+            self.head.store(pack(l), Release);
+        }
+        if len > 0 {
+            self.len.fetch_add(len as usize, Relaxed);
+        } else if len < 0 {
+            self.len.fetch_sub(len.unsigned_abs(), Relaxed);
+        }
+    }
+
+    /// Forgets the changes outside the table of a write whose session did not commit.
+    pub(crate) fn forget(&self, w: &mut Scratch) {
+        w.pending = Pending::default();
+    }
+
     /// Replaces subtree maxima along `path[..=from]`, bottom-up, while they are one of the
     /// `repl` sources (a suffix of the path holds each; see invariant 4).
-    fn fix_max(&self, w: &mut Scratch, path: &[PathNode], from: usize, repl: &[(Loc, Loc)]) {
+    fn fix_max(&self, path: &[PathNode], from: usize, repl: &[(Loc, Loc)]) -> Result<(), Torn> {
         for p in path[..=from].iter().rev() {
-            let replaced = self.table.update_if(&mut w.locks, p.loc, |e| {
+            let replaced = self.table.update_if(p.loc, |e| {
                 match repl.iter().find(|(old, _)| *old == e.loc()) {
                     Some(&(_, new)) => {
                         e.set_loc(new);
@@ -480,11 +545,12 @@ impl RawTrie {
                     }
                     None => false,
                 }
-            });
+            })?;
             if !replaced {
                 break;
             }
         }
+        Ok(())
     }
 }
 

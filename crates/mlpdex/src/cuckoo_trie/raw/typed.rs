@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use super::super::record;
 use super::cursor::Cursor;
 use super::table::{Ent, Loc};
-use super::trie::{Inserted, LeafRef, NeedsGrowth, Params, RawTrie, Scratch, Seek, stable};
+use super::trie::{Inserted, LeafRef, Params, RawTrie, Retry, Scratch, Seek, stable};
 use crate::Error;
 use crate::key::is_empty_range;
 use crate::substrate::prefetch::prefetch_read;
@@ -199,7 +199,8 @@ impl<V> TypedTrie<V> {
                     let old = core::mem::replace(cur, v);
                     return Ok((cur, Some(old)));
                 }
-                Err(NeedsGrowth) => match self.raw.grown() {
+                Err(Retry::Torn) => unreachable!("an unshared table is never torn"),
+                Err(Retry::Grow) => match self.raw.grown() {
                     Ok(bigger) => self.raw = bigger,
                     Err(e) => {
                         if let Some(p) = made {
@@ -216,7 +217,7 @@ impl<V> TypedTrie<V> {
 
     /// Removes `key`, returning its value.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<V> {
-        let p = self.raw.remove(&mut self.scratch, key)?;
+        let p = stable(self.raw.remove(&mut self.scratch, key))?;
         self.maybe_shrink();
         // SAFETY: the record of `key`, just unlinked from the trie.
         Some(unsafe { self.take_record(p, key.len()) })

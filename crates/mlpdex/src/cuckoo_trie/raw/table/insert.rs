@@ -1,11 +1,9 @@
 //! Insertion: a fresh color under the entry's full hash, and a breadth-first cuckoo path when
 //! both buckets are full (§4.2).
 
-use core::sync::atomic::Ordering::Relaxed;
-
 use super::entry::{F_COLOR, F_SEC, F_TAG};
-use super::session::first_byte;
-use super::{COLORS, EMPTY, Ent, Full, Loc, Locks, SLOTS, Slot, TAGS, Table};
+use super::session::{decode, first_byte};
+use super::{COLORS, EMPTY, Ent, Full, Loc, SLOTS, Slot, TAGS, Table};
 
 /// Breadth-first cuckoo search limit, in buckets visited.
 const BFS_NODES: usize = 512;
@@ -13,7 +11,7 @@ const BFS_NODES: usize = 512;
 impl Table {
     /// Inserts `e` (whose position fields are ignored) under full hash `h` with a fresh color,
     /// relocating other entries if both buckets are full. Returns the new entry's locator.
-    pub(crate) fn insert(&self, w: &mut Locks, h: u64, mut e: Ent) -> Result<Loc, Full> {
+    pub(crate) fn insert(&self, h: u64, mut e: Ent) -> Result<Loc, Full> {
         debug_assert!(e.kind() != EMPTY);
         let (b1, b2) = self.hasher.buckets(h);
         let tag = (h % TAGS) as u8;
@@ -22,15 +20,15 @@ impl Table {
         let mut free: Option<Slot> = None;
         for (bucket, sec) in [(b1, 0u8), (b2, 1u8)] {
             let want = (tag << F_TAG.0) | (sec << F_SEC.0);
-            let b = self.bucket(bucket);
+            let words = self.words(bucket);
             for idx in 0..SLOTS {
-                let first = first_byte(idx, |i| b.word(i));
+                let first = first_byte(idx, |i| words[i]);
                 if first & 0x03 == 0 {
                     if free.is_none() {
                         free = Some(Slot { bucket, idx });
                     }
                 } else if first & 0x7C == want {
-                    used |= 1 << self.read(Slot { bucket, idx }).color();
+                    used |= 1 << decode(idx, |i| words[i]).color();
                 }
             }
         }
@@ -42,11 +40,11 @@ impl Table {
         e.set(F_TAG, h % TAGS);
         let slot = match free {
             Some(s) => s,
-            None => self.make_room_slow(w, b1, b2)?,
+            None => self.make_room_slow(b1, b2)?,
         };
         e.set(F_SEC, u64::from(slot.bucket != b1));
-        self.write(w, slot, e);
-        self.used.fetch_add(1, Relaxed);
+        self.write(slot, e);
+        self.count(1);
         Ok(Loc { h: h as u32, color })
     }
 
@@ -56,10 +54,10 @@ impl Table {
 
     /// Frees a slot in `b1` or `b2` by a breadth-first search for a cuckoo path, moving entries
     /// from the path's end backwards so every entry stays in one of its two buckets. (In a
-    /// shared table every bucket on the path stays locked until the operation ends, so readers
-    /// never see an entry in neither or both of its buckets.)
+    /// shared table the moves are copies committed together, so readers never see an entry in
+    /// neither or both of its buckets.)
     #[cold]
-    fn make_room_slow(&self, w: &mut Locks, b1: usize, b2: usize) -> Result<Slot, Full> {
+    fn make_room_slow(&self, b1: usize, b2: usize) -> Result<Slot, Full> {
         struct Node {
             bucket: usize,
             parent: usize,
@@ -107,10 +105,10 @@ impl Table {
                     loop {
                         let mut moved = self.read(from);
                         moved.set(F_SEC, u64::from(!moved.sec()));
-                        self.write(w, to, moved);
+                        self.write(to, moved);
                         to = from;
                         if nodes[k].parent == usize::MAX {
-                            self.write(w, to, Ent::EMPTY);
+                            self.write(to, Ent::EMPTY);
                             return Ok(to);
                         }
                         from = Slot {

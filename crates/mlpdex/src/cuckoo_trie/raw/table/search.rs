@@ -1,8 +1,10 @@
 //! Search: the entries of one full hash, screened by their first byte; SearchByParent and
 //! SearchByColor of §4.2.
 
+use super::super::seqlock::WORDS;
+use super::entry::ENTRY_MASK;
 use super::entry::{F_SEC, F_TAG};
-use super::session::{decode, first_byte, reading, snapshot};
+use super::session::{Mode, logged_copy, mode, with_session_copy};
 use super::{ENTRY_BYTES, Ent, Loc, SLOTS, Slot, TAGS, Table, Torn, broken_child, dangling};
 
 impl Table {
@@ -11,11 +13,11 @@ impl Table {
     ///
     /// Kind, side and tag share an entry's first byte, so each slot is screened with one byte
     /// compare before the whole entry is decoded (measured: 9% of lookup instructions went to
-    /// decoding non-matching entries). Inside a [`ReadSession`](super::ReadSession) on a
-    /// shared table, each bucket is copied under its seqlock first.
+    /// decoding non-matching entries). In a shared table, each bucket is copied under its
+    /// seqlock first (or taken from the write session's copies).
     #[inline(always)]
     fn find(&self, h: u64, mut f: impl FnMut(Ent) -> bool) -> Option<(Slot, Ent)> {
-        if self.shared && reading() {
+        if self.shared && mode() != Mode::Off {
             return self.find_in_session(h, f);
         }
         let (b1, b2) = self.hasher.buckets(h);
@@ -40,26 +42,23 @@ impl Table {
         None
     }
 
-    /// [`find`](Self::find) for a reader of a shared table: each bucket is copied under its
-    /// seqlock and its version recorded (kept out of line so single-threaded searches keep
-    /// their tight loop).
+    /// [`find`](Self::find) in a shared table: each bucket is copied under its seqlock and its
+    /// version recorded, or taken from the write session's copies (kept out of line so
+    /// single-threaded searches keep their tight loop).
     #[inline(never)]
     fn find_in_session(&self, h: u64, mut f: impl FnMut(Ent) -> bool) -> Option<(Slot, Ent)> {
         let (b1, b2) = self.hasher.buckets(h);
         let tag = (h % TAGS) as u8;
+        let mode = mode();
         for (bucket, sec) in [(b1, 0u8), (b2, 1u8)] {
             let want = (tag << F_TAG.0) | (sec << F_SEC.0);
-            let copy = snapshot(self, bucket);
-            let word = |i: usize| copy[i];
-            for idx in 0..SLOTS {
-                let first = first_byte(idx, word);
-                if first & 0x7C != want || first & 0x03 == 0 {
-                    continue;
-                }
-                let e = decode(idx, word);
-                if f(e) {
-                    return Some((Slot { bucket, idx }, e));
-                }
+            let found = if mode == Mode::Write {
+                with_session_copy(self, bucket, |words| scan(words, want, &mut f))
+            } else {
+                scan(&logged_copy(self, bucket, mode), want, &mut f)
+            };
+            if let Some((idx, e)) = found {
+                return Some((Slot { bucket, idx }, e));
             }
         }
         None
@@ -103,8 +102,8 @@ impl Table {
         }
     }
 
-    /// The entry a locator names; the trie's invariants guarantee it exists (writers and
-    /// single-threaded readers).
+    /// The entry a locator names; the trie's invariants guarantee it exists (unshared tables,
+    /// and frozen ones).
     #[inline(always)]
     pub(crate) fn get(&self, l: Loc) -> Ent {
         match self.find_loc(l) {
@@ -112,4 +111,25 @@ impl Table {
             None => dangling(l),
         }
     }
+}
+
+/// The first entry of a bucket's copy `words` whose first byte is `want` (kind not empty) and
+/// that `f` accepts, with its slot.
+#[inline(always)]
+fn scan(words: &[u64; WORDS], want: u8, f: &mut impl FnMut(Ent) -> bool) -> Option<(usize, Ent)> {
+    let le = words.map(u64::to_le_bytes);
+    let bytes: &[u8; 64] = le.as_flattened().try_into().ok()?;
+    for idx in 0..SLOTS {
+        let first = bytes[idx * ENTRY_BYTES];
+        if first & 0x7C != want || first & 0x03 == 0 {
+            continue;
+        }
+        let at = idx * ENTRY_BYTES;
+        let raw: [u8; 16] = bytes[at..at + 16].try_into().ok()?;
+        let e = Ent(u128::from_le_bytes(raw) & ENTRY_MASK);
+        if f(e) {
+            return Some((idx, e));
+        }
+    }
+    None
 }

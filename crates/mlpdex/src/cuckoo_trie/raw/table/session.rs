@@ -1,27 +1,193 @@
-//! Read sessions of shared tables (§5): bucket copies taken under their seqlock, with their
-//! versions logged per thread for validation at the end of a read.
+//! Sessions on shared tables (§5): readers' bucket copies taken under their seqlock with their
+//! versions logged for validation, writers' private copies of the buckets they change, and
+//! the copies of a frozen table.
+//!
+//! The log is per thread, so the table's read and write methods need no extra argument: they
+//! ask [`mode`] what the calling thread is doing. Outside a session (single-threaded maps)
+//! nothing is recorded and writes go to the table directly.
 
 use core::cell::{Cell, RefCell};
 
-use super::super::seqlock::{WORDS, Word};
+use super::super::seqlock::{self, Own, Refused, WORDS, Word};
 use super::entry::ENTRY_MASK;
 use super::{ENTRY_BYTES, Ent, Table};
 
-/// What a reader of a shared table copied: `(bucket, version)` pairs, validated at the end of
-/// its operation ([`ReadSession`]). Thread-local, so the table's read methods need no extra
-/// argument; outside a session (single-threaded maps, the writer) nothing is recorded.
-struct ReadLog {
-    active: Cell<bool>,
+/// What this thread is doing with a shared table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// No session: the table is not shared, or this is the thread building it.
+    Off,
+    /// A [`ReadSession`]: copies are logged for validation.
+    Read,
+    /// A [`WriteSession`]: as `Read`, and writes go to private copies until the commit.
+    Write,
+    /// A [`FrozenRead`]: copies of a frozen table, which cannot change, are not logged.
+    Frozen,
+}
+
+/// The thread's session state.
+struct Log {
+    mode: Cell<Mode>,
+    /// `(bucket, version)` of every copy a read session took.
     reads: RefCell<Vec<(usize, u32)>>,
+    /// A write session's copies, at most one per bucket: a bucket is copied once, and read
+    /// and changed in the copy from then on.
+    writes: RefCell<Writes>,
+    /// Change in the table's entry count the write session will commit.
+    used: Cell<isize>,
 }
 
 thread_local! {
-    static LOG: ReadLog = const {
-        ReadLog {
-            active: Cell::new(false),
+    static LOG: Log = const {
+        Log {
+            mode: Cell::new(Mode::Off),
             reads: RefCell::new(Vec::new()),
+            writes: RefCell::new(Writes::new()),
+            used: Cell::new(0),
         }
     };
+}
+
+/// A write session's bucket copies, found by bucket: by a scan while there are few (the common
+/// case: an insert copies about a dozen buckets), through an open-addressing index of
+/// positions once there are more (a long key's path, or its jump chain, which writes one
+/// bucket per 9 symbols).
+struct Writes {
+    owned: Vec<Own>,
+    /// `owned[i].bucket` at `i`, for fast scans.
+    ids: Vec<usize>,
+    /// The commit's working memory.
+    order: Vec<u32>,
+    /// Slots of `owned` positions plus one (0: empty), a power of two at least twice
+    /// `owned.len()`, or empty while `owned` is short.
+    index: Vec<u32>,
+}
+
+/// Copies scanned before the index is built.
+const SCAN: usize = 24;
+
+impl Writes {
+    const fn new() -> Writes {
+        Writes {
+            owned: Vec::new(),
+            ids: Vec::new(),
+            order: Vec::new(),
+            index: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.owned.clear();
+        self.ids.clear();
+        self.index.clear();
+        // A long key's write set can be large: give it back unless it is small.
+        if self.owned.capacity() > 4 * SCAN {
+            self.owned.shrink_to(SCAN);
+            self.ids.shrink_to(SCAN);
+            self.order.shrink_to(SCAN);
+            self.index.shrink_to(0);
+        }
+    }
+
+    #[inline(always)]
+    fn home(bucket: usize, slots: usize) -> usize {
+        (bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & (slots - 1)
+    }
+
+    fn find(&self, bucket: usize) -> Option<usize> {
+        if self.index.is_empty() {
+            // Recent copies are the likeliest to be read again.
+            return self.ids.iter().rposition(|&b| b == bucket);
+        }
+        let mask = self.index.len() - 1;
+        let mut i = Self::home(bucket, self.index.len());
+        loop {
+            match self.index[i] {
+                0 => return None,
+                p if self.ids[p as usize - 1] == bucket => return Some(p as usize - 1),
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Copies bucket `b` of `t` into a new entry; returns its position.
+    #[inline]
+    fn copy(&mut self, t: &Table, b: usize) -> usize {
+        let at = self.owned.len();
+        self.owned.push(Own {
+            bucket: b,
+            last: 0,
+            words: [0; WORDS],
+            written: false,
+        });
+        self.ids.push(b);
+        let own = &mut self.owned[at];
+        copy_into(t, b, &mut own.words);
+        own.last = own.words[WORDS - 1];
+        if self.owned.len() > SCAN {
+            if self.index.len() < 2 * self.owned.len() {
+                self.reindex();
+            } else {
+                self.place(at);
+            }
+        }
+        at
+    }
+
+    fn place(&mut self, at: usize) {
+        let mask = self.index.len() - 1;
+        let mut i = Self::home(self.ids[at], self.index.len());
+        while self.index[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.index[i] = at as u32 + 1;
+    }
+
+    #[cold]
+    fn reindex(&mut self) {
+        let slots = (4 * self.owned.len()).next_power_of_two();
+        self.index.clear();
+        self.index.resize(slots, 0);
+        for at in 0..self.owned.len() {
+            self.place(at);
+        }
+    }
+}
+
+/// What the calling thread is doing with shared tables.
+#[inline(always)]
+pub(super) fn mode() -> Mode {
+    LOG.with(|l| l.mode.get())
+}
+
+/// Starts a session of `mode` on this thread, clearing what an earlier one left.
+fn begin(mode: Mode) {
+    LOG.with(|l| {
+        debug_assert_eq!(l.mode.get(), Mode::Off, "nested sessions");
+        l.mode.set(mode);
+        l.reads.borrow_mut().clear();
+        l.writes.borrow_mut().clear();
+        l.used.set(0);
+    });
+}
+
+fn end() {
+    LOG.with(|l| l.mode.set(Mode::Off));
+}
+
+/// True when no bucket copied since the session began (or since the last validation) has
+/// changed: the copies form one committed state of `t`.
+fn reads_hold(t: &Table) -> bool {
+    <core::sync::atomic::AtomicU64 as Word>::fence_acquire();
+    LOG.with(|l| {
+        let reads = l.reads.borrow();
+        let writes = l.writes.borrow();
+        reads.iter().all(|&(b, v)| t.bucket(b).validate(v))
+            && writes
+                .owned
+                .iter()
+                .all(|o| t.bucket(o.bucket).validate((o.last >> 32) as u32))
+    })
 }
 
 /// One optimistic read of a shared table (§5): while it lives, the table's read methods copy
@@ -32,54 +198,153 @@ pub(crate) struct ReadSession(());
 impl ReadSession {
     /// Starts recording on this thread.
     pub(crate) fn begin() -> ReadSession {
-        LOG.with(|l| {
-            debug_assert!(!l.active.get(), "nested read sessions");
-            l.active.set(true);
-            l.reads.borrow_mut().clear();
-        });
+        begin(Mode::Read);
         ReadSession(())
     }
 
     /// True when no bucket read since [`begin`](Self::begin) (or the last `validate`) has
     /// changed: the reads form one committed state of `t`. Clears the record.
     pub(crate) fn validate(&self, t: &Table) -> bool {
-        <core::sync::atomic::AtomicU64 as Word>::fence_acquire();
-        LOG.with(|l| {
-            let mut reads = l.reads.borrow_mut();
-            let ok = reads.iter().all(|&(b, v)| t.bucket(b).validate(v));
-            reads.clear();
-            ok
-        })
+        let ok = reads_hold(t);
+        LOG.with(|l| l.reads.borrow_mut().clear());
+        ok
     }
 }
 
 impl Drop for ReadSession {
     fn drop(&mut self) {
-        LOG.with(|l| l.active.set(false));
+        end();
     }
 }
 
-/// Whether this thread is inside a [`ReadSession`].
-#[inline(always)]
-pub(super) fn reading() -> bool {
-    LOG.with(|l| l.active.get())
+/// One optimistic write to a shared table (§5, "Updates"): every bucket it reads is copied
+/// once, with its version, reads and writes then use the copy, and
+/// [`commit`](Self::commit) installs them all at once or refuses (`seqlock::commit`). Dropping
+/// the session without a commit discards the changes: the table never saw them.
+pub(crate) struct WriteSession(());
+
+impl WriteSession {
+    pub(crate) fn begin() -> WriteSession {
+        begin(Mode::Write);
+        WriteSession(())
+    }
+
+    /// True when the session's reads still hold (before acting on what they showed, such as
+    /// growing the table because it looked full).
+    pub(crate) fn reads_hold(&self, t: &Table) -> bool {
+        reads_hold(t)
+    }
+
+    /// Installs the session's changes to `t` (and runs `publish` while their buckets are
+    /// locked), or stores nothing and says why. Either way the session starts afresh: a
+    /// refused operation runs again in the same session.
+    pub(crate) fn commit(&self, t: &Table, publish: impl FnOnce()) -> Result<(), Refused> {
+        LOG.with(|l| {
+            let mut writes = l.writes.borrow_mut();
+            let used = l.used.replace(0);
+            let Writes { owned, order, .. } = &mut *writes;
+            let r = seqlock::commit(
+                |b| t.bucket(b),
+                &t.frozen,
+                owned,
+                order,
+                || {
+                    t.add_used(used);
+                    publish();
+                },
+            );
+            writes.clear();
+            r
+        })
+    }
+
+    /// Drops the session's changes and reads, to run the operation again.
+    pub(crate) fn discard(&self) {
+        LOG.with(|l| {
+            l.reads.borrow_mut().clear();
+            l.writes.borrow_mut().clear();
+            l.used.set(0);
+        });
+    }
 }
 
-/// A consistent copy of bucket `b`, waiting out a writer that holds it; recorded in the log.
+impl Drop for WriteSession {
+    fn drop(&mut self) {
+        self.discard();
+        end();
+    }
+}
+
+/// Reads of a frozen table (by the resize that copies it, or an audit): copies under the
+/// seqlock, since writers that saw the freeze too late may still lock and restore buckets,
+/// but not logged, since the contents cannot change.
+pub(crate) struct FrozenRead(());
+
+impl FrozenRead {
+    pub(crate) fn begin() -> FrozenRead {
+        begin(Mode::Frozen);
+        FrozenRead(())
+    }
+}
+
+impl Drop for FrozenRead {
+    fn drop(&mut self) {
+        end();
+    }
+}
+
+/// Runs `f` on a consistent copy of bucket `b`, waiting out a writer that holds it: in a
+/// write session, the session's copy (taken now if this is the first read of `b`); else a
+/// fresh copy, logged in a read session.
+#[inline(always)]
+pub(super) fn with_copy<R>(t: &Table, b: usize, f: impl FnOnce(&[u64; WORDS]) -> R) -> R {
+    match mode() {
+        Mode::Write => with_session_copy(t, b, f),
+        mode => f(&logged_copy(t, b, mode)),
+    }
+}
+
+/// A consistent copy of bucket `b` for a read session (`mode` [`Mode::Read`]: its version
+/// logged, waiting out a writer that holds it) or for a reader of a frozen table.
+#[inline(always)]
+pub(super) fn logged_copy(t: &Table, b: usize, mode: Mode) -> [u64; WORDS] {
+    let mut words = [0u64; WORDS];
+    if mode == Mode::Frozen {
+        // Nothing changes a frozen table's data (a writer that saw the freeze too late only
+        // locks and restores a last word): plain atomic loads, no version to check.
+        t.bucket(b).copy_frozen(&mut words);
+        return words;
+    }
+    copy_into(t, b, &mut words);
+    let v = (words[WORDS - 1] >> 32) as u32;
+    LOG.with(|l| {
+        let mut reads = l.reads.borrow_mut();
+        if reads.last() != Some(&(b, v)) {
+            reads.push((b, v));
+        }
+    });
+    words
+}
+
+/// [`with_copy`] in a write session.
 #[inline]
-pub(super) fn snapshot(t: &Table, b: usize) -> [u64; WORDS] {
+pub(super) fn with_session_copy<R>(t: &Table, b: usize, f: impl FnOnce(&[u64; WORDS]) -> R) -> R {
+    LOG.with(|l| {
+        let mut writes = l.writes.borrow_mut();
+        let i = match writes.find(b) {
+            Some(i) => i,
+            None => writes.copy(t, b),
+        };
+        f(&writes.owned[i].words)
+    })
+}
+
+/// Copies bucket `b` into `out`, waiting out a writer that holds it.
+#[inline]
+fn copy_into(t: &Table, b: usize, out: &mut [u64; WORDS]) {
     let bucket = t.bucket(b);
     let mut spins = 0u32;
-    loop {
-        if let Some((words, v)) = bucket.try_snapshot() {
-            LOG.with(|l| {
-                let mut reads = l.reads.borrow_mut();
-                if reads.last() != Some(&(b, v)) {
-                    reads.push((b, v));
-                }
-            });
-            return words;
-        }
+    while !bucket.try_copy_into(out) {
         spins += 1;
         if spins < 64 {
             core::hint::spin_loop();
@@ -88,6 +353,36 @@ pub(super) fn snapshot(t: &Table, b: usize) -> [u64; WORDS] {
             std::thread::yield_now();
         }
     }
+}
+
+/// Runs `f` on this write session's copy of bucket `b`, taking the copy first if there is
+/// none yet.
+///
+/// # Panics
+/// Outside a write session: a shared table is written only through one.
+#[inline]
+pub(super) fn own(t: &Table, b: usize, f: impl FnOnce(&mut [u64; WORDS])) {
+    LOG.with(|l| {
+        assert_eq!(
+            l.mode.get(),
+            Mode::Write,
+            "a shared table written outside a write session"
+        );
+        let mut writes = l.writes.borrow_mut();
+        let i = match writes.find(b) {
+            Some(i) => i,
+            None => writes.copy(t, b),
+        };
+        let own = &mut writes.owned[i];
+        own.written = true;
+        f(&mut own.words);
+    })
+}
+
+/// Adds `delta` to the entry count a write session commits.
+#[inline]
+pub(super) fn count(delta: isize) {
+    LOG.with(|l| l.used.set(l.used.get() + delta));
 }
 
 /// Entry `idx` of a bucket whose words `word` reads. Slot `idx` starts at byte `15·idx`:
@@ -103,6 +398,20 @@ pub(super) fn decode(idx: usize, word: impl Fn(usize) -> u64) -> Ent {
         (lo >> sh) | (u128::from(word(w0 + 2)) << (128 - sh))
     };
     Ent(v & ENTRY_MASK)
+}
+
+/// Writes entry `e` into slot `idx` of a bucket's words through `store(word, value, mask)`.
+#[inline(always)]
+pub(super) fn encode(idx: usize, e: Ent, mut store: impl FnMut(usize, u64, u64)) {
+    let off = idx * ENTRY_BYTES;
+    let (w0, sh) = (off / 8, (off % 8) * 8);
+    let (v, m) = (e.0 << sh, ENTRY_MASK << sh);
+    store(w0, v as u64, m as u64);
+    store(w0 + 1, (v >> 64) as u64, (m >> 64) as u64);
+    if sh != 0 {
+        let (v2, m2) = (e.0 >> (128 - sh), ENTRY_MASK >> (128 - sh));
+        store(w0 + 2, v2 as u64, m2 as u64);
+    }
 }
 
 /// First byte (kind, side, tag) of entry `idx`.

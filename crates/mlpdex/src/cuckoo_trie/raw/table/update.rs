@@ -1,50 +1,51 @@
-//! Rewriting and removing entries a locator names.
+//! Rewriting and removing entries a locator names. In a shared table a locator that names
+//! nothing means the writer's copies are torn (`Err(Torn)`: it runs again); in an unshared
+//! one, a broken invariant.
 
-use core::sync::atomic::Ordering::Relaxed;
-
-use super::{Ent, Loc, Locks, Table, dangling};
+use super::{Ent, Loc, Slot, Table, Torn, dangling};
 
 impl Table {
+    /// Where the entry `l` names is, and the entry.
+    #[inline(always)]
+    fn locate(&self, l: Loc) -> Result<(Slot, Ent), Torn> {
+        match self.find_loc(l) {
+            Some(found) => Ok(found),
+            None if self.shared => Err(Torn),
+            None => dangling(l),
+        }
+    }
+
     /// Rewrites the entry `l` names with `f`, which must keep its position fields.
-    pub(crate) fn update(&self, w: &mut Locks, l: Loc, f: impl FnOnce(&mut Ent)) {
-        let Some((s, mut e)) = self.find_loc(l) else {
-            dangling(l)
-        };
+    pub(crate) fn update(&self, l: Loc, f: impl FnOnce(&mut Ent)) -> Result<(), Torn> {
+        let (s, mut e) = self.locate(l)?;
         f(&mut e);
         debug_assert_eq!(e.color(), l.color);
-        self.write(w, s, e);
+        self.write(s, e);
+        Ok(())
     }
 
     /// Rewrites the entry `l` names with `f` if it returns true (same contract as `update`);
     /// returns what `f` returned.
-    pub(crate) fn update_if(
-        &self,
-        w: &mut Locks,
-        l: Loc,
-        f: impl FnOnce(&mut Ent) -> bool,
-    ) -> bool {
-        let Some((s, mut e)) = self.find_loc(l) else {
-            dangling(l)
-        };
+    pub(crate) fn update_if(&self, l: Loc, f: impl FnOnce(&mut Ent) -> bool) -> Result<bool, Torn> {
+        let (s, mut e) = self.locate(l)?;
         let changed = f(&mut e);
         if changed {
             debug_assert_eq!(e.color(), l.color);
-            self.write(w, s, e);
+            self.write(s, e);
         }
-        changed
+        Ok(changed)
     }
 
     /// Replaces the entry `l` names by `content` (which keeps `l`).
-    pub(crate) fn replace(&self, w: &mut Locks, l: Loc, content: Ent) {
-        self.update(w, l, |e| *e = content.in_place_of(*e));
+    pub(crate) fn replace(&self, l: Loc, content: Ent) -> Result<(), Torn> {
+        self.update(l, |e| *e = content.in_place_of(*e))
     }
 
     /// Removes the entry `l` names.
-    pub(crate) fn remove(&self, w: &mut Locks, l: Loc) {
-        let Some((s, _)) = self.find_loc(l) else {
-            dangling(l)
-        };
-        self.write(w, s, Ent::EMPTY);
-        self.used.fetch_sub(1, Relaxed);
+    pub(crate) fn remove(&self, l: Loc) -> Result<(), Torn> {
+        let (s, _) = self.locate(l)?;
+        self.write(s, Ent::EMPTY);
+        self.count(-1);
+        Ok(())
     }
 }

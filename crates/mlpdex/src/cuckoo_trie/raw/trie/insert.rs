@@ -3,8 +3,8 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::super::table::{Ent, Full, JUMP_MAX, Loc};
-use super::{Cand, End, HORIZON_MARGIN, Inserted, NeedsGrowth, PathNode, RawTrie, Scratch, stable};
+use super::super::table::{Ent, Full, JUMP_MAX, Loc, Torn};
+use super::{Cand, End, HORIZON_MARGIN, Inserted, PathNode, RawTrie, Retry, Scratch};
 
 impl RawTrie {
     /// Grows when the table would pass its load limit with `extra` more entries.
@@ -14,18 +14,18 @@ impl RawTrie {
     }
 
     /// Inserts `key` with the record `make` returns, unless present. `make` may be called
-    /// before a [`NeedsGrowth`]: the caller keeps that record for the retry. In a shared
-    /// table the buckets written stay locked until the caller's `unlock_all`.
+    /// before a [`Retry`]: the caller keeps that record for the retry. In a shared table the
+    /// changes wait in the caller's write session for its commit.
     pub(crate) fn insert(
         &self,
         w: &mut Scratch,
         key: &[u8],
         make: &mut dyn FnMut() -> *mut u8,
-    ) -> Result<Inserted, NeedsGrowth> {
+    ) -> Result<Inserted, Retry> {
         let mut path = core::mem::take(&mut w.path);
         path.clear();
         let result = (|| {
-            let (end, cand) = stable(self.descend::<true>(key, Some(&mut path)));
+            let (end, cand) = self.descend::<true>(key, Some(&mut path))?;
             self.prefetch_pred(cand);
             let last = *path.last().expect("the path holds the root");
             // For a leaf split, where the two keys' strings part (computed once, here).
@@ -40,13 +40,13 @@ impl RawTrie {
                             rec: ent.rec(),
                         });
                     }
-                    split_at = self.first_difference(key, other, last.depth);
+                    split_at = self.first_difference(key, other, last.depth)?;
                     (split_at - last.depth).div_ceil(JUMP_MAX) + 3
                 }
                 _ => 3,
             };
             if self.needs_growth(extra) {
-                return Err(NeedsGrowth);
+                return Err(Retry::Grow);
             }
             let r = make();
             w.created.clear();
@@ -59,16 +59,20 @@ impl RawTrie {
             };
             match done {
                 Ok(depth) => {
-                    self.len.fetch_add(1, Relaxed);
+                    self.count(w, 1);
                     self.note_leaf_depth(depth);
                     Ok(Inserted::New)
                 }
-                Err(Full) => {
+                Err(Retry::Grow) if !self.table.is_shared() => {
                     for l in core::mem::take(&mut w.created) {
-                        self.table.remove(&mut w.locks, l);
+                        self.table
+                            .remove(l)
+                            .expect("an entry just created is in an unshared table");
                     }
-                    Err(NeedsGrowth)
+                    Err(Retry::Grow)
                 }
+                // A shared table's session is discarded: nothing to roll back.
+                Err(e) => Err(e),
             }
         })();
         w.path = path;
@@ -78,10 +82,10 @@ impl RawTrie {
     }
 
     /// Points leaf `l` at a new record (an update of an existing key's value).
-    pub(crate) fn set_record(&self, w: &mut Scratch, l: Loc, rec: *mut u8) {
-        self.table.update(&mut w.locks, l, |e| {
+    pub(crate) fn set_record(&self, l: Loc, rec: *mut u8) -> Result<(), Torn> {
+        self.table.update(l, |e| {
             *e = Ent::leaf(e.sym(), e.pcolor(), rec, e.key_len(), e.loc()).in_place_of(*e);
-        });
+        })
     }
 
     /// Folds the depth of a new leaf into the average that sets the prefetch horizon.
@@ -94,14 +98,21 @@ impl RawTrie {
             .store(avg.div_ceil(16) + HORIZON_MARGIN, Relaxed);
     }
 
-    /// The first symbol position `>= from` where the strings of `a` and `b` differ.
-    fn first_difference(&self, a: &[u8], b: &[u8], from: usize) -> usize {
+    /// The first symbol position `>= from` where the strings of `a` and `b` differ (distinct
+    /// keys, which agree on their first `from` symbols unless a shared table's copies are
+    /// torn).
+    fn first_difference(&self, a: &[u8], b: &[u8], from: usize) -> Result<usize, Torn> {
         let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
         let mut j = (common * 8 / self.syms.bits as usize).max(from);
+        let end = self.syms.count(a.len().max(b.len()));
         while self.syms.at(a, j) == self.syms.at(b, j) {
             j += 1;
+            if j >= end {
+                // Both strings ended (in end symbols) without a difference past `from`.
+                return Err(self.torn());
+            }
         }
-        j
+        Ok(j)
     }
 
     /// Case 1 of §4.5: the search stopped at regular node `n`, which lacks child `c`.
@@ -115,18 +126,17 @@ impl RawTrie {
         cand: Cand,
         rec: *mut u8,
         path: &[PathNode],
-    ) -> Result<usize, Full> {
-        let pred = stable(self.resolve(cand));
+    ) -> Result<usize, Retry> {
+        let pred = self.resolve(cand)?;
         let h = self.table.hasher.step(n.loc.h.into(), c);
-        let leaf = Ent::leaf(c, n.ent.color(), rec, key.len(), self.next_of(pred));
+        let leaf = Ent::leaf(c, n.ent.color(), rec, key.len(), self.next_of(w, pred)?);
         let l = self.create(w, h, leaf)?;
-        self.link_after(w, pred, l);
+        self.link_after(w, pred, l)?;
         let bm = n.ent.bitmap();
-        self.table
-            .update(&mut w.locks, n.loc, |e| e.set_bitmap(bm | 1 << c));
+        self.table.update(n.loc, |e| e.set_bitmap(bm | 1 << c))?;
         if bm >> c == 0 {
             // The new leaf is the greatest below `n`.
-            self.fix_max(w, path, path.len() - 1, &[(n.ent.loc(), l)]);
+            self.fix_max(path, path.len() - 1, &[(n.ent.loc(), l)])?;
         }
         Ok(n.depth + 1)
     }
@@ -182,12 +192,12 @@ impl RawTrie {
         cand: Cand,
         rec: *mut u8,
         path: &[PathNode],
-    ) -> Result<usize, Full> {
+    ) -> Result<usize, Retry> {
         let i = leaf.depth;
         let old = leaf.ent;
         // SAFETY: a leaf of this trie; its record stays alive (it moves to the new leaf).
         let other = unsafe { self.key_of(old) };
-        debug_assert_eq!(j, self.first_difference(key, other, i));
+        debug_assert_eq!(Ok(j), self.first_difference(key, other, i).map_err(|_| ()));
         let hasher = &self.table.hasher;
         let mut hj = u64::from(leaf.loc.h);
         let mut chain = core::mem::take(&mut w.chain);
@@ -201,7 +211,7 @@ impl RawTrie {
         let (hk, ho) = (hasher.step(hj, ck), hasher.step(hj, co));
         // The moved leaf's bucket depends on the other key's record: start fetching it now.
         self.table.prefetch(ho);
-        let pred = stable(self.resolve(cand));
+        let pred = self.resolve(cand)?;
         let bitmap = (1u64 << ck) | (1u64 << co);
         // The regular node R at depth j: in place of the old leaf when j == i.
         let r_color = if j == i {
@@ -229,13 +239,12 @@ impl RawTrie {
             Ent::regular(old.sym(), old.pcolor(), bitmap, big_l)
         } else {
             self.table.update(
-                &mut w.locks,
                 Loc {
                     h: hj as u32,
                     color: r_color,
                 },
                 |e| e.set_loc(big_l),
-            );
+            )?;
             self.build_chain(
                 w,
                 &chain,
@@ -248,9 +257,9 @@ impl RawTrie {
         };
         w.chain = chain;
         // Everything new is in place; now link it (these writes cannot fail).
-        self.table.replace(&mut w.locks, leaf.loc, top);
-        self.link_after(w, pred, small_l);
-        self.fix_max(w, path, path.len() - 2, &[(leaf.loc, big_l)]);
+        self.table.replace(leaf.loc, top)?;
+        self.link_after(w, pred, small_l)?;
+        self.fix_max(path, path.len() - 2, &[(leaf.loc, big_l)])?;
         Ok(j + 1)
     }
 
@@ -265,7 +274,7 @@ impl RawTrie {
         cand: Cand,
         rec: *mut u8,
         path: &[PathNode],
-    ) -> Result<usize, Full> {
+    ) -> Result<usize, Retry> {
         let j = jn.ent;
         let (syms, n) = j.jump_syms();
         let hasher = &self.table.hasher;
@@ -277,7 +286,7 @@ impl RawTrie {
         let sd = syms[at];
         let h_below = hasher.step(hd, sd);
         let h_leaf = hasher.step(hd, c);
-        let pred = stable(self.resolve(cand));
+        let pred = self.resolve(cand)?;
         let bitmap = (1u64 << c) | (1u64 << sd);
         let r_color = if at == 0 {
             jn.loc.color
@@ -290,7 +299,7 @@ impl RawTrie {
             let e = Ent::jump(sd, r_color, &syms[at + 1..n], child_color, j.loc());
             self.create(w, h_below, e)?;
         }
-        let leaf = Ent::leaf(c, r_color, rec, key.len(), self.next_of(pred));
+        let leaf = Ent::leaf(c, r_color, rec, key.len(), self.next_of(w, pred)?);
         let l = self.create(w, h_leaf, leaf)?;
         // Linking.
         if at + 1 == n {
@@ -299,33 +308,27 @@ impl RawTrie {
                 h: h_below as u32,
                 color: child_color,
             };
-            self.table
-                .update(&mut w.locks, cl, |e| *e = e.with_by_color(false));
-            self.table
-                .update(&mut w.locks, cl, |e| e.set_pcolor(r_color));
+            self.table.update(cl, |e| *e = e.with_by_color(false))?;
+            self.table.update(cl, |e| e.set_pcolor(r_color))?;
         }
         let r_max = if c > sd { l } else { j.loc() };
         if at == 0 {
-            self.table.replace(
-                &mut w.locks,
-                jn.loc,
-                Ent::regular(j.sym(), j.pcolor(), bitmap, r_max),
-            );
+            self.table
+                .replace(jn.loc, Ent::regular(j.sym(), j.pcolor(), bitmap, r_max))?;
         } else {
             self.table.update(
-                &mut w.locks,
                 Loc {
                     h: hd as u32,
                     color: r_color,
                 },
                 |e| e.set_loc(r_max),
-            );
+            )?;
             let top = Ent::jump(j.sym(), j.pcolor(), &syms[..at], r_color, r_max);
-            self.table.replace(&mut w.locks, jn.loc, top);
+            self.table.replace(jn.loc, top)?;
         }
-        self.link_after(w, pred, l);
+        self.link_after(w, pred, l)?;
         if c > sd {
-            self.fix_max(w, path, path.len() - 2, &[(j.loc(), l)]);
+            self.fix_max(path, path.len() - 2, &[(j.loc(), l)])?;
         }
         Ok(jn.depth + at + 1)
     }

@@ -3,7 +3,7 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::super::table::{Ent, Full, JUMP, LEAF, Loc, Locks, REGULAR, SLOTS, Table};
+use super::super::table::{Ent, FrozenRead, Full, JUMP, LEAF, Loc, REGULAR, SLOTS, Table};
 use super::{RawTrie, broken};
 use crate::Error;
 
@@ -17,7 +17,8 @@ const REBUILD_WINDOW: u32 = 8;
 
 impl RawTrie {
     /// A copy of this trie in a table of twice the buckets (readers may keep using `self`
-    /// meanwhile: it only reads).
+    /// meanwhile: it only reads). A shared table must be frozen first
+    /// ([`Table::freeze`]): the copy reads it as one that cannot change.
     #[cold]
     pub(crate) fn grown(&self) -> Result<RawTrie, Error> {
         self.resized(self.table.buckets() * 2)
@@ -52,6 +53,7 @@ impl RawTrie {
     }
 
     fn resized(&self, mut buckets: usize) -> Result<RawTrie, Error> {
+        let _frozen = self.table.is_shared().then(FrozenRead::begin);
         let mut seed = self.seed;
         for attempt in 0u64.. {
             seed = seed.wrapping_add(0x9E37_79B9 + attempt);
@@ -89,11 +91,14 @@ impl RawTrie {
             pstart: usize,
         }
         let old = &self.table;
-        // `new` is not shared yet: nothing is ever locked.
-        let lk = &mut Locks::default();
+        // `new` is not shared yet: its entries are where the copy put them.
+        let link = |l: Loc, next: Loc| {
+            new.update(l, |e| e.set_loc(next))
+                .expect("an unshared table is never torn");
+        };
         let oroot = old.get(self.root);
         let root_ent = Ent::regular(0, 0, oroot.bitmap(), Loc::NULL).with_by_color(true);
-        let root = new.insert(lk, 0, root_ent)?;
+        let root = new.insert(0, root_ent)?;
         let mut pending = vec![root];
         let mut stack = vec![Frame {
             oha: 0,
@@ -123,7 +128,7 @@ impl RawTrie {
                 let start = f.pstart;
                 stack.pop();
                 for l in pending.drain(start..) {
-                    new.update(lk, l, |e| e.set_loc(prev));
+                    link(l, prev);
                 }
                 continue;
             }
@@ -152,17 +157,16 @@ impl RawTrie {
             };
             match ce.kind() {
                 LEAF => {
-                    let l =
-                        new.insert(lk, nh, Ent::leaf(c, nc, ce.rec(), ce.key_len(), Loc::NULL))?;
+                    let l = new.insert(nh, Ent::leaf(c, nc, ce.rec(), ce.key_len(), Loc::NULL))?;
                     if prev.is_null() {
                         head = l;
                     } else {
-                        new.update(lk, prev, |e| e.set_loc(l));
+                        link(prev, l);
                     }
                     prev = l;
                 }
                 REGULAR => {
-                    let l = new.insert(lk, nh, Ent::regular(c, nc, ce.bitmap(), Loc::NULL))?;
+                    let l = new.insert(nh, Ent::regular(c, nc, ce.bitmap(), Loc::NULL))?;
                     let (oha, nha) = (old.hasher.mul_a(oh), new.hasher.mul_a(nh));
                     warm(new, oha, nha, ce.bitmap());
                     let pstart = pending.len();
@@ -199,7 +203,7 @@ impl RawTrie {
                         }
                     };
                     let r_ent = Ent::regular(last, 0, r.bitmap(), Loc::NULL).with_by_color(true);
-                    let rl = new.insert(lk, nhh, r_ent)?;
+                    let rl = new.insert(nhh, r_ent)?;
                     let (oha, nha) = (old.hasher.mul_a(ohh), new.hasher.mul_a(nhh));
                     warm(new, oha, nha, r.bitmap());
                     let pstart = pending.len();
@@ -209,7 +213,7 @@ impl RawTrie {
                         let (s, n) = je.jump_syms();
                         let pc = if k == 0 { nc } else { 0 };
                         let je = Ent::jump(js, pc, &s[..n], child, Loc::NULL).with_by_color(k != 0);
-                        let jl = new.insert(lk, jh, je)?;
+                        let jl = new.insert(jh, je)?;
                         child = jl.color;
                         pending.push(jl);
                     }
