@@ -45,6 +45,11 @@ use core::sync::atomic::Ordering::{self, Acquire, Relaxed, Release, SeqCst};
 /// loaded just before storing to it.
 pub(crate) trait Word {
     fn load(&self, o: Ordering) -> u64;
+    /// A sequentially consistent load. Loom models such loads as acquire loads only, which
+    /// would report false races in the store-then-load patterns (Dekker's) that need them;
+    /// its version puts a sequentially consistent fence before the load, which gives those
+    /// patterns the same guarantee.
+    fn load_sc(&self) -> u64;
     fn store(&self, v: u64, o: Ordering);
     /// Replaces `current` by `new` if the word holds `current` (sequentially consistent);
     /// true when it did.
@@ -55,13 +60,16 @@ pub(crate) trait Word {
     fn clear_set(&self, clear: u64, set: u64);
     fn fence_acquire();
     fn fence_release();
-    fn fence_seq_cst();
 }
 
 impl Word for core::sync::atomic::AtomicU64 {
     #[inline(always)]
     fn load(&self, o: Ordering) -> u64 {
         core::sync::atomic::AtomicU64::load(self, o)
+    }
+    #[inline(always)]
+    fn load_sc(&self) -> u64 {
+        core::sync::atomic::AtomicU64::load(self, SeqCst)
     }
     #[inline(always)]
     fn store(&self, v: u64, o: Ordering) {
@@ -89,16 +97,16 @@ impl Word for core::sync::atomic::AtomicU64 {
     fn fence_release() {
         core::sync::atomic::fence(Release);
     }
-    #[inline(always)]
-    fn fence_seq_cst() {
-        core::sync::atomic::fence(SeqCst);
-    }
 }
 
 #[cfg(all(test, mlpdex_loom))]
 impl Word for loom::sync::atomic::AtomicU64 {
     fn load(&self, o: Ordering) -> u64 {
         loom::sync::atomic::AtomicU64::load(self, o)
+    }
+    fn load_sc(&self) -> u64 {
+        loom::sync::atomic::fence(Ordering::SeqCst);
+        loom::sync::atomic::AtomicU64::load(self, Ordering::SeqCst)
     }
     fn store(&self, v: u64, o: Ordering) {
         loom::sync::atomic::AtomicU64::store(self, v, o);
@@ -119,8 +127,5 @@ impl Word for loom::sync::atomic::AtomicU64 {
     }
     fn fence_release() {
         loom::sync::atomic::fence(Ordering::Release);
-    }
-    fn fence_seq_cst() {
-        loom::sync::atomic::fence(Ordering::SeqCst);
     }
 }
