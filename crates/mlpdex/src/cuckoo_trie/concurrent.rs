@@ -254,7 +254,7 @@ impl<V> ConcurrentCuckooTrie<V> {
     }
 
     /// Bytes of memory the map owns: the table's mapping, the records (including removed ones
-    /// awaiting reclamation) and the writer's scratch buffers.
+    /// awaiting reclamation) and the writers' scratch buffers (one slot per concurrent writer).
     pub fn memory_usage(&self) -> usize {
         core::mem::size_of::<Self>()
             + self.raw.table_bytes()

@@ -48,8 +48,7 @@
 //! the shared part (§4.7); small maps that fit in cache, where a B-tree is as fast and simpler;
 //! workloads dominated by long scans, where a B-tree's sorted leaves win; write-heavy
 //! loads, where an insert costs more than a `BTreeMap`'s (the `load` rows of the measured
-//! tables below); many threads writing at once, since the
-//! concurrent map serializes its writers.
+//! tables below).
 //!
 //! Measured against `BTreeMap`, `congee` and `crossbeam-skiplist` (lookups, loads, scans,
 //! the concurrent map's scaling, the prefetch depth sweep), as the suite
@@ -72,8 +71,10 @@
 //! - [`ConcurrentCuckooTrie`] implements [`ConcurrentOrderedMap`](crate::ConcurrentOrderedMap):
 //!   every operation through `&self` from any number of threads, linearizable point
 //!   operations and seeks, optimistic readers over per-bucket seqlocks, epoch-based
-//!   reclamation of records (§5). Writers are serialized by a mutex (a documented deviation:
-//!   readers run in parallel with the writer and with each other, writers with no one). Its
+//!   reclamation of records (§5). Writers run in parallel: each commits the buckets it
+//!   changed under their locks, taken in bucket order with compare-and-swap (no deadlock), and
+//!   runs again when another writer changed what it read; a resize freezes the table, so
+//!   writers wait for it while readers go on. Its
 //!   range visits walk the prefetching cursor (forwards or backwards) in validated batches of
 //!   32 keys. Contract and protocol: the docs of [`ConcurrentCuckooTrie`].
 //! - Keys: any byte string up to [`CuckooTrie::MAX_KEY_LEN`] bytes (1 MiB − 1); longer keys
