@@ -30,6 +30,7 @@
 //!
 //! - `small_churn_*` (not ignored, for CI): 10,000 keys, 100,000 operations, 4 checkpoints.
 //! - `churn_*_10m` (ignored): 100,000 keys, 10⁷ operations after a warm-up of 10⁶, 10
+//!   checkpoints; `churn_concurrent_cuckoo_trie_100m` (ignored): 10⁸ operations, 20
 //!   checkpoints; a few minutes each at most:
 //!   `cargo test --release -p mlpdex --test churn -- --ignored --nocapture`.
 
@@ -231,6 +232,14 @@ impl Size {
             threads,
             ops: 10_000_000,
             checkpoints: 10,
+        }
+    }
+    fn hundred_million(threads: usize) -> Size {
+        Size {
+            keys: LARGE,
+            threads,
+            ops: 100_000_000,
+            checkpoints: 20,
         }
     }
 }
@@ -569,6 +578,20 @@ fn churn_concurrent_cuckoo_trie_10m() {
         map,
         Some(&TALLY),
         Size::ten_million(4),
+    );
+}
+
+/// Issue 22's measure of the concurrent writers' reclamation: 10⁸ operations (two minutes).
+#[test]
+#[ignore = "minutes: run with --release -- --ignored"]
+fn churn_concurrent_cuckoo_trie_100m() {
+    static TALLY: AtomicIsize = AtomicIsize::new(0);
+    let map = concurrent_cuckoo_trie(&TALLY);
+    churn(
+        "concurrent cuckoo trie",
+        map,
+        Some(&TALLY),
+        Size::hundred_million(4),
     );
 }
 
