@@ -40,15 +40,19 @@ SKIP=(
     # ftruncate, which miri does not model (its bucket pages, the unsafe layout, run).
     shortcut_eh::raw::pool::
     shortcut_eh::raw::write::
+    # PI's front-end tests run its worker pool (rayon-core). Under some schedules miri stops
+    # inside rayon-core's `scope`, which frees its `Scope` while a job still holds a protected
+    # reference to it (a Tree Borrows violation in rayon-core's code, not ours: seen on
+    # 2026-11-27 with the default seed once the Cuckoo Trie's concurrent tests changed the
+    # interleaving, and with -Zmiri-seed=5). PI's unsafe cores run in `pi::raw`'s tests.
+    pi::tests::
 )
 
 # Tests of the epoch-reclaimed maps, run apart: values they retire sit in crossbeam-epoch's
 # global collector until a later collection, which the end of the process never runs, and
 # the collector itself lives for the whole process; miri reports both as leaks. These run
 # with -Zmiri-ignore-leaks, everything else with the leak check on.
-# PI's front-end test runs its worker pool (rayon-core), whose deques register with the same
-# global collector.
-EPOCH_TESTS=(cuckoo_trie::concurrent:: skiplist::tests:: pi::tests::)
+EPOCH_TESTS=(cuckoo_trie::concurrent:: skiplist::tests::)
 
 skip_args=()
 for s in "${SKIP[@]}"; do
