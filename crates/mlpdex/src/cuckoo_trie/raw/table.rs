@@ -328,11 +328,7 @@ impl Table {
     }
 
     fn add_used(&self, delta: isize) {
-        if delta >= 0 {
-            self.used.fetch_add(delta as usize, Relaxed);
-        } else {
-            self.used.fetch_sub(delta.unsigned_abs(), Relaxed);
-        }
+        add_signed(&self.used, delta);
     }
 
     /// Makes the write session lock the bucket holding the entry `l` names without changing
@@ -353,13 +349,7 @@ impl Table {
     /// `seqlock`, "Freezing"). Readers go on meanwhile.
     pub(crate) fn freeze(&self) {
         let buckets = (0..self.nb).map(|b| self.bucket(b));
-        super::seqlock::freeze(&self.frozen, buckets, |spins| {
-            if spins < 64 {
-                core::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        });
+        super::seqlock::freeze(&self.frozen, buckets, session::wait_for_holder);
     }
 
     /// Lets writers commit again (after an audit; a resized table stays frozen for good).
@@ -394,6 +384,15 @@ impl Table {
                 (e.kind() != EMPTY).then(|| (self.hasher.hash_of(bucket, e), e))
             })
         })
+    }
+}
+
+/// Adds `delta` to the count `c` (relaxed).
+pub(crate) fn add_signed(c: &AtomicUsize, delta: isize) {
+    if delta >= 0 {
+        c.fetch_add(delta as usize, Relaxed);
+    } else {
+        c.fetch_sub(delta.unsigned_abs(), Relaxed);
     }
 }
 

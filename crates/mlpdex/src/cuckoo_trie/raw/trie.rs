@@ -31,7 +31,7 @@
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU64, AtomicUsize};
 
-use super::table::{Ent, Full, LEAF, Loc, Table, Torn};
+use super::table::{Ent, Full, LEAF, Loc, Table, Torn, add_signed};
 use crate::Error;
 use crate::substrate::region::HugePages;
 
@@ -507,10 +507,8 @@ impl RawTrie {
     fn count(&self, w: &mut Scratch, delta: isize) {
         if self.table.is_shared() {
             w.pending.len += delta;
-        } else if delta > 0 {
-            self.len.fetch_add(1, Relaxed);
         } else {
-            self.len.fetch_sub(1, Relaxed);
+            add_signed(&self.len, delta);
         }
     }
 
@@ -521,11 +519,7 @@ impl RawTrie {
         if let Some(l) = head {
             self.head.store(pack(l), Release);
         }
-        if len > 0 {
-            self.len.fetch_add(len as usize, Relaxed);
-        } else if len < 0 {
-            self.len.fetch_sub(len.unsigned_abs(), Relaxed);
-        }
+        add_signed(&self.len, len);
     }
 
     /// Forgets the changes outside the table of a write whose session did not commit.

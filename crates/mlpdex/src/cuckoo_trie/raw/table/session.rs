@@ -275,9 +275,9 @@ impl Drop for WriteSession {
     }
 }
 
-/// Reads of a frozen table (by the resize that copies it, or an audit): copies under the
-/// seqlock, since writers that saw the freeze too late may still lock and restore buckets,
-/// but not logged, since the contents cannot change.
+/// Reads of a frozen table (by the resize that copies it, or an audit): plain atomic copies,
+/// neither validated nor logged, since the contents cannot change (a writer that saw the
+/// freeze too late only locks and restores a bucket's last word).
 pub(crate) struct FrozenRead(());
 
 impl FrozenRead {
@@ -345,13 +345,19 @@ fn copy_into(t: &Table, b: usize, out: &mut [u64; WORDS]) {
     let bucket = t.bucket(b);
     let mut spins = 0u32;
     while !bucket.try_copy_into(out) {
+        wait_for_holder(spins);
         spins += 1;
-        if spins < 64 {
-            core::hint::spin_loop();
-        } else {
-            // The writer may be descheduled (more threads than cores): let it run.
-            std::thread::yield_now();
-        }
+    }
+}
+
+/// One step of waiting for a writer that holds a bucket: spins at first, then yields, since
+/// the writer may be descheduled (more threads than cores) and need this core.
+#[inline]
+pub(super) fn wait_for_holder(spins: u32) {
+    if spins < 64 {
+        core::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
     }
 }
 
