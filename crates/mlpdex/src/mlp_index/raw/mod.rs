@@ -9,6 +9,7 @@ use crate::HugePages;
 #[forbid(unsafe_code)]
 pub(crate) mod hash;
 pub(crate) mod paper;
+pub(crate) mod stripes;
 pub(crate) mod table;
 pub(crate) mod top;
 pub(crate) mod trie;
@@ -82,6 +83,12 @@ pub(crate) trait Store: Sized {
     /// hashing does; on failure the items left without a place are in `homeless` (which must
     /// come in empty).
     fn place(&mut self, it: Item, home: Self::Home, homeless: &mut Vec<Item>) -> Result<(), ()>;
+    /// Takes the place of `old`, which this table (a grown or shrunk copy) replaces; what a
+    /// shared table keeps for its writer passes to the new one (see
+    /// [`table::Share`]).
+    fn succeed(&mut self, old: Self) {
+        drop(old);
+    }
     /// Calls `f` with every item's location.
     fn for_each(&self, f: impl FnMut(Loc));
     /// Checks the table's own invariants; returns the number of items.

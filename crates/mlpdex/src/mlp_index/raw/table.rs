@@ -22,12 +22,20 @@
 //! 3. `used` is the number of slots covered by items.
 //! 4. No two items have the same index (length and prefix).
 
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::Relaxed;
+
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use std::sync::Arc;
+
 use crate::Error;
 use crate::substrate::prefetch::{prefetch_read, prefetch_write};
 use crate::substrate::region::{HugePages, Region};
 
 use super::Store;
 use super::hash::{Geo, MIN_LEN, mask, mix, prefix, unmix};
+use super::stripes::Stripes;
 
 /// Entries per bucket.
 pub(crate) const SLOTS: usize = 4;
@@ -40,14 +48,56 @@ pub(crate) struct Entry {
     pub(crate) w1: u64,
 }
 
-/// One cache line of entries.
+/// One cache line of entries, held as atomic words: the lookups of a
+/// [`ConcurrentMlpIndex`](crate::mlp_index::ConcurrentMlpIndex) read buckets while its writer
+/// changes them (and validate what they read with the stripe versions of `stripes`). Every
+/// access is a relaxed load or store, a plain move on x86-64 and AArch64.
 #[repr(C, align(64))]
 pub(crate) struct Bucket {
-    pub(crate) e: [Entry; SLOTS],
+    /// Entry `i` is words `2i` (`w0`) and `2i + 1` (`w1`).
+    w: [AtomicU64; 2 * SLOTS],
 }
 
 const _: () = assert!(size_of::<Entry>() == 16 && size_of::<Bucket>() == 64);
 const _: () = assert!(align_of::<Bucket>() == 64);
+const _: () = assert!(core::mem::offset_of!(Entry, w0) == 0);
+
+impl Bucket {
+    #[inline(always)]
+    pub(crate) fn get(&self, i: usize) -> Entry {
+        Entry {
+            w0: self.w[2 * i].load(Relaxed),
+            w1: self.w[2 * i + 1].load(Relaxed),
+        }
+    }
+
+    #[inline(always)]
+    fn w0(&self, i: usize) -> u64 {
+        self.w[2 * i].load(Relaxed)
+    }
+
+    #[inline(always)]
+    fn w1(&self, i: usize) -> u64 {
+        self.w[2 * i + 1].load(Relaxed)
+    }
+
+    /// Every entry.
+    #[inline(always)]
+    pub(crate) fn all(&self) -> [Entry; SLOTS] {
+        core::array::from_fn(|i| self.get(i))
+    }
+
+    #[inline(always)]
+    fn set(&self, i: usize, e: Entry) {
+        self.w[2 * i].store(e.w0, Relaxed);
+        self.w[2 * i + 1].store(e.w1, Relaxed);
+    }
+
+    #[inline(always)]
+    fn set_w0(&self, i: usize, w0: u64) {
+        self.w[2 * i].store(w0, Relaxed);
+    }
+}
 
 pub(crate) const T_LEAF: u64 = 1;
 pub(crate) const T_NODE: u64 = 2;
@@ -372,6 +422,133 @@ pub(crate) struct Table {
     /// Slots covered by items (invariant 3).
     used: usize,
     rng: u64,
+    /// Set while the table belongs to a `ConcurrentMlpIndex`: see [`Share`].
+    share: Option<Box<Share>>,
+}
+
+/// What a table shared with lock-free lookups keeps for its writer (one writer at a time):
+/// every store first locks the stripe of its bucket ([`Stripes::lock`]), and the stripes
+/// stay locked until the operation is done ([`Table::unlock`]); a table that replaces this
+/// one (growth) takes the locks over and keeps the old one for the map to retire once no
+/// lookup can read it ([`Table::take_retired`]).
+pub(crate) struct Share {
+    stripes: Arc<Stripes>,
+    /// Stripes locked by the operation under way.
+    held: Vec<usize>,
+    /// Tables replaced during the operation under way.
+    retired: Vec<Table>,
+}
+
+/// Read access to a table's buckets that does not borrow the [`Table`]: the lookups of a
+/// `ConcurrentMlpIndex`, which run while its writer holds the table mutably, read through it.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'t> {
+    base: NonNull<Bucket>,
+    pub(crate) geo: Geo,
+    _buckets: PhantomData<&'t Bucket>,
+}
+
+// SAFETY: a view only reads buckets, whose words are atomics, for as long as `'t` guarantees
+// they are mapped.
+unsafe impl Send for View<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for View<'_> {}
+
+impl<'t> View<'t> {
+    /// A view of the `geo.buckets()` buckets at `base`.
+    ///
+    /// # Safety
+    ///
+    /// The buckets must stay mapped (and hold valid `Bucket`s, which any bit pattern is) for
+    /// `'t`.
+    pub(crate) unsafe fn new(base: NonNull<Bucket>, geo: Geo) -> View<'t> {
+        View {
+            base,
+            geo,
+            _buckets: PhantomData,
+        }
+    }
+
+    /// The address of the first bucket (what identifies a table).
+    pub(crate) fn base(&self) -> NonNull<Bucket> {
+        self.base
+    }
+
+    #[inline(always)]
+    pub(crate) fn bucket(&self, b: usize) -> &'t Bucket {
+        debug_assert!(b < self.geo.buckets());
+        // SAFETY: `new`'s contract keeps `geo.buckets()` buckets mapped at `base` for `'t`;
+        // `b` is in range: every bucket index comes from `geo`, which reduces it.
+        unsafe { &*self.base.as_ptr().add(b) }
+    }
+
+    #[inline(always)]
+    pub(crate) fn bucket_ptr(&self, b: usize) -> *const Bucket {
+        // Address arithmetic only.
+        self.base.as_ptr().wrapping_add(b).cast_const()
+    }
+
+    #[inline(always)]
+    pub(crate) fn entry(&self, l: Loc) -> Entry {
+        self.bucket(l.b).get(l.slot)
+    }
+
+    /// The buckets and quotient of index `p` of `len` bytes.
+    #[inline(always)]
+    pub(crate) fn probe(&self, p: u64, len: u32) -> Probe {
+        let (b1, q) = self.geo.place(mix(p, len), len);
+        Probe {
+            b1,
+            b2: self.geo.secondary(b1, q, len),
+            q,
+            p,
+            len,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, pr: &Probe) {
+        prefetch_read(self.bucket_ptr(pr.b1));
+        prefetch_read(self.bucket_ptr(pr.b2));
+    }
+
+    /// Where the item with index `pr` is, if anywhere.
+    #[inline(always)]
+    pub(crate) fn find(&self, pr: &Probe) -> Option<Loc> {
+        let k = 8 * pr.len;
+        // A leaf matches on its head and quotient bits in one masked comparison.
+        let qshift = STORED_SHIFT + 64 - k;
+        let lmask = HEAD_MASK | (!0u64).checked_shl(qshift).unwrap_or(0);
+        for (b, sec) in [(pr.b1, false), (pr.b2, true)] {
+            let leaf = head(T_LEAF, sec, pr.len) | pr.q.checked_shl(qshift).unwrap_or(0);
+            let node = head(T_NODE, sec, pr.len);
+            let bk = self.bucket(b);
+            for slot in 0..SLOTS {
+                let w1 = bk.w1(slot);
+                if w1 & lmask == leaf
+                    || (w1 & HEAD_MASK == node && prefix(bk.w0(slot), pr.len) == pr.p)
+                {
+                    return Some(Loc { b, slot });
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether the item at `l` is a leaf, and its value (leaf) or minimum key (node).
+    #[inline(always)]
+    pub(crate) fn word(&self, l: Loc) -> (bool, u64) {
+        let e = self.entry(l);
+        (ty(e.w1) == T_LEAF, e.w0)
+    }
+
+    /// Whether the leaf at `l`, found by its index, holds `key`.
+    #[inline(always)]
+    pub(crate) fn leaf_suffix_is(&self, l: Loc, key: u64) -> bool {
+        let w1 = self.entry(l).w1;
+        let k = 8 * len_of(w1);
+        k == 64 || (w1 >> STORED_SHIFT) & mask(64 - k) == key & mask(64 - k)
+    }
 }
 
 impl Table {
@@ -386,22 +563,36 @@ impl Table {
             geo,
             used: 0,
             rng: 0x2545_F491_4F6C_DD1D ^ buckets as u64,
+            share: None,
         })
+    }
+
+    /// The buckets, for reading.
+    #[inline(always)]
+    pub(crate) fn view(&self) -> View<'_> {
+        let base = NonNull::new(self.region.as_ptr().cast::<Bucket>())
+            .expect("a region's address is never null");
+        // SAFETY: the region holds `geo.buckets()` buckets (it was sized so), is 64-byte
+        // aligned (page aligned) and zero-initialised; it lives as long as `self`.
+        unsafe { View::new(base, self.geo) }
     }
 
     #[inline(always)]
     pub(crate) fn bucket(&self, b: usize) -> &Bucket {
         debug_assert!(b < self.geo.buckets());
-        // SAFETY: the region holds `buckets()` buckets (it was sized so), is 64-byte aligned
-        // (page aligned) and zero-initialised, a valid `Bucket` bit pattern; `b` is in range.
+        // SAFETY: as in `view`; `b` is in range.
         unsafe { &*self.region.as_ptr().cast::<Bucket>().add(b) }
     }
 
+    /// Bucket `b`, for storing into: when the table is shared, its stripe is locked first.
     #[inline(always)]
-    fn bucket_mut(&mut self, b: usize) -> &mut Bucket {
-        debug_assert!(b < self.geo.buckets());
-        // SAFETY: as in `bucket`; `&mut self` makes the reference unique.
-        unsafe { &mut *self.region.as_ptr().cast::<Bucket>().add(b) }
+    fn write(&mut self, b: usize) -> &Bucket {
+        if let Some(s) = self.share.as_deref_mut()
+            && s.stripes.lock(b)
+        {
+            s.held.push(Stripes::of(b));
+        }
+        self.bucket(b)
     }
 
     #[inline(always)]
@@ -416,12 +607,35 @@ impl Table {
 
     #[inline(always)]
     pub(crate) fn entry(&self, l: Loc) -> Entry {
-        self.bucket(l.b).e[l.slot]
+        self.bucket(l.b).get(l.slot)
     }
 
-    #[inline(always)]
-    pub(crate) fn entry_mut(&mut self, l: Loc) -> &mut Entry {
-        &mut self.bucket_mut(l.b).e[l.slot]
+    /// Shares the table with lock-free lookups validating against `stripes`: from now on its
+    /// stores lock stripes (see [`Share`]).
+    pub(crate) fn share(&mut self, stripes: Arc<Stripes>) {
+        debug_assert!(self.share.is_none());
+        self.share = Some(Box::new(Share {
+            stripes,
+            held: Vec::new(),
+            retired: Vec::new(),
+        }));
+    }
+
+    /// The tables this one replaced during the operation under way; the caller retires them
+    /// once no lookup can reach them.
+    pub(crate) fn take_retired(&mut self) -> Vec<Table> {
+        self.share
+            .as_deref_mut()
+            .map_or_else(Vec::new, |s| core::mem::take(&mut s.retired))
+    }
+
+    /// Ends the operation under way: unlocks the stripes its stores locked.
+    pub(crate) fn unlock(&mut self) {
+        if let Some(s) = self.share.as_deref_mut() {
+            for i in s.held.drain(..) {
+                s.stripes.unlock(i);
+            }
+        }
     }
 
     /// The entries of `it` (in its primary bucket; set [`SEC`] in the first `w1` for the
@@ -451,14 +665,16 @@ impl Table {
         let was = span(old);
         let (ents, size) = n.encode(is_sec(old));
         debug_assert!(size <= was);
-        let e = &mut self.bucket_mut(l.b).e;
-        e[l.slot..l.slot + size].copy_from_slice(&ents[..size]);
-        e[l.slot + size..l.slot + was].fill(Entry::default());
+        let bk = self.write(l.b);
+        // `encode` leaves the entries past the node's size zero: they clear the freed slots.
+        for (i, e) in ents.iter().take(was).enumerate() {
+            bk.set(l.slot + i, *e);
+        }
         self.used -= was - size;
     }
 
     fn free_in(&self, b: usize) -> usize {
-        let e = &self.bucket(b).e;
+        let e = self.bucket(b).all();
         let mut i = 0;
         let mut taken = 0;
         while i < SLOTS {
@@ -473,7 +689,7 @@ impl Table {
 
     /// Moves the items of bucket `b` to its first slots; returns the first free slot.
     fn compact(&mut self, b: usize) -> usize {
-        let e = &mut self.bucket_mut(b).e;
+        let e = self.bucket(b).all();
         let mut out = [Entry::default(); SLOTS];
         let (mut i, mut o) = (0, 0);
         while i < SLOTS {
@@ -484,14 +700,19 @@ impl Table {
             }
             i += n;
         }
-        *e = out;
+        let bk = self.write(b);
+        for (i, x) in out.into_iter().enumerate() {
+            if x != e[i] {
+                bk.set(i, x);
+            }
+        }
         o
     }
 
     /// Puts the `n` entries `ents` into bucket `b` if it has room (`sec`: `b` is the item's
     /// secondary bucket).
     fn try_put(&mut self, b: usize, ents: &[Entry; 3], n: usize, sec: bool) -> bool {
-        let e = &mut self.bucket_mut(b).e;
+        let e = self.bucket(b).all();
         // The first run of `n` free slots; failing that, compact if there is room.
         let (mut i, mut run, mut free) = (0, 0, 0);
         let mut at = None;
@@ -515,10 +736,18 @@ impl Table {
             None if free >= n => self.compact(b),
             None => return false,
         };
-        let e = &mut self.bucket_mut(b).e;
-        e[at..at + n].copy_from_slice(&ents[..n]);
+        let bk = self.write(b);
+        for (i, &x) in ents[..n].iter().enumerate() {
+            bk.set(at + i, x);
+        }
         if sec {
-            e[at].w1 |= SEC;
+            bk.set(
+                at,
+                Entry {
+                    w0: ents[0].w0,
+                    w1: ents[0].w1 | SEC,
+                },
+            );
         }
         self.used += n;
         true
@@ -552,62 +781,44 @@ impl Store for Table {
     fn bytes(&self) -> usize {
         self.region.memory_usage()
     }
-    /// The buckets and quotient of index `p` of `len` bytes.
     #[inline(always)]
     fn probe(&self, p: u64, len: u32) -> Probe {
-        let (b1, q) = self.geo.place(mix(p, len), len);
-        Probe {
-            b1,
-            b2: self.geo.secondary(b1, q, len),
-            q,
-            p,
-            len,
-        }
+        self.view().probe(p, len)
     }
     #[inline(always)]
     fn prefetch(&self, pr: &Probe) {
-        prefetch_read(self.bucket_ptr(pr.b1));
-        prefetch_read(self.bucket_ptr(pr.b2));
+        self.view().prefetch(pr);
     }
-    /// Where the item with index `pr` is, if anywhere.
     #[inline(always)]
     fn find(&self, pr: &Probe) -> Option<Loc> {
-        let k = 8 * pr.len;
-        // A leaf matches on its head and quotient bits in one masked comparison.
-        let qshift = STORED_SHIFT + 64 - k;
-        let lmask = HEAD_MASK | (!0u64).checked_shl(qshift).unwrap_or(0);
-        for (b, sec) in [(pr.b1, false), (pr.b2, true)] {
-            let leaf = head(T_LEAF, sec, pr.len) | pr.q.checked_shl(qshift).unwrap_or(0);
-            let node = head(T_NODE, sec, pr.len);
-            let e = &self.bucket(b).e;
-            for (slot, x) in e.iter().enumerate() {
-                if x.w1 & lmask == leaf
-                    || (x.w1 & HEAD_MASK == node && prefix(x.w0, pr.len) == pr.p)
-                {
-                    return Some(Loc { b, slot });
-                }
-            }
-        }
-        None
+        self.view().find(pr)
     }
     #[inline(always)]
     fn word(&self, l: Loc) -> (bool, u64) {
-        let e = self.entry(l);
-        (ty(e.w1) == T_LEAF, e.w0)
+        self.view().word(l)
     }
     #[inline]
     fn set_word(&mut self, l: Loc, w: u64) {
-        self.entry_mut(l).w0 = w;
+        self.write(l.b).set_w0(l.slot, w);
     }
     #[inline]
     fn value(&self, l: Loc) -> &u64 {
         debug_assert_eq!(ty(self.entry(l).w1), T_LEAF);
-        &self.bucket(l.b).e[l.slot].w0
+        // SAFETY: the word is in a live bucket; `&self` rules out stores through this table
+        // while the reference lives, and a table shared with lookups (the only other
+        // readers) is never asked for values in place: they load words atomically.
+        unsafe { &*self.bucket(l.b).w[2 * l.slot].as_ptr() }
     }
     #[inline]
     fn value_mut(&mut self, l: Loc) -> &mut u64 {
         debug_assert_eq!(ty(self.entry(l).w1), T_LEAF);
-        &mut self.entry_mut(l).w0
+        debug_assert!(
+            self.share.is_none(),
+            "values in place only for an unshared table"
+        );
+        // SAFETY: `&mut self` makes the reference unique: the table is not shared (above),
+        // so nothing else reads or writes the word while it lives.
+        unsafe { &mut *self.bucket(l.b).w[2 * l.slot].as_ptr() }
     }
     #[inline]
     fn value_ptr(&mut self, l: Loc) -> *mut u64 {
@@ -617,11 +828,8 @@ impl Store for Table {
             .as_ptr()
             .cast::<Bucket>()
             .wrapping_add(l.b)
-            .cast::<Entry>()
-            .wrapping_add(l.slot)
-            .cast::<u8>()
-            .wrapping_add(core::mem::offset_of!(Entry, w0))
             .cast::<u64>()
+            .wrapping_add(2 * l.slot)
     }
     /// The key of the leaf at `l`.
     #[inline]
@@ -648,14 +856,12 @@ impl Store for Table {
     /// index was already matched by [`find`](Self::find)).
     #[inline(always)]
     fn leaf_suffix_is(&self, l: Loc, key: u64) -> bool {
-        let w1 = self.entry(l).w1;
-        let k = 8 * len_of(w1);
-        k == 64 || (w1 >> STORED_SHIFT) & mask(64 - k) == key & mask(64 - k)
+        self.view().leaf_suffix_is(l, key)
     }
     /// The node whose header is at `l`.
     #[inline]
     fn node(&self, l: Loc) -> Node {
-        let e = &self.bucket(l.b).e;
+        let e = self.bucket(l.b).all();
         Node::decode(&e[l.slot..(l.slot + span(e[l.slot].w1)).min(SLOTS)])
     }
     /// The item at `l`, decoded.
@@ -683,12 +889,15 @@ impl Store for Table {
         debug_assert_eq!(ty(old), T_LEAF);
         debug_assert_eq!(n.size(), 1);
         let (ents, _) = n.encode(is_sec(old));
-        *self.entry_mut(l) = ents[0];
+        self.write(l.b).set(l.slot, ents[0]);
     }
     /// Removes the item at `l`; other items do not move.
     fn remove(&mut self, l: Loc) {
         let n = span(self.entry(l).w1);
-        self.bucket_mut(l.b).e[l.slot..l.slot + n].fill(Entry::default());
+        let bk = self.write(l.b);
+        for i in l.slot..l.slot + n {
+            bk.set(i, Entry::default());
+        }
         self.used -= n;
     }
     /// The two buckets `it` may go to, both fetched at once (the second is needed whenever
@@ -729,7 +938,7 @@ impl Store for Table {
             // Evict random items from `b` until `it` fits.
             while self.free_in(b) < it.size() {
                 let want = (self.random() >> 7) as usize % SLOTS;
-                let e = &self.bucket(b).e;
+                let e = self.bucket(b).all();
                 let mut i = 0;
                 while i + span(e[i].w1) <= want {
                     i += span(e[i].w1);
@@ -746,10 +955,17 @@ impl Store for Table {
         }
         Ok(())
     }
+    /// Takes over `old`'s sharing (its held stripes included), keeping `old` to be retired.
+    fn succeed(&mut self, mut old: Table) {
+        if let Some(mut s) = old.share.take() {
+            s.retired.push(old);
+            self.share = Some(s);
+        }
+    }
     /// Every item's location, in bucket order.
     fn for_each(&self, mut f: impl FnMut(Loc)) {
         for b in 0..self.geo.buckets() {
-            let e = &self.bucket(b).e;
+            let e = self.bucket(b).all();
             let mut i = 0;
             while i < SLOTS {
                 if ty(e[i].w1) != 0 {
@@ -764,7 +980,7 @@ impl Store for Table {
         let mut used = 0;
         let mut items = 0;
         for b in 0..self.geo.buckets() {
-            let e = &self.bucket(b).e;
+            let e = self.bucket(b).all();
             let mut i = 0;
             while i < SLOTS {
                 let w1 = e[i].w1;

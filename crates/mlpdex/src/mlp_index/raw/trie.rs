@@ -90,6 +90,24 @@ impl<T: Store> RawIndex<T> {
         self.table.bytes() + self.top.bytes() + self.homeless.capacity() * size_of::<Item>()
     }
 
+    /// The index lengths that have items: bit `len` for each.
+    pub(crate) fn lengths(&self) -> u32 {
+        (MIN_LEN..=8)
+            .filter(|&len| self.cnt[len as usize] != 0)
+            .fold(0, |m, len| m | 1 << len)
+    }
+
+    /// Grows the table now if `slots` more slots would not fit under the maximum load (the
+    /// most an insertion places is a leaf and a node of three entries moved or split), so
+    /// that growth happens between operations rather than inside one.
+    pub(crate) fn make_room(&mut self, slots: usize) -> Result<(), Error> {
+        let need = self.table.used() + slots;
+        if need as f64 > self.max_load * self.table.capacity() as f64 {
+            self.rebuild(self.grown_size(need), &mut Vec::new())?;
+        }
+        Ok(())
+    }
+
     /// Probes for every index length of `x` that has items, prefetching all their buckets.
     #[inline(always)]
     fn probes(&self, x: u64) -> [Probe; 9] {
@@ -223,7 +241,9 @@ impl<T: Store> RawIndex<T> {
 
     /// Moves every item (and `extra`) into a new table of at least `buckets` buckets.
     fn rebuild(&mut self, buckets: usize, extra: &mut Vec<Item>) -> Result<(), Error> {
-        self.table = self.rebuilt(buckets, extra)?;
+        let new = self.rebuilt(buckets, extra)?;
+        let old = core::mem::replace(&mut self.table, new);
+        self.table.succeed(old);
         extra.clear();
         Ok(())
     }
@@ -301,7 +321,8 @@ impl<T: Store> RawIndex<T> {
         if self.table.units() != self.min_units
             && let Ok(t) = T::new(MIN_BUCKETS, self.huge)
         {
-            self.table = t;
+            let old = core::mem::replace(&mut self.table, t);
+            self.table.succeed(old);
         }
         if self.table.used() != 0 {
             let mut locs = Vec::new();
