@@ -145,6 +145,7 @@
 //! - this file: the map; `iter`: its iterators; `entry`: the entry API; `traits`: the std
 //!   traits and [`OrderedMap`](crate::OrderedMap).
 
+pub mod concurrent;
 mod entry;
 mod iter;
 mod raw;
@@ -162,6 +163,7 @@ use raw::trie::{Cursor, RawIndex};
 
 use crate::Error;
 
+pub use concurrent::ConcurrentMlpIndex;
 pub use entry::{Entry, OccupiedEntry, VacantEntry};
 pub use iter::{
     IntoIter, IntoKeys, IntoValues, IterMut, Keys, Range, RangeBytes, Values, ValuesMut,

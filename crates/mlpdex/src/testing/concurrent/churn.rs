@@ -13,7 +13,7 @@ use crate::testing::TestRng;
 
 use super::{
     helpers::{Done, as_slice, entries, join_all},
-    stamp::{Stamp, Universe},
+    stamp::{Stamp, Universe, mixed_keys},
     subject::Subject,
     view::{View, check_visit_shape, seek_name, visit, visit_name},
 };
@@ -362,7 +362,7 @@ pub fn range_visits_under_churn<M: ConcurrentOrderedMap<u64>>(
     plan: ChurnPlan,
 ) {
     assert!(plan.writers >= 1, "a churn run needs a writer");
-    let u = Universe::new(plan.keys, plan.long_keys, plan.seed);
+    let u = Universe::from_keys(subject.fit_keys(mixed_keys(plan.keys, plan.long_keys, plan.seed)));
     let n = u.len();
     let map = subject.make();
     let mut next_stable = vec![None; n + 1];

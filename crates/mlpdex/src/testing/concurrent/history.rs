@@ -38,6 +38,30 @@ const KEYS: [&[u8]; 8] = [
     b"", b"\x00", b"a", b"a\x00", b"ab", b"ab\xff", b"b", b"\xff",
 ];
 
+/// The same shapes in 8 bytes, for maps of 8-byte keys ([`Subject::with_key_width`]): all
+/// zeros, zeros ending in 1, a shared first byte, a shared two-byte prefix with 0xFF after
+/// it, all 0xFF bytes.
+const KEYS8: [&[u8]; 8] = [
+    b"\x00\x00\x00\x00\x00\x00\x00\x00",
+    b"\x00\x00\x00\x00\x00\x00\x00\x01",
+    b"a\x00\x00\x00\x00\x00\x00\x00",
+    b"a\x00\x00\x00\x00\x00\x00\x01",
+    b"ab\x00\x00\x00\x00\x00\x00",
+    b"ab\xff\xff\xff\xff\xff\xff",
+    b"b\x00\x00\x00\x00\x00\x00\x00",
+    b"\xff\xff\xff\xff\xff\xff\xff\xff",
+];
+
+std::thread_local! {
+    /// The key set of the check running on this thread: [`KEYS`] or [`KEYS8`].
+    static SET: core::cell::Cell<&'static [&'static [u8]; 8]> = const { core::cell::Cell::new(&KEYS) };
+}
+
+/// Key `k` of the set in use.
+fn key(k: usize) -> &'static [u8] {
+    SET.with(|s| s.get()[k])
+}
+
 /// The size of a [`linearizable_histories`] check.
 ///
 /// ```
@@ -307,15 +331,15 @@ fn check_range(e: &Event, events: &[Event], keys: usize) -> Result<(), Violation
 }
 
 fn after_start_idx(k: usize, lo: Bound<usize>) -> bool {
-    after_start(KEYS[k], lo.map(|i| KEYS[i]))
+    after_start(key(k), lo.map(key))
 }
 
 fn before_end_idx(k: usize, hi: Bound<usize>) -> bool {
-    before_end(KEYS[k], hi.map(|i| KEYS[i]))
+    before_end(key(k), hi.map(key))
 }
 
 fn name(k: usize) -> String {
-    format!("{}", Escaped(KEYS[k]))
+    format!("{}", Escaped(key(k)))
 }
 
 fn describe(e: &Event) -> String {
@@ -396,7 +420,7 @@ fn plan_op(rng: &mut TestRng, keys: &[usize], t: usize, n: usize) -> Op {
 /// the visits of limit 1 from an unbounded side; other visits go through `visit_range` and
 /// `visit_range_rev`.
 fn run_op<M: ConcurrentOrderedMap<u64>>(map: &M, op: &mut Op, index: &dyn Fn(&[u8]) -> usize) {
-    let key_of = |i: usize| KEYS[i];
+    let key_of = key;
     match op {
         Op::Insert { key, value, old } => {
             *old = map
@@ -459,6 +483,12 @@ where
     assert!((1..=16).contains(&plan.threads), "1 to 16 threads");
     assert!((1..=KEYS.len()).contains(&plan.keys), "1 to 8 keys");
     assert!(plan.threads * plan.ops <= 64, "at most 64 operations a run");
+    let set: &'static [&'static [u8]; 8] = match subject.key_width() {
+        None => &KEYS,
+        Some(8) => &KEYS8,
+        Some(w) => panic!("the history check has keys of any width or of 8 bytes, not {w}"),
+    };
+    SET.with(|s| s.set(set));
     let mut rng = TestRng::new(plan.seed);
     let mut overlapping = 0;
     for run in 0..plan.runs {
@@ -480,7 +510,7 @@ where
         let barrier = Barrier::new(plan.threads);
         let who = subject.name();
         let index = |k: &[u8]| {
-            KEYS.iter().position(|&x| x == k).unwrap_or_else(|| {
+            set.iter().position(|&x| x == k).unwrap_or_else(|| {
                 panic!(
                     "[{who}] run {run}: reported a key never written: {}",
                     Escaped(k)
@@ -494,6 +524,7 @@ where
                 .map(|(t, mine)| {
                     let (map, clock, barrier, index) = (&map, &clock, &barrier, &index);
                     s.spawn(move || {
+                        SET.with(|s| s.set(set));
                         barrier.wait();
                         mine.into_iter()
                             .map(|mut op| {

@@ -56,9 +56,11 @@ impl SameKeyPlan {
     }
 }
 
-/// `n` keys drawn at random from [`mixed_keys`], sorted.
-pub(super) fn same_key_set(n: usize, seed: u64) -> Universe {
-    let pool = mixed_keys(n, usize::from(n >= 64), seed);
+/// `n` keys drawn at random from [`mixed_keys`] as `subject` stores them (fewer if fitting
+/// them to its key width leaves fewer), sorted.
+pub(super) fn same_key_set<M>(subject: &Subject<M>, n: usize, seed: u64) -> Universe {
+    let pool = subject.fit_keys(mixed_keys(n, usize::from(n >= 64), seed));
+    let n = n.min(pool.len());
     let mut order: Vec<usize> = (0..pool.len()).collect();
     let mut rng = TestRng::new(seed ^ 0x5A3E_C0DE);
     for i in 0..n {
@@ -196,7 +198,7 @@ pub fn same_key_stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan:
         (1..1 << WRITER_BITS).contains(&plan.threads) && plan.keys >= 1,
         "bad plan {plan:?}"
     );
-    let u = same_key_set(plan.keys, plan.seed);
+    let u = same_key_set(subject, plan.keys, plan.seed);
     let n = u.len();
     let name = subject.name();
     let ctx = format!("[{name}] {plan:?}");

@@ -15,7 +15,7 @@ use crate::testing::TestRng;
 use super::{
     drain::drain,
     helpers::{Done, as_slice, entries, entries_rev, join_all},
-    stamp::{Stamp, Universe},
+    stamp::{Stamp, Universe, mixed_keys},
     subject::Subject,
     view::{View, check_visit_shape, seek_name, visit, visit_name},
 };
@@ -317,7 +317,7 @@ pub(super) fn stress_reader<M: ConcurrentOrderedMap<u64>>(sh: &Stress<'_, M>, r:
 /// At the first failed check (re-raised from the thread that found it), or if the plan did not
 /// fill the map to a third of its keys and drain it to half its peak or less.
 pub fn stress<M: ConcurrentOrderedMap<u64>>(subject: &Subject<M>, plan: Plan) {
-    let u = Universe::new(plan.keys, plan.long_keys, plan.seed);
+    let u = Universe::from_keys(subject.fit_keys(mixed_keys(plan.keys, plan.long_keys, plan.seed)));
     let n = u.len();
     let map = subject.make();
     let ctx = format!("[{}] {plan:?}", subject.name());

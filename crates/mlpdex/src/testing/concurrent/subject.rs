@@ -36,6 +36,7 @@ pub struct Subject<M> {
     make: Box<dyn Fn() -> M>,
     audit: Option<Box<Audit<M>>>,
     max_key_len: Option<usize>,
+    key_width: Option<usize>,
 }
 
 impl<M> Subject<M> {
@@ -47,6 +48,7 @@ impl<M> Subject<M> {
             make: Box::new(make),
             audit: None,
             max_key_len: None,
+            key_width: None,
         }
     }
 
@@ -71,6 +73,39 @@ impl<M> Subject<M> {
     pub fn with_max_key_len(mut self, max: usize) -> Self {
         self.max_key_len = Some(max);
         self
+    }
+
+    /// Declares that the map stores keys of exactly `width` bytes (an integer map such as
+    /// [`ConcurrentMlpIndex`](crate::mlp_index::ConcurrentMlpIndex), `width` 8): the harnesses
+    /// then draw their keys from universes cut or padded with zero bytes to `width` (which
+    /// keeps their 0x00 and 0xFF bytes and shared prefixes), and
+    /// [`linearizable_histories`](super::linearizable_histories) from eight keys of that
+    /// shape. Only `width` 8 is supported by the history check.
+    pub fn with_key_width(mut self, width: usize) -> Self {
+        assert!(width > 0, "keys of at least one byte");
+        self.key_width = Some(width);
+        self
+    }
+
+    /// The key width given to [`with_key_width`](Self::with_key_width).
+    pub fn key_width(&self) -> Option<usize> {
+        self.key_width
+    }
+
+    /// `keys` as this subject's maps store them: unchanged, or each cut or padded with zero
+    /// bytes to the [`key_width`](Self::key_width), sorted and without duplicates.
+    pub(super) fn fit_keys(&self, keys: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let Some(w) = self.key_width else {
+            return keys;
+        };
+        let set: std::collections::BTreeSet<Vec<u8>> = keys
+            .into_iter()
+            .map(|mut k| {
+                k.resize(w, 0);
+                k
+            })
+            .collect();
+        set.into_iter().collect()
     }
 
     /// The name given to [`new`](Self::new).
@@ -112,6 +147,7 @@ impl<M> fmt::Debug for Subject<M> {
             .field("name", &self.name)
             .field("audit", &self.audit.is_some())
             .field("max_key_len", &self.max_key_len)
+            .field("key_width", &self.key_width)
             .finish_non_exhaustive()
     }
 }
