@@ -30,7 +30,7 @@ use crate::ours::cuckoo_trie::{ConcurrentCuckoo, Cuckoo};
 use crate::ours::fst::FstIndex;
 use crate::ours::hope::{Encoded, select_scheme, split_name};
 use crate::ours::hybrid::HybridIndex;
-use crate::ours::mlp_index::Mlp;
+use crate::ours::mlp_index::{ConcurrentMlp, Mlp};
 use crate::ours::pi::{self as pi, PiIndex};
 use crate::ours::shortcut_eh::Eh;
 use crate::ours::skiplist::Skiplist;
@@ -332,6 +332,13 @@ pub const INDEXES: &[Entry] = &[
         kind: Kind::Main,
         keys: KeyWidth::Eight,
         run: exec::serve::<Mlp<0>>,
+    },
+    Entry {
+        name: "mlp-index-concurrent",
+        about: "mlpdex MlpIndex for many threads: lock-free lookups, writers taking turns; 8-byte keys",
+        kind: ONE_OFF,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<ConcurrentMlp>,
     },
     Entry {
         name: "shortcut-eh",

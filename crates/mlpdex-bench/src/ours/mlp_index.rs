@@ -1,9 +1,11 @@
 //! `mlp-index` (default layout), `mlp-index-bucketized` and `mlp-index-paper`:
-//! [`mlpdex::mlp_index::MlpIndex`] over big-endian 8-byte keys (8-byte datasets only).
+//! [`mlpdex::mlp_index::MlpIndex`], and `mlp-index-concurrent`:
+//! [`mlpdex::mlp_index::ConcurrentMlpIndex`], over big-endian 8-byte keys (8-byte datasets
+//! only).
 
 use std::ops::Bound;
 
-use mlpdex::mlp_index::{Config, Layout, MlpIndex};
+use mlpdex::mlp_index::{ConcurrentMlpIndex, Config, Layout, MlpIndex};
 
 use crate::adapter::{BenchIndex, Caps, fold};
 use crate::baselines::{check_width, u64_key};
@@ -61,5 +63,67 @@ impl<const L: u8> BenchIndex for Mlp<L> {
 
     fn mapped_bytes(&self) -> usize {
         self.0.mapped_bytes()
+    }
+}
+
+/// `mlp-index-concurrent`: [`ConcurrentMlpIndex`], lock-free lookups and writers taking
+/// turns. Scans are its range iterator (batches of 64 read under the shared lock).
+#[derive(Debug)]
+pub struct ConcurrentMlp(ConcurrentMlpIndex);
+
+impl ConcurrentMlp {
+    #[inline]
+    fn put(&self, key: &[u8], value: u64) -> Option<u64> {
+        self.0
+            .insert(u64_key(key), value)
+            .expect("the system has memory for the benchmark's table")
+    }
+}
+
+impl BenchIndex for ConcurrentMlp {
+    const CAPS: Caps = Caps {
+        writes: true,
+        ordered: true,
+        concurrent: true,
+    };
+
+    fn create(load_set: &Keys) -> anyhow::Result<Self> {
+        check_width::<u64>(load_set, "mlp-index-concurrent")?;
+        Ok(ConcurrentMlp(ConcurrentMlpIndex::new()))
+    }
+
+    #[inline]
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        self.0.get(u64_key(key))
+    }
+
+    #[inline]
+    fn insert(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.put(key, value)
+    }
+
+    #[inline]
+    fn insert_shared(&self, key: &[u8], value: u64) -> Option<u64> {
+        self.put(key, value)
+    }
+
+    #[inline]
+    fn lower_bound(&self, key: &[u8]) -> Option<u64> {
+        self.0
+            .lower_bound(Bound::Included(u64_key(key)))
+            .map(|(_, v)| v)
+    }
+
+    #[inline]
+    fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
+        self.0
+            .range(u64_key(start)..)
+            .take(n)
+            .map(|(_, v)| v)
+            .reduce(fold)
+    }
+
+    fn mapped_bytes(&self) -> usize {
+        self.0.memory_usage()
     }
 }
