@@ -38,7 +38,8 @@
 //! - small maps that fit in cache: a `BTreeMap` is as fast there, and the first insert maps
 //!   a 2 MiB top bitmap;
 //! - insert-heavy loads: an insert costs more than a `BTreeMap`'s, growth included;
-//! - many writer threads: it is single-threaded (see below).
+//! - many threads: it is single-threaded (see below); [`ConcurrentMlpIndex`] shares one
+//!   between threads, its lookups lock-free and its writers taking turns.
 //!
 //! Measured speeds and sizes of its layouts, against the baselines and the Cuckoo Trie, on
 //! uniform and clustered keys, as the suite `bench/suites/mlp-index.toml` wrote them:
@@ -124,26 +125,30 @@
 //! quarter of the maximum load. [`Config`] picks the layout; its load factor defaults to the
 //! layout's own.
 //!
-//! # Why single-threaded
+//! # Threads
 //!
-//! The paper's structure is single-threaded and so is this one. A concurrent version would
-//! need what [`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie) has: per-bucket
-//! version locks read optimistically by searches (a search reads up to 13 lines, so it
-//! validates 13 versions), writers locking every bucket they change including the cuckoo
-//! relocation path, minima updates along the path made atomic with the leaf insertion, and
-//! growth copying into a new table published with epoch reclamation.
+//! The paper's structure is single-threaded and so is this one. [`ConcurrentMlpIndex`] (module
+//! [`concurrent`]) is the same trie shared between threads: lookups validate the versions of
+//! the buckets' stripes after the parallel probe (the paper's future work), writers take turns
+//! and lock the stripes of the buckets they store into, and growth builds the new table beside
+//! the one lookups read, retiring it through the epoch collector. Writers in parallel would
+//! need the Cuckoo Trie's copy-and-commit write sessions
+//! ([`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie)) over this table.
 //!
 //! # Files
 //!
 //! - `raw::hash`: the invertible prefix hash, bucket and quotient (key elimination for
 //!   leaves).
 //! - `raw` (its `Store` trait): what the trie needs from a table.
-//! - `raw::table`: the bucketized layout; cuckoo placement with eviction.
+//! - `raw::table`: the bucketized layout (buckets of atomic words, so that lookups can read
+//!   them while a writer stores); cuckoo placement with eviction.
+//! - `raw::stripes`: the stripe versions of the concurrent map's lookups and its writer.
 //! - `raw::paper`: the paper's layout; borrowed slots and external blocks.
 //! - `raw::top`: the flat bitmap of 3-byte prefixes with two summary levels.
 //! - `raw::trie`: search, insertion, deletion, bounds, the cursor, the audit.
 //! - this file: the map; `iter`: its iterators; `entry`: the entry API; `traits`: the std
 //!   traits and [`OrderedMap`](crate::OrderedMap).
+//! - `concurrent`: [`ConcurrentMlpIndex`] and its range iterator.
 
 pub mod concurrent;
 mod entry;
