@@ -338,7 +338,14 @@ pub const INDEXES: &[Entry] = &[
         about: "mlpdex MlpIndex for many threads: lock-free lookups, writers taking turns; 8-byte keys",
         kind: ONE_OFF,
         keys: KeyWidth::Eight,
-        run: exec::serve::<ConcurrentMlp>,
+        run: exec::serve::<ConcurrentMlp<false>>,
+    },
+    Entry {
+        name: "mlp-index-concurrent-growing",
+        about: "the same, every run measured while a resize driver doubles the table and shrinks it back, again and again",
+        kind: ONE_OFF,
+        keys: KeyWidth::Eight,
+        run: exec::serve::<ConcurrentMlp<true>>,
     },
     Entry {
         name: "shortcut-eh",

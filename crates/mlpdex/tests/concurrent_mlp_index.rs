@@ -463,3 +463,54 @@ fn std_traits_and_the_trait_api() {
     });
     assert_eq!(seen, [(5, 50), (4, 40), (3, 30), (2, 20), (1, 10), (0, 0)]);
 }
+
+#[test]
+fn reserve_and_shrink_to_fit_rebuild_while_lookups_run() {
+    let map = Map::new();
+    for i in 0..20_000u64 {
+        map.insert(i * 104_729, i).unwrap();
+    }
+    let before = map.memory_usage();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (map, done) = (&map, &done);
+        s.spawn(move || {
+            let mut i = 0u64;
+            while !done.load(Ordering::Acquire) {
+                assert_eq!(map.get(i * 104_729), Some(i));
+                i = (i + 7) % 20_000;
+            }
+        });
+        // Stops the reader however this thread ends (a failed check must not hang it).
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let _stop = Stop(done);
+        for _ in 0..3 {
+            map.reserve(200_000);
+            assert!(
+                map.memory_usage() > before + (2 << 20),
+                "reserve grew the table"
+            );
+            map.check_invariants().unwrap();
+            map.shrink_to_fit();
+            // Back to the size growth gives 20,000 keys (which may be a little more than the
+            // table grown insert by insert, at up to the maximum load).
+            assert!(
+                map.memory_usage() < before + (1 << 20),
+                "shrink_to_fit gave it back"
+            );
+            map.check_invariants().unwrap();
+        }
+    });
+    assert_eq!(map.len(), 20_000);
+    map.try_reserve(10).unwrap();
+    // An empty map reserves too (its first table).
+    let empty = Map::new();
+    empty.reserve(1_000);
+    empty.shrink_to_fit();
+    empty.check_invariants().unwrap();
+}

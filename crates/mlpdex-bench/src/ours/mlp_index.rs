@@ -4,10 +4,14 @@
 //! only).
 
 use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Instant;
 
 use mlpdex::mlp_index::{ConcurrentMlpIndex, Config, Layout, MlpIndex};
 
-use crate::adapter::{BenchIndex, Caps, fold};
+use crate::adapter::{BenchIndex, Caps, Merge, fold};
 use crate::baselines::{check_width, u64_key};
 use crate::keys::Keys;
 
@@ -68,19 +72,73 @@ impl<const L: u8> BenchIndex for Mlp<L> {
 
 /// `mlp-index-concurrent`: [`ConcurrentMlpIndex`], lock-free lookups and writers taking
 /// turns. Scans are its range iterator (batches of 64 read under the shared lock).
-#[derive(Debug)]
-pub struct ConcurrentMlp(ConcurrentMlpIndex);
+///
+/// With `GROWING` (`mlp-index-concurrent-growing`), every run is measured while a resize
+/// driver rebuilds the table again and again: it doubles the table (`reserve(len)`) and
+/// shrinks it back (`shrink_to_fit`), each a full rebuild of several seconds at 10M keys, so
+/// that a rebuild is under way for the whole run. Its rebuilds land in the run's record
+/// (`merges`: entries, seconds, table bytes before and after). Comparing the two indexes'
+/// `p999_ns` and `max_ns` on `c` says how long a lookup waits for a resize.
+pub struct ConcurrentMlp<const GROWING: bool> {
+    map: Arc<ConcurrentMlpIndex>,
+    driver: Option<Driver>,
+    rebuilds: Vec<Merge>,
+}
 
-impl ConcurrentMlp {
-    #[inline]
-    fn put(&self, key: &[u8], value: u64) -> Option<u64> {
-        self.0
-            .insert(u64_key(key), value)
-            .expect("the system has memory for the benchmark's table")
+/// The resize driver of a `-growing` run.
+struct Driver {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Vec<Merge>>,
+}
+
+impl<const GROWING: bool> std::fmt::Debug for ConcurrentMlp<GROWING> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConcurrentMlp")
+            .field("len", &self.map.len())
+            .field("growing", &GROWING)
+            .finish()
     }
 }
 
-impl BenchIndex for ConcurrentMlp {
+impl<const GROWING: bool> ConcurrentMlp<GROWING> {
+    #[inline]
+    fn put(&self, key: &[u8], value: u64) -> Option<u64> {
+        self.map
+            .insert(u64_key(key), value)
+            .expect("the system has memory for the benchmark's table")
+    }
+
+    /// Starts the resize driver.
+    fn start_driver(&mut self) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (map, halt) = (Arc::clone(&self.map), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            let mut rebuilds = Vec::new();
+            let mut grow = true;
+            while !halt.load(Ordering::Acquire) {
+                let before = map.memory_usage();
+                let t = Instant::now();
+                if grow {
+                    map.reserve(map.len());
+                } else {
+                    map.shrink_to_fit();
+                }
+                rebuilds.push(Merge {
+                    entries: map.len() as u64,
+                    secs: t.elapsed().as_secs_f64(),
+                    filter_secs: 0.0,
+                    old_bytes: before as u64,
+                    new_bytes: map.memory_usage() as u64,
+                });
+                grow = !grow;
+            }
+            rebuilds
+        });
+        self.driver = Some(Driver { stop, thread });
+    }
+}
+
+impl<const GROWING: bool> BenchIndex for ConcurrentMlp<GROWING> {
     const CAPS: Caps = Caps {
         writes: true,
         ordered: true,
@@ -89,12 +147,16 @@ impl BenchIndex for ConcurrentMlp {
 
     fn create(load_set: &Keys) -> anyhow::Result<Self> {
         check_width::<u64>(load_set, "mlp-index-concurrent")?;
-        Ok(ConcurrentMlp(ConcurrentMlpIndex::new()))
+        Ok(ConcurrentMlp {
+            map: Arc::new(ConcurrentMlpIndex::new()),
+            driver: None,
+            rebuilds: Vec::new(),
+        })
     }
 
     #[inline]
     fn get(&self, key: &[u8]) -> Option<u64> {
-        self.0.get(u64_key(key))
+        self.map.get(u64_key(key))
     }
 
     #[inline]
@@ -109,14 +171,14 @@ impl BenchIndex for ConcurrentMlp {
 
     #[inline]
     fn lower_bound(&self, key: &[u8]) -> Option<u64> {
-        self.0
+        self.map
             .lower_bound(Bound::Included(u64_key(key)))
             .map(|(_, v)| v)
     }
 
     #[inline]
     fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
-        self.0
+        self.map
             .range(u64_key(start)..)
             .take(n)
             .map(|(_, v)| v)
@@ -124,6 +186,24 @@ impl BenchIndex for ConcurrentMlp {
     }
 
     fn mapped_bytes(&self) -> usize {
-        self.0.memory_usage()
+        self.map.memory_usage()
+    }
+
+    fn before_run(&mut self) {
+        if GROWING {
+            self.start_driver();
+        }
+    }
+
+    fn after_run(&mut self) {
+        if let Some(d) = self.driver.take() {
+            d.stop.store(true, Ordering::Release);
+            self.rebuilds
+                .extend(d.thread.join().expect("the resize driver"));
+        }
+    }
+
+    fn take_merges(&mut self) -> Vec<Merge> {
+        std::mem::take(&mut self.rebuilds)
     }
 }

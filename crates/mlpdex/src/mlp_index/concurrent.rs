@@ -46,7 +46,7 @@
 //!
 //! The read methods of [`MlpIndex`](super::MlpIndex) (`get`, `contains_key`, `len`,
 //! `lower_bound`/`upper_bound`, `first`/`last`, `range`/`iter` double-ended), and `insert`,
-//! `remove` and `clear`, all through `&self`. Keys and values come out by value, so there is
+//! `remove`, `clear`, `reserve`/`try_reserve` and `shrink_to_fit`, all through `&self`. Keys and values come out by value, so there is
 //! no guard to hold. It implements [`ConcurrentOrderedMap<u64>`](crate::ConcurrentOrderedMap)
 //! with 8-byte big-endian keys, like `MlpIndex`'s [`OrderedMap`](crate::OrderedMap).
 //!
@@ -241,14 +241,7 @@ impl ConcurrentMlpIndex {
     /// [`Error::OutOfMemory`], after which the map is empty.
     pub fn insert(&self, key: u64, value: u64) -> Result<Option<u64>, Error> {
         let mut w = self.write_lock();
-        let raw = match &mut w.raw {
-            Some(raw) => raw,
-            empty => {
-                let mut raw = RawIndex::<Table>::new(self.max_load, self.config.huge_pages)?;
-                raw.table.share(Arc::clone(&self.stripes));
-                empty.insert(raw)
-            }
-        };
+        let raw = self.core(&mut w)?;
         let r = raw
             .make_room(INSERT_SLOTS)
             .and_then(|()| raw.insert(key, value));
@@ -263,6 +256,42 @@ impl ConcurrentMlpIndex {
         let r = raw.remove(key);
         self.finish(raw);
         r
+    }
+
+    /// Grows the table, if needed, so that `additional` more keys fit without growing again
+    /// (an estimate, as for [`MlpIndex::reserve`](super::MlpIndex::reserve)). The grown
+    /// table is built beside the current one, which lookups go on reading; writers wait.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the memory; [`try_reserve`](Self::try_reserve) returns
+    /// the error instead.
+    pub fn reserve(&self, additional: usize) {
+        if let Err(e) = self.try_reserve(additional) {
+            super::out_of_memory(e);
+        }
+    }
+
+    /// [`reserve`](Self::reserve), returning [`Error::OutOfMemory`] instead of panicking (the
+    /// map is then unchanged).
+    pub fn try_reserve(&self, additional: usize) -> Result<(), Error> {
+        let mut w = self.write_lock();
+        let raw = self.core(&mut w)?;
+        let r = raw.reserve(additional);
+        self.finish(raw);
+        r
+    }
+
+    /// Shrinks the table to the size growth would give it for the keys present, as
+    /// [`reserve`](Self::reserve) grows it: beside the current table, lookups going on. Keeps
+    /// the current table if the operating system refuses the memory.
+    pub fn shrink_to_fit(&self) {
+        let mut w = self.write_lock();
+        if let Some(raw) = w.raw.as_mut() {
+            // A refused allocation leaves the current table, as documented.
+            let _ = raw.shrink_to_fit();
+            self.finish(raw);
+        }
     }
 
     /// Removes every key and gives the table and the top bitmap back (once no lookup reads
@@ -369,6 +398,18 @@ impl ConcurrentMlpIndex {
             return Err("the published table is not the writer's".into());
         }
         Ok(())
+    }
+
+    /// The map core, made (with the smallest table) if there is none yet.
+    fn core<'w>(&self, w: &'w mut Writer) -> Result<&'w mut RawIndex<Table>, Error> {
+        Ok(match &mut w.raw {
+            Some(raw) => raw,
+            empty => {
+                let mut raw = RawIndex::<Table>::new(self.max_load, self.config.huge_pages)?;
+                raw.table.share(Arc::clone(&self.stripes));
+                empty.insert(raw)
+            }
+        })
     }
 
     fn write_lock(&self) -> std::sync::RwLockWriteGuard<'_, Writer> {

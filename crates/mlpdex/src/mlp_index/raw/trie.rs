@@ -277,6 +277,16 @@ impl<T: Store> RawIndex<T> {
         Ok(())
     }
 
+    /// Shrinks the table, if it is larger, to the size growth would give it for the items it
+    /// holds (two thirds of the maximum load).
+    pub(crate) fn shrink_to_fit(&mut self) -> Result<(), Error> {
+        let buckets = self.size_for(self.table.used());
+        if buckets < self.table.units() {
+            self.rebuild(buckets, &mut Vec::new())?;
+        }
+        Ok(())
+    }
+
     /// A new table of at least `buckets` buckets holding every item and `extra`.
     fn rebuilt(&self, mut buckets: usize, extra: &[Item]) -> Result<T, Error> {
         /// Items whose new buckets are being fetched while earlier ones are placed.
