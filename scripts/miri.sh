@@ -52,7 +52,7 @@ SKIP=(
 # global collector until a later collection, which the end of the process never runs, and
 # the collector itself lives for the whole process; miri reports both as leaks. These run
 # with -Zmiri-ignore-leaks, everything else with the leak check on.
-EPOCH_TESTS=(cuckoo_trie::concurrent:: skiplist::tests::)
+EPOCH_TESTS=(cuckoo_trie::concurrent:: mlp_index::concurrent:: skiplist::tests::)
 
 skip_args=()
 for s in "${SKIP[@]}"; do
