@@ -12,7 +12,9 @@
 //! Values count their live instances ([`Live`]: one more on creation and on clone, one less
 //! on drop, in a counter of the test's own), for the maps generic over the value type:
 //! [`SkipList`], [`ConcurrentCuckooTrie`] (4 threads) and [`CuckooTrie`] (one thread, behind a
-//! mutex). [`MlpIndex`] stores `u64` values only, so it is checked for memory alone.
+//! mutex). [`MlpIndex`] (one thread, behind a mutex) and [`ConcurrentMlpIndex`] (4 threads,
+//! its tables retired through the epoch) store `u64` values only, so they are checked for
+//! memory alone.
 //!
 //! After filling and a warm-up phase, the run is sampled at checkpoints: `memory_usage()`,
 //! the process's resident set (`VmRSS` of `/proc/self/status`), `len()` and the live-value
@@ -30,8 +32,8 @@
 //!
 //! - `small_churn_*` (not ignored, for CI): 10,000 keys, 100,000 operations, 4 checkpoints.
 //! - `churn_*_10m` (ignored): 100,000 keys, 10⁷ operations after a warm-up of 10⁶, 10
-//!   checkpoints; `churn_concurrent_cuckoo_trie_100m` (ignored): 10⁸ operations, 20
-//!   checkpoints; a few minutes each at most:
+//!   checkpoints; `churn_concurrent_cuckoo_trie_100m` and `churn_concurrent_mlp_index_100m`
+//!   (ignored): 10⁸ operations, 20 checkpoints; a few minutes each at most:
 //!   `cargo test --release -p mlpdex --test churn -- --ignored --nocapture`.
 
 use std::sync::atomic::AtomicIsize;
@@ -41,7 +43,7 @@ use std::thread;
 use std::time::Instant;
 
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, CuckooTrie};
-use mlpdex::mlp_index::MlpIndex;
+use mlpdex::mlp_index::{ConcurrentMlpIndex, MlpIndex};
 use mlpdex::skiplist::SkipList;
 use mlpdex::testing::TestRng;
 use mlpdex::testing::concurrent::join_all;
@@ -194,6 +196,27 @@ impl Target for Mlp {
     }
     fn memory_usage(&self) -> usize {
         self.lock().memory_usage()
+    }
+}
+
+/// The concurrent MlpIndex, its writers taking turns (values are `u64`: no tally).
+struct ConcurrentMlp(ConcurrentMlpIndex);
+
+impl Target for ConcurrentMlp {
+    fn insert(&self, k: u64, id: u64) -> Option<u64> {
+        match self.0.insert(mix(k), id) {
+            Ok(old) => old,
+            Err(e) => panic!("insert of key number {k} failed: {e}"),
+        }
+    }
+    fn remove(&self, k: u64) -> Option<u64> {
+        self.0.remove(mix(k))
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn memory_usage(&self) -> usize {
+        self.0.memory_usage()
     }
 }
 
@@ -557,6 +580,12 @@ fn small_churn_mlp_index() {
 }
 
 #[test]
+fn small_churn_concurrent_mlp_index() {
+    let map = ConcurrentMlp(ConcurrentMlpIndex::new());
+    churn("concurrent mlp index", map, None, Size::small(4));
+}
+
+#[test]
 #[ignore = "minutes: run with --release -- --ignored"]
 fn churn_skiplist_10m() {
     static TALLY: AtomicIsize = AtomicIsize::new(0);
@@ -611,4 +640,11 @@ fn churn_cuckoo_trie_10m() {
 #[ignore = "minutes: run with --release -- --ignored"]
 fn churn_mlp_index_10m() {
     churn("mlp index", mlp_index(), None, Size::ten_million(1));
+}
+
+#[test]
+#[ignore = "minutes: run with --release -- --ignored"]
+fn churn_concurrent_mlp_index_100m() {
+    let map = ConcurrentMlp(ConcurrentMlpIndex::new());
+    churn("concurrent mlp index", map, None, Size::hundred_million(4));
 }
