@@ -758,6 +758,8 @@ mod tests {
             [
                 "fst-crate-set",
                 "cuckoo-trie-concurrent",
+                "mlp-index-concurrent",
+                "mlp-index-concurrent-growing",
                 "{eh,ht,hti,ch}",
                 "{shortcut-eh-d20,eh-d20}",
                 "mlp-index-{bucketized,paper}",
