@@ -97,7 +97,7 @@ use super::raw::hash::{Geo, MIN_LEN, prefix};
 use super::raw::stripes::Stripes;
 use super::raw::table::{Bucket, Probe, Table, View};
 use super::raw::trie::{Cursor, RawIndex};
-use super::{Config, Layout};
+use super::{Config, Layout, first_key_in, key_span, last_key_in};
 use crate::key::{int_end, int_start, key_to_u64};
 use crate::{ConcurrentOrderedMap, Error, KeyRange};
 
@@ -334,22 +334,12 @@ impl ConcurrentMlpIndex {
     /// The first entry within `bound` from below: the smallest key `≥` (`Included`) or `>`
     /// (`Excluded`) it, or the first entry (`Unbounded`).
     pub fn lower_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
-        let from = match bound {
-            Bound::Included(x) => x,
-            Bound::Excluded(x) => x.checked_add(1)?,
-            Bound::Unbounded => 0,
-        };
-        self.bound(from, false)
+        self.bound(first_key_in(bound)?, false)
     }
 
     /// The last entry within `bound` from above.
     pub fn upper_bound(&self, bound: Bound<u64>) -> Option<(u64, u64)> {
-        let from = match bound {
-            Bound::Included(x) => x,
-            Bound::Excluded(x) => x.checked_sub(1)?,
-            Bound::Unbounded => u64::MAX,
-        };
-        self.bound(from, true)
+        self.bound(last_key_in(bound)?, true)
     }
 
     /// The entry of the smallest key.
@@ -585,23 +575,9 @@ pub struct Range<'m> {
 
 impl<'m> Range<'m> {
     fn new(map: &'m ConcurrentMlpIndex, start: Bound<u64>, end: Bound<u64>) -> Range<'m> {
-        let lo = match start {
-            Bound::Included(x) => Some(x),
-            Bound::Excluded(x) => x.checked_add(1),
-            Bound::Unbounded => Some(0),
-        };
-        let hi = match end {
-            Bound::Included(x) => Some(x),
-            Bound::Excluded(x) => x.checked_sub(1),
-            Bound::Unbounded => Some(u64::MAX),
-        };
-        let left = match (lo, hi) {
-            (Some(lo), Some(hi)) if lo <= hi => Some((lo, hi)),
-            _ => None,
-        };
         Range {
             map,
-            left,
+            left: key_span(start, end),
             front: Vec::new(),
             at: 0,
             back: Vec::new(),

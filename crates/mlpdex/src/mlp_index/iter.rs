@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 use core::ops::Bound;
 
 use super::raw::trie::Cursor;
-use super::{Inner, MlpIndex, with_raw};
+use super::{Inner, MlpIndex, key_span, with_raw};
 
 /// Where a walk over `lo..=hi` stands: keys not yet yielded from either end lie in
 /// `lo..=hi` (when not `done`); each end keeps its own cursor, made at its first step.
@@ -22,19 +22,9 @@ struct Walk {
 
 impl Walk {
     fn new(start: Bound<u64>, end: Bound<u64>) -> Walk {
-        let lo = match start {
-            Bound::Included(k) => Some(k),
-            Bound::Excluded(k) => k.checked_add(1),
-            Bound::Unbounded => Some(0),
-        };
-        let hi = match end {
-            Bound::Included(k) => Some(k),
-            Bound::Excluded(k) => k.checked_sub(1),
-            Bound::Unbounded => Some(u64::MAX),
-        };
-        let (lo, hi, done) = match (lo, hi) {
-            (Some(lo), Some(hi)) if lo <= hi => (lo, hi, false),
-            _ => (0, 0, true),
+        let (lo, hi, done) = match key_span(start, end) {
+            Some((lo, hi)) => (lo, hi, false),
+            None => (0, 0, true),
         };
         Walk {
             front: None,

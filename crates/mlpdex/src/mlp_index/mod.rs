@@ -278,6 +278,30 @@ macro_rules! with_raw {
 }
 use with_raw;
 
+/// The smallest key within start bound `b`; `None` when no key is (`Excluded(u64::MAX)`).
+fn first_key_in(b: Bound<u64>) -> Option<u64> {
+    match b {
+        Bound::Included(k) => Some(k),
+        Bound::Excluded(k) => k.checked_add(1),
+        Bound::Unbounded => Some(0),
+    }
+}
+
+/// The largest key within end bound `b`; `None` when no key is (`Excluded(0)`).
+fn last_key_in(b: Bound<u64>) -> Option<u64> {
+    match b {
+        Bound::Included(k) => Some(k),
+        Bound::Excluded(k) => k.checked_sub(1),
+        Bound::Unbounded => Some(u64::MAX),
+    }
+}
+
+/// The keys of a range as `lo..=hi`; `None` when it is empty or inverted.
+fn key_span(start: Bound<u64>, end: Bound<u64>) -> Option<(u64, u64)> {
+    let (lo, hi) = (first_key_in(start)?, last_key_in(end)?);
+    (lo <= hi).then_some((lo, hi))
+}
+
 /// Panics with `err`: for the std-shaped operations that have no `Result` (entry insertion,
 /// `Extend`, `FromIterator`, `Clone`, `reserve`) when the operating system refuses memory.
 #[cold]
@@ -513,21 +537,13 @@ impl MlpIndex {
 
     /// The first entry at or after `bound`, its value in place.
     fn seek_ge(&self, bound: Bound<u64>) -> Option<(u64, &u64)> {
-        let k = match bound {
-            Bound::Included(k) => k,
-            Bound::Excluded(k) => k.checked_add(1)?,
-            Bound::Unbounded => 0,
-        };
+        let k = first_key_in(bound)?;
         with_raw!(&self.raw, r => r.lower_bound(k).map(|(k, l)| (k, r.value(l))), empty => None)
     }
 
     /// The last entry at or before `bound`, its value in place.
     fn seek_le(&self, bound: Bound<u64>) -> Option<(u64, &u64)> {
-        let k = match bound {
-            Bound::Included(k) => k,
-            Bound::Excluded(k) => k.checked_sub(1)?,
-            Bound::Unbounded => u64::MAX,
-        };
+        let k = last_key_in(bound)?;
         with_raw!(&self.raw, r => r.upper_bound(k).map(|(k, l)| (k, r.value(l))), empty => None)
     }
 
