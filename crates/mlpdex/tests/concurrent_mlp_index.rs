@@ -65,6 +65,16 @@ fn growth_subject() -> Subject<Map> {
     subject("growth", growth_config)
 }
 
+/// Sets its flag when dropped: a writer thread holds one so that its readers stop however it
+/// ends (a failed check must not leave them spinning).
+struct Stop<'a>(&'a AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. Differential runs
 // ---------------------------------------------------------------------------------------------
@@ -350,13 +360,6 @@ fn lookups_find_every_fixed_key_while_the_table_grows() {
         }
         let (map, cleared) = (&map, &cleared);
         s.spawn(move || {
-            /// Stops the readers however the writer ends (a failed check must not hang them).
-            struct Stop<'a>(&'a AtomicBool);
-            impl Drop for Stop<'_> {
-                fn drop(&mut self) {
-                    self.0.store(true, Ordering::Release);
-                }
-            }
             let stop = Stop(cleared);
             for j in 0..MORE {
                 // Even keys: never a fixed one (those are odd).
@@ -481,13 +484,6 @@ fn reserve_and_shrink_to_fit_rebuild_while_lookups_run() {
                 i = (i + 7) % 20_000;
             }
         });
-        // Stops the reader however this thread ends (a failed check must not hang it).
-        struct Stop<'a>(&'a AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Release);
-            }
-        }
         let _stop = Stop(done);
         for _ in 0..3 {
             map.reserve(200_000);

@@ -120,7 +120,6 @@ pub struct ConcurrentMlpIndex {
     len: AtomicUsize,
     bytes: AtomicUsize,
     config: Config,
-    max_load: f64,
 }
 
 /// Where the buckets of the current table are.
@@ -154,19 +153,20 @@ impl ConcurrentMlpIndex {
                 what: "ConcurrentMlpIndex has the bucketized layout only",
             });
         }
-        let max_load = config.validate()?;
-        let stripes = Arc::new(Stripes::new());
+        config.validate()?;
         Ok(ConcurrentMlpIndex {
             current: Atomic::null(),
             lengths: AtomicU32::new(0),
-            bytes: AtomicUsize::new(size_of::<Self>() + stripes.bytes()),
-            stripes,
+            bytes: AtomicUsize::new(Self::FIXED_BYTES),
+            stripes: Arc::new(Stripes::new()),
             writer: RwLock::new(Writer { raw: None }),
             len: AtomicUsize::new(0),
             config,
-            max_load,
         })
     }
+
+    /// Bytes owned whatever the contents: the map and its stripe versions.
+    const FIXED_BYTES: usize = size_of::<Self>() + Stripes::BYTES;
 
     /// The settings this map was built with.
     pub fn config(&self) -> &Config {
@@ -309,8 +309,7 @@ impl ConcurrentMlpIndex {
             // guards that keep it (and the table, retired with it) alive.
             unsafe { retire(&guard, old, raw) };
             self.len.store(0, Relaxed);
-            self.bytes
-                .store(size_of::<Self>() + self.stripes.bytes(), Relaxed);
+            self.bytes.store(Self::FIXED_BYTES, Relaxed);
         }
     }
 
@@ -396,7 +395,8 @@ impl ConcurrentMlpIndex {
         Ok(match &mut w.raw {
             Some(raw) => raw,
             empty => {
-                let mut raw = RawIndex::<Table>::new(self.max_load, self.config.huge_pages)?;
+                let max_load = self.config.effective_max_load_factor();
+                let mut raw = RawIndex::<Table>::new(max_load, self.config.huge_pages)?;
                 raw.table.share(Arc::clone(&self.stripes));
                 empty.insert(raw)
             }
@@ -438,10 +438,7 @@ impl ConcurrentMlpIndex {
         }
         raw.table.unlock();
         self.len.store(raw.len(), Relaxed);
-        self.bytes.store(
-            size_of::<Self>() + self.stripes.bytes() + raw.bytes(),
-            Relaxed,
-        );
+        self.bytes.store(Self::FIXED_BYTES + raw.bytes(), Relaxed);
     }
 
     /// The first entry from `from` upward (`rev`: downward), under the shared lock.

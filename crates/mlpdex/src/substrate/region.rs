@@ -143,6 +143,12 @@ impl Region {
         self.ptr.as_ptr()
     }
 
+    /// The start of the mapping, as the non-null pointer it is.
+    #[inline]
+    pub(crate) fn base(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
     /// Length of the mapping in bytes (the request rounded up to whole pages).
     #[inline]
     pub fn len(&self) -> usize {

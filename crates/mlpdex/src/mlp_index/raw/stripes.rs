@@ -39,15 +39,19 @@ pub(crate) const STRIPES: usize = 4096;
 #[cfg(all(test, mlpdex_loom))]
 pub(crate) const STRIPES: usize = 4;
 
-/// The version words.
+/// The version words (an array of the fixed size, so that indexing by [`Stripes::of`] needs
+/// no bounds check on the lookups' path).
 pub(crate) struct Stripes {
-    v: Box<[AtomicU64]>,
+    v: Box<[AtomicU64; STRIPES]>,
 }
 
 impl Stripes {
+    /// Bytes a `Stripes` owns.
+    pub(crate) const BYTES: usize = size_of::<[AtomicU64; STRIPES]>();
+
     pub(crate) fn new() -> Stripes {
         Stripes {
-            v: (0..STRIPES).map(|_| AtomicU64::new(0)).collect(),
+            v: Box::new(core::array::from_fn(|_| AtomicU64::new(0))),
         }
     }
 
@@ -95,11 +99,6 @@ impl Stripes {
         let w = &self.v[i];
         debug_assert!(w.load(Relaxed) & 1 == 1, "unlocking a free stripe");
         w.store(w.load(Relaxed) + 1, Release);
-    }
-
-    /// Bytes owned.
-    pub(crate) fn bytes(&self) -> usize {
-        self.v.len() * size_of::<AtomicU64>()
     }
 }
 

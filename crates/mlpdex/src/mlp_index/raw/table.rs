@@ -570,18 +570,14 @@ impl Table {
     /// The buckets, for reading.
     #[inline(always)]
     pub(crate) fn view(&self) -> View<'_> {
-        let base = NonNull::new(self.region.as_ptr().cast::<Bucket>())
-            .expect("a region's address is never null");
         // SAFETY: the region holds `geo.buckets()` buckets (it was sized so), is 64-byte
         // aligned (page aligned) and zero-initialised; it lives as long as `self`.
-        unsafe { View::new(base, self.geo) }
+        unsafe { View::new(self.region.base().cast::<Bucket>(), self.geo) }
     }
 
     #[inline(always)]
     pub(crate) fn bucket(&self, b: usize) -> &Bucket {
-        debug_assert!(b < self.geo.buckets());
-        // SAFETY: as in `view`; `b` is in range.
-        unsafe { &*self.region.as_ptr().cast::<Bucket>().add(b) }
+        self.view().bucket(b)
     }
 
     /// Bucket `b`, for storing into: when the table is shared, its stripe is locked first.
@@ -597,17 +593,12 @@ impl Table {
 
     #[inline(always)]
     pub(crate) fn bucket_ptr(&self, b: usize) -> *const Bucket {
-        // Address arithmetic only; `b` is reduced modulo the bucket count by construction.
-        self.region
-            .as_ptr()
-            .cast::<Bucket>()
-            .wrapping_add(b)
-            .cast_const()
+        self.view().bucket_ptr(b)
     }
 
     #[inline(always)]
     pub(crate) fn entry(&self, l: Loc) -> Entry {
-        self.bucket(l.b).get(l.slot)
+        self.view().entry(l)
     }
 
     /// Shares the table with lock-free lookups validating against `stripes`: from now on its
