@@ -110,6 +110,18 @@ const INSERT_SLOTS: usize = 8;
 
 /// MlpIndex shared between threads: lock-free lookups, writers taking turns. See the
 /// [module docs](self).
+///
+/// ```
+/// use mlpdex::mlp_index::ConcurrentMlpIndex;
+///
+/// let map = ConcurrentMlpIndex::new();
+/// std::thread::scope(|s| {
+///     s.spawn(|| map.insert(1, 10).unwrap());
+///     s.spawn(|| map.insert(2, 20).unwrap());
+/// });
+/// assert_eq!(map.get(2), Some(20));
+/// assert_eq!(map.iter().map(|(_, v)| v).sum::<u64>(), 30);
+/// ```
 pub struct ConcurrentMlpIndex {
     /// The table lookups read; null until the first insertion.
     current: Atomic<Current>,
@@ -558,6 +570,16 @@ impl<'a> IntoIterator for &'a ConcurrentMlpIndex {
 
 /// The entries of a key range, in batches read under the shared lock; made by
 /// [`ConcurrentMlpIndex::range`] and [`iter`](ConcurrentMlpIndex::iter).
+///
+/// ```
+/// use mlpdex::mlp_index::ConcurrentMlpIndex;
+///
+/// let map: ConcurrentMlpIndex = (0..100u64).map(|k| (k, k * k)).collect();
+/// let mut r = map.range(10..20);
+/// assert_eq!(r.next(), Some((10, 100)));
+/// assert_eq!(r.next_back(), Some((19, 361)));
+/// assert_eq!(r.count(), 8);
+/// ```
 pub struct Range<'m> {
     map: &'m ConcurrentMlpIndex,
     /// Keys not yet read by either end: `lo..=hi`; `None` when none are left.
