@@ -97,11 +97,12 @@
 //!   over. Only then does it touch the record the leaf names, which epoch-based reclamation
 //!   keeps alive while the guard lives.
 //! * **Writers** run in parallel (§5, "Updates"). A writer runs the single-threaded insert or
-//!   remove inside a write session: each bucket it reads is copied once with its version, and
-//!   its changes go to those private copies. Then it commits: it locks the buckets it changed
-//!   in increasing bucket order, each with a compare-and-swap that succeeds only if the
-//!   bucket still has the version it copied, checks that every bucket it only read is
-//!   unchanged, stores its copies and unlocks. A failed lock or check releases everything and
+//!   remove inside a write session: it reads buckets as a reader does, logging their
+//!   versions, and copies a bucket privately when it first changes it; its changes go to
+//!   those copies. Then it commits: it locks the buckets it changed in increasing bucket
+//!   order, each with a compare-and-swap that succeeds only if the bucket still has the
+//!   version it copied, checks that every bucket it read is unchanged, stores its copies and
+//!   unlocks. A failed lock or check releases everything and
 //!   runs the operation again; a writer never waits while it holds a lock, so writers cannot
 //!   deadlock (`raw::seqlock` has the argument). Readers see all of a commit or none of it:
 //!   its buckets are all locked until all are written. New leaves, the entries a cuckoo path

@@ -3,29 +3,31 @@
 //!
 //! # Protocol
 //!
-//! * **Writers** run optimistically, like readers, against copies of the buckets they read
-//!   (`table::session`), and change private copies of the buckets they write. To commit
-//!   ([`commit`]), a writer locks its written buckets in increasing bucket order, each with
-//!   one compare-and-swap from the exact last word it copied to the same word with the version
-//!   made odd ([`Bucket::try_lock`]), so a lock succeeds only if nobody wrote the bucket since
-//!   the copy. Then, with sequentially consistent loads, it checks that every bucket it only
-//!   read still has the version it read and that the table is not frozen; then it stores its
-//!   copies, makes every version even again ([`Bucket::unlock`]) and is done. If a lock or a
-//!   check fails it puts back the last words it locked ([`Bucket::restore`]: nothing was
-//!   written) and starts its operation over.
+//! * **Writers** run optimistically: they read like readers (copies taken under the seqlock,
+//!   their versions logged; `table::session`), and copy a bucket privately when they first
+//!   change it, reading it from that copy from then on. To commit ([`commit`]), a writer locks
+//!   its written buckets in increasing bucket order, each with one compare-and-swap from the
+//!   exact last word it copied to the same word with the version made odd
+//!   ([`Bucket::try_lock`]), so a lock succeeds only if nobody wrote the bucket since the copy.
+//!   Then, with sequentially consistent loads, it checks that every bucket it read still has
+//!   the version it read (for a bucket it holds: that its copy was taken at that version) and
+//!   that the table is not frozen; then it stores its copies, makes every version even again
+//!   ([`Bucket::unlock`]) and is done. If a lock or a check fails it puts back the last words
+//!   it locked ([`Bucket::restore`]: nothing was written) and starts its operation over.
 //!
 //!   *No deadlock:* a writer never waits while it holds a lock: a failed compare-and-swap
 //!   releases everything. Locking in bucket order makes the writer that reaches a common
 //!   bucket first the one that goes on, so two writers do not keep failing each other.
 //!
 //!   *Serializable:* at the instant of its first check a committing writer holds every bucket it
-//!   writes, at the version it read, and every bucket it only read is unchanged (two writers
-//!   whose reads and writes cross cannot both pass: each locks, with a sequentially
-//!   consistent compare-and-swap, before it checks, with sequentially consistent loads, and in
-//!   the one order of all such operations the later checker's loads see the earlier one's
-//!   locks). So the writer's reads and writes all happened at that instant. (On x86 these
-//!   loads are plain loads: the locked compare-and-swap already orders them, and no fence
-//!   instruction is needed; a fence cost 120 ns per operation of YCSB-A.)
+//!   writes, at the version it copied, and every bucket it read is unchanged since it read it
+//!   (one it read and later copied, it copied at the version read). Two writers whose reads
+//!   and writes cross cannot both pass: each locks, with a sequentially consistent
+//!   compare-and-swap, before it checks, with sequentially consistent loads, and in the one
+//!   order of all such operations the later checker's loads see the earlier one's locks. So
+//!   the writer's reads and writes all happened at that instant. (On x86 these loads are
+//!   plain loads: the locked compare-and-swap already orders them, and no fence instruction
+//!   is needed; a fence cost 120 ns per operation of YCSB-A.)
 //! * **Readers** never write. They copy a bucket between two reads of its version
 //!   ([`Bucket::try_snapshot`]) and keep the `(bucket, version)` pair; at the end of the
 //!   operation they re-read every version they kept ([`Bucket::validate`], after one
@@ -180,14 +182,25 @@ impl<W: Word> Bucket<W> {
     }
 }
 
-/// A bucket a writer copied: the copy (with the writer's changes, if `written`), and the
-/// last word of the table's bucket when the copy was taken (the version the commit expects).
+/// A bucket a writer changes: its private copy with the writer's changes, and the last word of
+/// the table's bucket when the copy was taken (the commit locks from exactly that word).
 #[derive(Clone, Debug)]
 pub(crate) struct Own {
     pub(crate) bucket: usize,
     pub(crate) last: u64,
     pub(crate) words: [u64; WORDS],
-    pub(crate) written: bool,
+}
+
+/// The buckets a writer read, with the versions it read them at.
+pub(crate) trait Reads {
+    /// Whether `f(bucket, version)` holds for every read.
+    fn all(&self, f: impl FnMut(usize, u32) -> bool) -> bool;
+}
+
+impl Reads for [(usize, u32)] {
+    fn all(&self, mut f: impl FnMut(usize, u32) -> bool) -> bool {
+        self.iter().all(|&(b, v)| f(b, v))
+    }
 }
 
 /// Why a [`commit`] stored nothing.
@@ -199,35 +212,39 @@ pub(crate) enum Refused {
     Frozen,
 }
 
-/// Commits a writer's changes (see the module docs): locks the `written` buckets of `copies`
-/// in bucket order, checks that the others still have the version copied and that `frozen`
-/// is zero, stores the written copies, runs `publish` while they are all still locked (for
-/// state kept outside the table that readers validate through one of these buckets), and
-/// unlocks. A bucket appears in `copies` at most once; `order` is working memory.
+/// Commits a writer's changes (see the module docs): locks the buckets of `writes` in bucket
+/// order, checks that every `(bucket, version)` of `reads` still holds and that `frozen` is
+/// zero, stores the copies, runs `publish` while they are all still locked (for state kept
+/// outside the table that readers validate through one of these buckets), and unlocks.
+///
+/// A bucket appears in `writes` at most once; it may appear in `reads` too (read before the
+/// writer copied it to change it), and then the version read must be the one its copy was
+/// taken at. `order` is working memory.
 pub(crate) fn commit<'t, W: Word + 't>(
     bucket: impl Fn(usize) -> &'t Bucket<W>,
     frozen: &W,
-    copies: &[Own],
+    writes: &[Own],
+    reads: &(impl Reads + ?Sized),
     order: &mut Vec<u32>,
     publish: impl FnOnce(),
 ) -> Result<(), Refused> {
     order.clear();
-    order.extend((0..copies.len() as u32).filter(|&i| copies[i as usize].written));
-    order.sort_unstable_by_key(|&i| copies[i as usize].bucket);
+    order.extend(0..writes.len() as u32);
+    order.sort_unstable_by_key(|&i| writes[i as usize].bucket);
     debug_assert!(
         order
             .windows(2)
-            .all(|p| copies[p[0] as usize].bucket < copies[p[1] as usize].bucket),
+            .all(|p| writes[p[0] as usize].bucket < writes[p[1] as usize].bucket),
         "a bucket copied twice"
     );
     let back_out = |locked: &[u32]| {
         for &i in locked {
-            let o = &copies[i as usize];
+            let o = &writes[i as usize];
             bucket(o.bucket).restore(o.last);
         }
     };
     for (k, &i) in order.iter().enumerate() {
-        let o = &copies[i as usize];
+        let o = &writes[i as usize];
         if !bucket(o.bucket).try_lock(o.last) {
             back_out(&order[..k]);
             return Err(Refused::Conflict);
@@ -239,19 +256,25 @@ pub(crate) fn commit<'t, W: Word + 't>(
         back_out(order);
         return Err(Refused::Frozen);
     }
-    let unchanged =
-        |o: &Own| o.written || (bucket(o.bucket).w[WORDS - 1].load_sc() >> 32) == o.last >> 32;
-    if !copies.iter().all(unchanged) {
+    // A bucket this writer locked reads as odd: it held at the version read if its copy was
+    // taken at that version (the lock then proves nobody wrote it since). Found by binary
+    // search in `order`: a long key's write set has thousands of buckets.
+    let holds = |b: usize, v: u32| {
+        (bucket(b).w[WORDS - 1].load_sc() >> 32) as u32 == v
+            || order
+                .binary_search_by_key(&b, |&i| writes[i as usize].bucket)
+                .is_ok_and(|k| (writes[order[k] as usize].last >> 32) as u32 == v)
+    };
+    if !reads.all(holds) {
         back_out(order);
         return Err(Refused::Conflict);
     }
-    for &i in order.iter() {
-        let o = &copies[i as usize];
+    for o in writes {
         bucket(o.bucket).store_all(&o.words);
     }
     publish();
-    for &i in order.iter() {
-        bucket(copies[i as usize].bucket).unlock();
+    for o in writes {
+        bucket(o.bucket).unlock();
     }
     Ok(())
 }
@@ -314,22 +337,33 @@ mod loom_model {
             bucket: i,
             last: words[WORDS - 1],
             words,
-            written: false,
         }
     }
 
-    /// Runs `op` on fresh copies of both buckets and commits, until a commit succeeds; gives
-    /// up (returning false) when the table is frozen.
+    /// Runs `op` on fresh copies of both buckets and commits the ones it marks changed (in its
+    /// second argument), until a commit succeeds; gives up (returning false) when the table is
+    /// frozen. Both buckets count as read, so a changed one is also checked as a bucket the
+    /// writer both read and holds.
     fn write(
         shared: &([Bucket<AtomicU64>; 2], AtomicU64),
-        mut op: impl FnMut(&mut [Own; 2]),
+        mut op: impl FnMut(&mut [Own; 2], &mut [bool; 2]),
     ) -> bool {
         let (b, frozen) = shared;
         let mut order = Vec::new();
         loop {
             let mut copies = [copy(b, 0), copy(b, 1)];
-            op(&mut copies);
-            match commit(|i| &b[i], frozen, &copies, &mut order, || {}) {
+            let mut dirty = [false; 2];
+            op(&mut copies, &mut dirty);
+            let reads: Vec<(usize, u32)> = copies
+                .iter()
+                .map(|o| (o.bucket, (o.last >> 32) as u32))
+                .collect();
+            let writes: Vec<Own> = copies
+                .into_iter()
+                .zip(dirty)
+                .filter_map(|(o, d)| d.then_some(o))
+                .collect();
+            match commit(|i| &b[i], frozen, &writes, &reads[..], &mut order, || {}) {
                 Ok(()) => return true,
                 Err(Refused::Frozen) => return false,
                 Err(Refused::Conflict) => loom::thread::yield_now(),
@@ -346,8 +380,8 @@ mod loom_model {
             let w = s.clone();
             let writer = loom::thread::spawn(move || {
                 for x in 1..=2u64 {
-                    write(&w, |c| {
-                        c[0].written = true;
+                    write(&w, |c, dirty| {
+                        dirty[0] = true;
                         c[0].words[0] = x;
                         c[0].words[6] = x;
                         c[0].words[7] = (c[0].words[7] & !0xFFFF_FFFF) | x;
@@ -373,11 +407,11 @@ mod loom_model {
             s.0[0].store_masked(0, 1, u64::MAX);
             let w = s.clone();
             let writer = loom::thread::spawn(move || {
-                write(&w, |c| {
+                write(&w, |c, dirty| {
                     c[0].words[0] = 0;
                     c[1].words[0] = 1;
-                    c[0].written = true;
-                    c[1].written = true;
+                    dirty[0] = true;
+                    dirty[1] = true;
                 });
             });
             let sa = s.0[0].try_snapshot();
@@ -402,11 +436,11 @@ mod loom_model {
                 .map(|_| {
                     let w = s.clone();
                     loom::thread::spawn(move || {
-                        write(&w, |c| {
+                        write(&w, |c, dirty| {
                             for o in c.iter_mut() {
                                 o.words[0] += 1;
-                                o.written = true;
                             }
+                            *dirty = [true; 2];
                         });
                     })
                 })
@@ -430,10 +464,10 @@ mod loom_model {
                 .map(|me| {
                     let w = s.clone();
                     loom::thread::spawn(move || {
-                        write(&w, |c| {
+                        write(&w, |c, dirty| {
                             if c[0].words[0] + c[1].words[0] == 0 {
                                 c[me].words[0] = 1;
-                                c[me].written = true;
+                                dirty[me] = true;
                             }
                         });
                     })
@@ -446,6 +480,42 @@ mod loom_model {
         });
     }
 
+    /// A write session reads a bucket (logging its version) and copies it to change it only
+    /// later. Two writers each add one to the bucket's counter from the value they *read*: if
+    /// the other committed between a writer's read and its copy, the commit must refuse (its
+    /// copy is current, but the read it computed from is not), or an update is lost.
+    #[test]
+    fn bucket_read_before_its_copy_is_checked_at_the_version_read() {
+        model(|| {
+            let s = buckets();
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let w = s.clone();
+                    loom::thread::spawn(move || {
+                        let (b, frozen) = &*w;
+                        let mut order = Vec::new();
+                        loop {
+                            let read = copy(b, 0);
+                            let reads = [(0, (read.last >> 32) as u32)];
+                            let mut own = copy(b, 0);
+                            own.words[0] = read.words[0] + 1;
+                            if commit(|i| &b[i], frozen, &[own], &reads[..], &mut order, || {})
+                                .is_ok()
+                            {
+                                break;
+                            }
+                            loom::thread::yield_now();
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(s.0[0].word(0), 2, "an update was lost");
+        });
+    }
+
     /// A writer races a freeze (a resize step): once the freezer has waited out the locks, the
     /// table never changes again; the writer either committed before (and the freezer sees
     /// its value) or was refused.
@@ -455,9 +525,9 @@ mod loom_model {
             let s = buckets();
             let w = s.clone();
             let writer = loom::thread::spawn(move || {
-                write(&w, |c| {
+                write(&w, |c, dirty| {
                     c[0].words[0] = 1;
-                    c[0].written = true;
+                    dirty[0] = true;
                 })
             });
             freeze(&s.1, &s.0, |_| loom::thread::yield_now());

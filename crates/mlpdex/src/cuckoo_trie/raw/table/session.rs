@@ -1,6 +1,6 @@
-//! Sessions on shared tables (§5): readers' bucket copies taken under their seqlock with their
-//! versions logged for validation, writers' private copies of the buckets they change, and
-//! the copies of a frozen table.
+//! Sessions on shared tables (§5): bucket copies taken under their seqlock with their versions
+//! logged for validation (by readers and writers alike), writers' private copies of the
+//! buckets they change, and the copies of a frozen table.
 //!
 //! The log is per thread, so the table's read and write methods need no extra argument: they
 //! ask [`mode`] what the calling thread is doing. Outside a session (single-threaded maps)
@@ -8,7 +8,7 @@
 
 use core::cell::{Cell, RefCell};
 
-use super::super::seqlock::{self, Own, Refused, WORDS, Word};
+use super::super::seqlock::{self, Own, Reads, Refused, WORDS, Word};
 use super::entry::ENTRY_MASK;
 use super::{ENTRY_BYTES, Ent, Table};
 
@@ -19,39 +19,91 @@ pub(super) enum Mode {
     Off,
     /// A [`ReadSession`]: copies are logged for validation.
     Read,
-    /// A [`WriteSession`]: as `Read`, and writes go to private copies until the commit.
+    /// A [`WriteSession`]: as `Read`, and a bucket is copied privately when first changed;
+    /// changes, and later reads of it, use that copy until the commit.
     Write,
     /// A [`FrozenRead`]: copies of a frozen table, which cannot change, are not logged.
     Frozen,
 }
 
-/// The thread's session state.
-struct Log {
-    mode: Cell<Mode>,
-    /// `(bucket, version)` of every copy a read session took.
-    reads: RefCell<Vec<(usize, u32)>>,
-    /// A write session's copies, at most one per bucket: a bucket is copied once, and read
-    /// and changed in the copy from then on.
-    writes: RefCell<Writes>,
-    /// Change in the table's entry count the write session will commit.
-    used: Cell<isize>,
-}
-
+// The thread's session state, in thread-locals of its own so that the ones every read touches
+// (mode, read log, count of private copies) have no destructor: access to such a thread-local
+// is one address computation, where one with a destructor checks its registration first
+// (measured: a shared `RefCell` state cost about 50 instructions per bucket read).
 thread_local! {
-    static LOG: Log = const {
-        Log {
-            mode: Cell::new(Mode::Off),
-            reads: RefCell::new(Vec::new()),
-            writes: RefCell::new(Writes::new()),
-            used: Cell::new(0),
-        }
-    };
+    static MODE: Cell<Mode> = const { Cell::new(Mode::Off) };
+    /// `(bucket, version)` of every copy a read or write session took (but not of a write
+    /// session's private copies, which `WRITES` keeps with their versions).
+    static READS: ReadLog = const { ReadLog::new() };
+    /// Logged reads past the first [`READ_LOG`] (long scans, long keys).
+    static SPILL: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// A write session's private copies, at most one per bucket: a bucket is copied when the
+    /// session first changes it, and read and changed in the copy from then on.
+    static WRITES: RefCell<Writes> = const { RefCell::new(Writes::new()) };
+    /// How many private copies `WRITES` holds: reads look there only when there are some.
+    static OWNED: Cell<usize> = const { Cell::new(0) };
+    /// Change in the table's entry count the write session will commit.
+    static USED: Cell<isize> = const { Cell::new(0) };
 }
 
-/// A write session's bucket copies, found by bucket: by a scan while there are few (the common
-/// case: an insert copies about a dozen buckets), through an open-addressing index of
-/// positions once there are more (a long key's path, or its jump chain, which writes one
-/// bucket per 9 symbols).
+/// Reads logged in place before they spill.
+const READ_LOG: usize = 128;
+
+/// A session's read log: `bucket << 32 | version` per read, the first [`READ_LOG`] in a
+/// fixed array, the rest in `SPILL`. (Buckets number fewer than 2³², since hashes are
+/// 32-bit.)
+struct ReadLog {
+    len: Cell<usize>,
+    at: [Cell<u64>; READ_LOG],
+}
+
+impl ReadLog {
+    const fn new() -> ReadLog {
+        ReadLog {
+            len: Cell::new(0),
+            at: [const { Cell::new(0) }; READ_LOG],
+        }
+    }
+
+    /// Logs a read of bucket `b` at version `v`, unless it repeats the last one.
+    #[inline(always)]
+    fn push(&self, b: usize, v: u32) {
+        debug_assert!(b <= u32::MAX as usize);
+        let e = (b as u64) << 32 | u64::from(v);
+        let n = self.len.get();
+        if n < READ_LOG {
+            if n > 0 && self.at[n - 1].get() == e {
+                return;
+            }
+            self.at[n].set(e);
+        } else {
+            SPILL.with_borrow_mut(|s| s.push(e));
+        }
+        self.len.set(n + 1);
+    }
+
+    fn clear(&self) {
+        if self.len.replace(0) > READ_LOG {
+            SPILL.with_borrow_mut(|s| {
+                s.clear();
+                s.shrink_to(4 * READ_LOG);
+            });
+        }
+    }
+}
+
+impl Reads for ReadLog {
+    fn all(&self, mut f: impl FnMut(usize, u32) -> bool) -> bool {
+        let n = self.len.get();
+        let mut g = |e: u64| f((e >> 32) as usize, e as u32);
+        self.at[..n.min(READ_LOG)].iter().all(|c| g(c.get()))
+            && (n <= READ_LOG || SPILL.with_borrow(|s| s.iter().all(|&e| g(e))))
+    }
+}
+
+/// A write session's private bucket copies, found by bucket: by a scan while there are few (the
+/// common case: an insert changes a few buckets), through an open-addressing index of
+/// positions once there are more (a long key's jump chain writes one bucket per 9 symbols).
 struct Writes {
     owned: Vec<Own>,
     /// `owned[i].bucket` at `i`, for fast scans.
@@ -118,7 +170,6 @@ impl Writes {
             bucket: b,
             last: 0,
             words: [0; WORDS],
-            written: false,
         });
         self.ids.push(b);
         let own = &mut self.owned[at];
@@ -157,37 +208,40 @@ impl Writes {
 /// What the calling thread is doing with shared tables.
 #[inline(always)]
 pub(super) fn mode() -> Mode {
-    LOG.with(|l| l.mode.get())
+    MODE.get()
 }
 
 /// Starts a session of `mode` on this thread, clearing what an earlier one left.
 fn begin(mode: Mode) {
-    LOG.with(|l| {
-        debug_assert_eq!(l.mode.get(), Mode::Off, "nested sessions");
-        l.mode.set(mode);
-        l.reads.borrow_mut().clear();
-        l.writes.borrow_mut().clear();
-        l.used.set(0);
-    });
+    debug_assert_eq!(MODE.get(), Mode::Off, "nested sessions");
+    MODE.set(mode);
+    forget();
 }
 
 fn end() {
-    LOG.with(|l| l.mode.set(Mode::Off));
+    MODE.set(Mode::Off);
+}
+
+/// Clears the session's reads, copies and count.
+fn forget() {
+    READS.with(ReadLog::clear);
+    if OWNED.replace(0) > 0 {
+        WRITES.with_borrow_mut(Writes::clear);
+    }
+    USED.set(0);
 }
 
 /// True when no bucket copied since the session began (or since the last validation) has
 /// changed: the copies form one committed state of `t`.
 fn reads_hold(t: &Table) -> bool {
     <core::sync::atomic::AtomicU64 as Word>::fence_acquire();
-    LOG.with(|l| {
-        let reads = l.reads.borrow();
-        let writes = l.writes.borrow();
-        reads.iter().all(|&(b, v)| t.bucket(b).validate(v))
-            && writes
-                .owned
-                .iter()
-                .all(|o| t.bucket(o.bucket).validate((o.last >> 32) as u32))
-    })
+    READS.with(|r| r.all(|b, v| t.bucket(b).validate(v)))
+        && (OWNED.get() == 0
+            || WRITES.with_borrow(|w| {
+                w.owned
+                    .iter()
+                    .all(|o| t.bucket(o.bucket).validate((o.last >> 32) as u32))
+            }))
 }
 
 /// One optimistic read of a shared table (§5): while it lives, the table's read methods copy
@@ -206,7 +260,7 @@ impl ReadSession {
     /// changed: the reads form one committed state of `t`. Clears the record.
     pub(crate) fn validate(&self, t: &Table) -> bool {
         let ok = reads_hold(t);
-        LOG.with(|l| l.reads.borrow_mut().clear());
+        READS.with(ReadLog::clear);
         ok
     }
 }
@@ -217,9 +271,10 @@ impl Drop for ReadSession {
     }
 }
 
-/// One optimistic write to a shared table (§5, "Updates"): every bucket it reads is copied
-/// once, with its version, reads and writes then use the copy, and
-/// [`commit`](Self::commit) installs them all at once or refuses (`seqlock::commit`). Dropping
+/// One optimistic write to a shared table (§5, "Updates"): it reads like a [`ReadSession`],
+/// copies a bucket privately when it first changes it (reading that copy from then on), and
+/// [`commit`](Self::commit) installs the copies all at once, if every read still holds, or
+/// refuses (`seqlock::commit`). Dropping
 /// the session without a commit discards the changes: the table never saw them.
 pub(crate) struct WriteSession(());
 
@@ -239,32 +294,30 @@ impl WriteSession {
     /// locked), or stores nothing and says why. Either way the session starts afresh: a
     /// refused operation runs again in the same session.
     pub(crate) fn commit(&self, t: &Table, publish: impl FnOnce()) -> Result<(), Refused> {
-        LOG.with(|l| {
-            let mut writes = l.writes.borrow_mut();
-            let used = l.used.replace(0);
-            let Writes { owned, order, .. } = &mut *writes;
-            let r = seqlock::commit(
-                |b| t.bucket(b),
-                &t.frozen,
-                owned,
-                order,
-                || {
-                    t.add_used(used);
-                    publish();
-                },
-            );
-            writes.clear();
-            r
-        })
+        let used = USED.get();
+        let r = WRITES.with_borrow_mut(|w| {
+            let Writes { owned, order, .. } = w;
+            READS.with(|reads| {
+                seqlock::commit(
+                    |b| t.bucket(b),
+                    &t.frozen,
+                    owned,
+                    reads,
+                    order,
+                    || {
+                        t.add_used(used);
+                        publish();
+                    },
+                )
+            })
+        });
+        forget();
+        r
     }
 
     /// Drops the session's changes and reads, to run the operation again.
     pub(crate) fn discard(&self) {
-        LOG.with(|l| {
-            l.reads.borrow_mut().clear();
-            l.writes.borrow_mut().clear();
-            l.used.set(0);
-        });
+        forget();
     }
 }
 
@@ -294,8 +347,8 @@ impl Drop for FrozenRead {
 }
 
 /// Runs `f` on a consistent copy of bucket `b`, waiting out a writer that holds it: in a
-/// write session, the session's copy (taken now if this is the first read of `b`); else a
-/// fresh copy, logged in a read session.
+/// write session that changed `b`, its private copy; else a fresh copy, logged in a read or
+/// write session.
 #[inline(always)]
 pub(super) fn with_copy<R>(t: &Table, b: usize, f: impl FnOnce(&[u64; WORDS]) -> R) -> R {
     match mode() {
@@ -316,27 +369,20 @@ pub(super) fn logged_copy(t: &Table, b: usize, mode: Mode) -> [u64; WORDS] {
         return words;
     }
     copy_into(t, b, &mut words);
-    let v = (words[WORDS - 1] >> 32) as u32;
-    LOG.with(|l| {
-        let mut reads = l.reads.borrow_mut();
-        if reads.last() != Some(&(b, v)) {
-            reads.push((b, v));
-        }
-    });
+    READS.with(|r| r.push(b, (words[WORDS - 1] >> 32) as u32));
     words
 }
 
 /// [`with_copy`] in a write session.
 #[inline]
 pub(super) fn with_session_copy<R>(t: &Table, b: usize, f: impl FnOnce(&[u64; WORDS]) -> R) -> R {
-    LOG.with(|l| {
-        let mut writes = l.writes.borrow_mut();
-        let i = match writes.find(b) {
-            Some(i) => i,
-            None => writes.copy(t, b),
-        };
-        f(&writes.owned[i].words)
-    })
+    if OWNED.get() > 0 {
+        let words = WRITES.with_borrow(|w| w.find(b).map(|i| w.owned[i].words));
+        if let Some(words) = words {
+            return f(&words);
+        }
+    }
+    f(&logged_copy(t, b, Mode::Read))
 }
 
 /// Copies bucket `b` into `out`, waiting out a writer that holds it.
@@ -361,34 +407,32 @@ pub(super) fn wait_for_holder(spins: u32) {
     }
 }
 
-/// Runs `f` on this write session's copy of bucket `b`, taking the copy first if there is
-/// none yet.
+/// Runs `f` on this write session's private copy of bucket `b`, taking the copy first if
+/// there is none yet.
 ///
 /// # Panics
 /// Outside a write session: a shared table is written only through one.
 #[inline]
 pub(super) fn own(t: &Table, b: usize, f: impl FnOnce(&mut [u64; WORDS])) {
-    LOG.with(|l| {
-        assert_eq!(
-            l.mode.get(),
-            Mode::Write,
-            "a shared table written outside a write session"
-        );
-        let mut writes = l.writes.borrow_mut();
-        let i = match writes.find(b) {
+    assert_eq!(
+        MODE.get(),
+        Mode::Write,
+        "a shared table written outside a write session"
+    );
+    WRITES.with_borrow_mut(|w| {
+        let i = match w.find(b) {
             Some(i) => i,
-            None => writes.copy(t, b),
+            None => w.copy(t, b),
         };
-        let own = &mut writes.owned[i];
-        own.written = true;
-        f(&mut own.words);
+        OWNED.set(w.owned.len());
+        f(&mut w.owned[i].words);
     })
 }
 
 /// Adds `delta` to the entry count a write session commits.
 #[inline]
 pub(super) fn count(delta: isize) {
-    LOG.with(|l| l.used.set(l.used.get() + delta));
+    USED.set(USED.get() + delta);
 }
 
 /// Entry `idx` of a bucket whose words `word` reads. Slot `idx` starts at byte `15·idx`:
