@@ -19,7 +19,9 @@
 //!    runs of 4 and of 8 threads), as for the other concurrent maps.
 //! 5. **Lookups during growth**: readers look up a fixed set of keys while a writer inserts
 //!    200,000 more, growing the table a dozen times and clearing it at the end; every lookup
-//!    of a fixed key finds its value until the clear.
+//!    of a fixed key finds its value until the clear. **Lookups beside cuckoo relocations**:
+//!    the same in the smallest table kept 90 % full, the read window of `get` widened by the
+//!    `testing` hook `set_lookup_delay`, so that a lookup trusting a torn read would fail.
 //! 6. Config: the paper layout and bad load factors are refused; `clear` gives the memory
 //!    back; `FromIterator`, `Extend` and `Debug`.
 //!
@@ -27,7 +29,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mlpdex::mlp_index::{ConcurrentMlpIndex, Config, Layout};
 use mlpdex::testing::concurrent::{
@@ -382,6 +384,72 @@ fn lookups_find_every_fixed_key_while_the_table_grows() {
     assert!(map.is_empty());
     assert_eq!(map.get(fixed(0)), None);
     map.check_invariants().unwrap();
+}
+
+/// The lookups' final re-check, under cuckoo relocations. Readers look up fixed keys, always
+/// present with known values, while a writer inserts and removes other keys in the smallest
+/// table (64 buckets) kept about 90 % full, so that its cuckoo placements keep evicting the
+/// fixed keys' entries and moving them between buckets and slots. `set_lookup_delay` widens
+/// the window between a lookup finding an entry and reading it (after it loaded the stripe
+/// versions), so that the writer often moves or replaces the entry within it; every lookup
+/// must still return the key's value, which only the re-check of the versions at the end of
+/// `get` guarantees (without the re-check this test fails).
+#[test]
+fn lookups_stay_exact_while_cuckoo_relocations_move_their_entries() {
+    /// Keys looked up (odd; the other keys are even).
+    const FIXED: u64 = 64;
+    /// Other keys present at once: with the fixed ones, about 90 % of the 256 slots.
+    const CHURN: u64 = 166;
+    /// Insertions of other keys, each with the removal of the oldest.
+    const WRITES: u64 = 20_000;
+    let map = Map::with_config(Config {
+        max_load_factor: Some(0.95),
+        ..Config::default()
+    })
+    .unwrap();
+    let fixed = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let other = |j: u64| j.wrapping_mul(0x2545_F491_4F6C_DD1D) << 1;
+    for i in 0..FIXED {
+        map.insert(fixed(i), i).unwrap();
+    }
+    for j in 0..CHURN {
+        map.insert(other(j), j).unwrap();
+    }
+    let smallest = map.memory_usage();
+    map.set_lookup_delay(8);
+    let done = AtomicBool::new(false);
+    let reader_gone = AtomicBool::new(false);
+    let lookups = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for r in 0..2u64 {
+            let (map, done, reader_gone, lookups) = (&map, &done, &reader_gone, &lookups);
+            s.spawn(move || {
+                // A failed reader must not leave the writer waiting for its lookups.
+                let _gone = Stop(reader_gone);
+                let mut rng = TestRng::new(0x5EED + r);
+                while !done.load(Ordering::Acquire) {
+                    let i = rng.next_u64() % FIXED;
+                    assert_eq!(map.get(fixed(i)), Some(i), "fixed key {i}");
+                    lookups.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        let _stop = Stop(&done);
+        for j in CHURN..CHURN + WRITES {
+            assert_eq!(map.insert(other(j), j).unwrap(), None);
+            assert_eq!(map.remove(other(j - CHURN)), Some(j - CHURN));
+            // Waits for a lookup to complete: a lookup reads again whenever a write changed
+            // its buckets, so back-to-back writes would leave the readers checking nothing.
+            let seen = lookups.load(Ordering::Relaxed);
+            while lookups.load(Ordering::Relaxed) == seen && !reader_gone.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+        }
+    });
+    // Still the smallest table: the writes moved entries within it rather than growing it.
+    assert_eq!(map.memory_usage(), smallest);
+    map.check_invariants().unwrap();
+    assert_eq!(map.len(), (FIXED + CHURN) as usize);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -132,6 +132,9 @@ pub struct ConcurrentMlpIndex {
     len: AtomicUsize,
     bytes: AtomicUsize,
     config: Config,
+    /// Test hook: see [`set_lookup_delay`](Self::set_lookup_delay).
+    #[cfg(feature = "testing")]
+    lookup_delay: AtomicU32,
 }
 
 /// Where the buckets of the current table are.
@@ -174,6 +177,8 @@ impl ConcurrentMlpIndex {
             writer: RwLock::new(Writer { raw: None }),
             len: AtomicUsize::new(0),
             config,
+            #[cfg(feature = "testing")]
+            lookup_delay: AtomicU32::new(0),
         })
     }
 
@@ -224,6 +229,8 @@ impl ConcurrentMlpIndex {
                 if lengths & 1 << len != 0
                     && let Some(l) = view.find(&pr[len as usize])
                 {
+                    #[cfg(feature = "testing")]
+                    self.delay_lookup();
                     let (leaf, w0) = view.word(l);
                     found = (leaf && view.leaf_suffix_is(l, key)).then_some(w0);
                     break;
@@ -241,6 +248,28 @@ impl ConcurrentMlpIndex {
             if same {
                 return found;
             }
+        }
+    }
+
+    /// Test hook (`testing` feature only, hidden): makes every [`get`](Self::get) of this map
+    /// yield its thread `yields` times (0, the default: not at all) between finding the entry
+    /// of the key in its bucket and reading that entry, which widens the window in which a
+    /// writer can move or replace the entry (a cuckoo relocation, an insertion, a removal)
+    /// under a lookup that has already loaded the stripe versions. Only the lookup's final
+    /// re-check of the versions catches such a torn read; the integration tests use this to
+    /// check that it does.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn set_lookup_delay(&self, yields: u32) {
+        self.lookup_delay.store(yields, Relaxed);
+    }
+
+    /// The pause [`set_lookup_delay`](Self::set_lookup_delay) asks for.
+    #[cfg(feature = "testing")]
+    #[inline(always)]
+    fn delay_lookup(&self) {
+        for _ in 0..self.lookup_delay.load(Relaxed) {
+            std::thread::yield_now();
         }
     }
 
