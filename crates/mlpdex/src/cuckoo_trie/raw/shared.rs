@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crossbeam_epoch::{self as cb, Atomic, Owned};
 
+use super::Padded;
 use super::seqlock::Refused;
 use super::table::{FrozenRead, ReadSession, Torn, WriteSession};
 use super::trie::{Inserted, LeafRef, Params, RawTrie, Retry, Scratch, Seek};
@@ -96,9 +97,13 @@ pub(crate) struct SharedTrie<V> {
     /// Held by whoever freezes the current table (a resize, `clear`, an audit): one at a
     /// time. Writers that find the table frozen wait on it.
     resizer: Mutex<()>,
-    /// Bytes of records, including retired ones not yet reclaimed (shared with the
-    /// reclamation closures, which may run after the map is gone).
-    record_bytes: Arc<AtomicUsize>,
+    /// Bytes of records, including retired ones not yet reclaimed, as one counter per
+    /// scratch slot: a thread adds to and retires through its home slot's counter, so writers
+    /// do not contend for one cache line (an update allocates one record and retires another:
+    /// with one shared counter, four read-modify-writes of one line, counting the `Arc`'s).
+    /// Shared with the reclamation closures, which may run after the map is gone and on
+    /// another thread; a counter may so wrap below zero, and only the sum counts.
+    record_bytes: Box<[Arc<Padded<AtomicUsize>>]>,
     params: Params,
     _values: PhantomData<V>,
 }
@@ -109,10 +114,6 @@ unsafe impl<V: Send + Sync> Send for SharedTrie<V> {}
 // SAFETY: shared access hands out `&V` to many threads (`V: Sync`) and moves values in and
 // out (`V: Send`); the trie itself is synchronized by the protocol of the concurrent map.
 unsafe impl<V: Send + Sync> Sync for SharedTrie<V> {}
-
-/// A value on cache lines of its own, so writers' scratch slots do not share lines.
-#[repr(align(128))]
-struct Padded<T>(T);
 
 /// Scratch slots per map: twice the cores (writers beyond that share slots, waiting on each
 /// other's), at most this many.
@@ -175,7 +176,9 @@ impl<V> SharedTrie<V> {
                 .map(|_| Padded(Mutex::new(Scratch::default())))
                 .collect(),
             resizer: Mutex::new(()),
-            record_bytes: Arc::new(AtomicUsize::new(0)),
+            record_bytes: (0..slots())
+                .map(|_| Arc::new(Padded(AtomicUsize::new(0))))
+                .collect(),
             params,
             _values: PhantomData,
         })
@@ -285,7 +288,14 @@ impl<V> SharedTrie<V> {
 
     /// Bytes of records, retired ones included until reclaimed.
     pub(crate) fn record_bytes(&self) -> usize {
-        self.record_bytes.load(Relaxed)
+        self.record_bytes
+            .iter()
+            .fold(0, |sum, c| sum.wrapping_add(c.load(Relaxed)))
+    }
+
+    /// This thread's record-bytes counter.
+    fn bytes(&self) -> &Arc<Padded<AtomicUsize>> {
+        &self.record_bytes[home_slot() % self.record_bytes.len()]
     }
 
     /// Bytes of the writers' scratch memory (waits for running writers).
@@ -399,7 +409,7 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
         let mut refusals = 0u32;
         loop {
             let trie = self.trie(guard);
-            let bytes = &self.record_bytes;
+            let bytes = self.bytes();
             let mut make = || {
                 *made.get_or_insert_with(|| {
                     let (p, size) = record::alloc(key, slot.take().expect("made once"));
@@ -431,7 +441,7 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
                     if full && let Err(e) = self.resize(trie, guard, RawTrie::grown) {
                         if let Some(p) = made {
                             // SAFETY: made for this key and never committed.
-                            unsafe { drop_record::<V>(p, key.len(), &self.record_bytes) };
+                            unsafe { drop_record::<V>(p, key.len(), self.bytes()) };
                         }
                         return Err(e);
                     }
@@ -549,7 +559,7 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
             old.for_each_leaf(|e| recs.push((e.rec() as usize, e.key_len())));
         }
         self.publish(fresh, guard);
-        let bytes = Arc::clone(&self.record_bytes);
+        let bytes = Arc::clone(self.bytes());
         let free_all = move || {
             for (p, len) in recs {
                 // SAFETY: as in `retire`: unreachable since the publish, each freed once.
@@ -563,7 +573,7 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
 
     /// Drops the record `p` (a `key_len`-byte key) once no reader can reach it.
     fn retire(&self, guard: &Guard, p: *mut u8, key_len: usize) {
-        let bytes = Arc::clone(&self.record_bytes);
+        let bytes = Arc::clone(self.bytes());
         let addr = p as usize;
         let free = move || {
             // SAFETY: the record was unlinked before it was retired, and the epoch has moved

@@ -61,6 +61,7 @@ use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicU64, AtomicUsize};
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
+use super::Padded;
 use super::seqlock::{Bucket, WORDS};
 use crate::Error;
 use crate::substrate::prefetch::prefetch_read;
@@ -181,7 +182,7 @@ pub(crate) struct Table {
     buckets: NonNull<Bucket>,
     nb: usize,
     pub(crate) hasher: Hasher,
-    used: AtomicUsize,
+    used: Padded<AtomicUsize>,
     /// Readers and writers may run concurrently: use the seqlock protocol and sessions.
     shared: bool,
     /// Nonzero while a resize or an audit copies the table: writers may not commit.
@@ -221,7 +222,7 @@ impl Table {
             backing,
             buckets,
             nb,
-            used: AtomicUsize::new(0),
+            used: Padded(AtomicUsize::new(0)),
             shared: false,
             frozen: AtomicU64::new(0),
         })
@@ -373,7 +374,7 @@ impl Table {
             // and `&mut self` means nothing reads it meanwhile.
             Backing::Heap(h) => unsafe { h.ptr.as_ptr().write_bytes(0, h.layout.size()) },
         }
-        self.used = AtomicUsize::new(0);
+        self.used = Padded(AtomicUsize::new(0));
     }
 
     /// Every non-empty entry with its full hash (for audits).
@@ -389,9 +390,11 @@ impl Table {
 
 /// Adds `delta` to the count `c` (relaxed).
 pub(crate) fn add_signed(c: &AtomicUsize, delta: isize) {
-    if delta >= 0 {
+    // An update of a value commits a delta of 0: no store, so no cache-line transfer between
+    // writers.
+    if delta > 0 {
         c.fetch_add(delta as usize, Relaxed);
-    } else {
+    } else if delta < 0 {
         c.fetch_sub(delta.unsigned_abs(), Relaxed);
     }
 }

@@ -31,6 +31,7 @@
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU64, AtomicUsize};
 
+use super::Padded;
 use super::table::{Ent, Full, LEAF, Loc, Table, Torn, add_signed};
 use crate::Error;
 use crate::substrate::region::HugePages;
@@ -293,9 +294,9 @@ pub(crate) struct RawTrie {
     root_ent: [AtomicU64; 2],
     /// First leaf, packed by [`pack`]; changed only with the root's bucket locked.
     head: AtomicU64,
-    len: AtomicUsize,
+    len: Padded<AtomicUsize>,
     /// Moving average of the depth of new leaves, in 1/16 symbols.
-    depth_avg: AtomicUsize,
+    depth_avg: Padded<AtomicUsize>,
     /// Deepest prefix a search prefetches: the average leaf depth plus [`HORIZON_MARGIN`].
     horizon: AtomicUsize,
 }
@@ -358,8 +359,8 @@ impl RawTrie {
             root,
             root_ent: [AtomicU64::new(0), AtomicU64::new(0)],
             head: AtomicU64::new(pack(head)),
-            len: AtomicUsize::new(len),
-            depth_avg: AtomicUsize::new(depth_avg),
+            len: Padded(AtomicUsize::new(len)),
+            depth_avg: Padded(AtomicUsize::new(depth_avg)),
             horizon: AtomicUsize::new(horizon),
         };
         t.refresh_root();
@@ -410,7 +411,7 @@ impl RawTrie {
             }
         }
         self.head = AtomicU64::new(pack(Loc::NULL));
-        self.len = AtomicUsize::new(0);
+        self.len = Padded(AtomicUsize::new(0));
         self.refresh_root();
     }
 

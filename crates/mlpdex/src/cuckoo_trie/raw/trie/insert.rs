@@ -88,14 +88,20 @@ impl RawTrie {
         })
     }
 
-    /// Folds the depth of a new leaf into the average that sets the prefetch horizon.
+    /// Folds the depth of a new leaf into the average that sets the prefetch horizon. Stores
+    /// only what changed: every lookup reads the horizon, and a store takes its cache line
+    /// away from the other cores even when the value stays.
     fn note_leaf_depth(&self, depth: usize) {
         let d16 = depth.min(1 << 20) * 16;
-        let avg = self.depth_avg.load(Relaxed);
-        let avg = avg - avg / 16 + d16 / 16;
-        self.depth_avg.store(avg, Relaxed);
-        self.horizon
-            .store(avg.div_ceil(16) + HORIZON_MARGIN, Relaxed);
+        let old = self.depth_avg.load(Relaxed);
+        let avg = old - old / 16 + d16 / 16;
+        if avg != old {
+            self.depth_avg.store(avg, Relaxed);
+            let horizon = avg.div_ceil(16) + HORIZON_MARGIN;
+            if self.horizon.load(Relaxed) != horizon {
+                self.horizon.store(horizon, Relaxed);
+            }
+        }
     }
 
     /// The first symbol position `>= from` where the strings of `a` and `b` differ (distinct
