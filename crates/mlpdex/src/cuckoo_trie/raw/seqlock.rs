@@ -323,8 +323,25 @@ mod loom_model {
         b.check(f);
     }
 
-    fn buckets() -> Arc<([Bucket<AtomicU64>; 2], AtomicU64)> {
+    /// Two buckets and a table's frozen word.
+    type Shared = ([Bucket<AtomicU64>; 2], AtomicU64);
+
+    fn buckets() -> Arc<Shared> {
         Arc::new(([bucket(), bucket()], AtomicU64::new(0)))
+    }
+
+    /// Runs `writer(me, &shared)` on two threads (`me` 0 and 1) and waits for both.
+    /// (`writer` is `Copy`, not shared through an `Arc`: loom would model its counts too.)
+    fn two_writers(s: &Arc<Shared>, writer: impl Fn(usize, &Shared) + Copy + Send + 'static) {
+        let threads: Vec<_> = (0..2)
+            .map(|me| {
+                let s = s.clone();
+                loom::thread::spawn(move || writer(me, &s))
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 
     /// A writer's copy of bucket `i`, as a write session takes it.
@@ -344,10 +361,7 @@ mod loom_model {
     /// second argument), until a commit succeeds; gives up (returning false) when the table is
     /// frozen. Both buckets count as read, so a changed one is also checked as a bucket the
     /// writer both read and holds.
-    fn write(
-        shared: &([Bucket<AtomicU64>; 2], AtomicU64),
-        mut op: impl FnMut(&mut [Own; 2], &mut [bool; 2]),
-    ) -> bool {
+    fn write(shared: &Shared, mut op: impl FnMut(&mut [Own; 2], &mut [bool; 2])) -> bool {
         let (b, frozen) = shared;
         let mut order = Vec::new();
         loop {
@@ -432,22 +446,14 @@ mod loom_model {
     fn overlapping_writers_lose_no_update() {
         model(|| {
             let s = buckets();
-            let threads: Vec<_> = (0..2)
-                .map(|_| {
-                    let w = s.clone();
-                    loom::thread::spawn(move || {
-                        write(&w, |c, dirty| {
-                            for o in c.iter_mut() {
-                                o.words[0] += 1;
-                            }
-                            *dirty = [true; 2];
-                        });
-                    })
-                })
-                .collect();
-            for t in threads {
-                t.join().unwrap();
-            }
+            two_writers(&s, |_, w| {
+                write(w, |c, dirty| {
+                    for o in c.iter_mut() {
+                        o.words[0] += 1;
+                    }
+                    *dirty = [true; 2];
+                });
+            });
             assert_eq!(s.0[0].word(0), 2);
             assert_eq!(s.0[1].word(0), 2);
         });
@@ -460,22 +466,14 @@ mod loom_model {
     fn reads_are_validated_so_write_skew_is_refused() {
         model(|| {
             let s = buckets();
-            let threads: Vec<_> = (0..2)
-                .map(|me| {
-                    let w = s.clone();
-                    loom::thread::spawn(move || {
-                        write(&w, |c, dirty| {
-                            if c[0].words[0] + c[1].words[0] == 0 {
-                                c[me].words[0] = 1;
-                                dirty[me] = true;
-                            }
-                        });
-                    })
-                })
-                .collect();
-            for t in threads {
-                t.join().unwrap();
-            }
+            two_writers(&s, |me, w| {
+                write(w, |c, dirty| {
+                    if c[0].words[0] + c[1].words[0] == 0 {
+                        c[me].words[0] = 1;
+                        dirty[me] = true;
+                    }
+                });
+            });
             assert_eq!(s.0[0].word(0) + s.0[1].word(0), 1);
         });
     }
@@ -488,30 +486,19 @@ mod loom_model {
     fn bucket_read_before_its_copy_is_checked_at_the_version_read() {
         model(|| {
             let s = buckets();
-            let threads: Vec<_> = (0..2)
-                .map(|_| {
-                    let w = s.clone();
-                    loom::thread::spawn(move || {
-                        let (b, frozen) = &*w;
-                        let mut order = Vec::new();
-                        loop {
-                            let read = copy(b, 0);
-                            let reads = [(0, (read.last >> 32) as u32)];
-                            let mut own = copy(b, 0);
-                            own.words[0] = read.words[0] + 1;
-                            if commit(|i| &b[i], frozen, &[own], &reads[..], &mut order, || {})
-                                .is_ok()
-                            {
-                                break;
-                            }
-                            loom::thread::yield_now();
-                        }
-                    })
-                })
-                .collect();
-            for t in threads {
-                t.join().unwrap();
-            }
+            two_writers(&s, |_, (b, frozen)| {
+                let mut order = Vec::new();
+                loop {
+                    let read = copy(b, 0);
+                    let reads = [(0, (read.last >> 32) as u32)];
+                    let mut own = copy(b, 0);
+                    own.words[0] = read.words[0] + 1;
+                    if commit(|i| &b[i], frozen, &[own], &reads[..], &mut order, || {}).is_ok() {
+                        break;
+                    }
+                    loom::thread::yield_now();
+                }
+            });
             assert_eq!(s.0[0].word(0), 2, "an update was lost");
         });
     }

@@ -274,8 +274,8 @@ impl Drop for ReadSession {
 /// One optimistic write to a shared table (§5, "Updates"): it reads like a [`ReadSession`],
 /// copies a bucket privately when it first changes it (reading that copy from then on), and
 /// [`commit`](Self::commit) installs the copies all at once, if every read still holds, or
-/// refuses (`seqlock::commit`). Dropping
-/// the session without a commit discards the changes: the table never saw them.
+/// refuses (`seqlock::commit`). Dropping the session without a commit discards the changes:
+/// the table never saw them.
 pub(crate) struct WriteSession(());
 
 impl WriteSession {
