@@ -13,7 +13,6 @@ pub(crate) mod typed;
 /// A value on cache lines of its own: for counters every writer updates, so their stores do
 /// not take away lines that every operation reads (and for writers' scratch slots).
 #[repr(align(128))]
-#[derive(Debug, Default)]
 pub(crate) struct Padded<T>(pub(crate) T);
 
 impl<T> core::ops::Deref for Padded<T> {
