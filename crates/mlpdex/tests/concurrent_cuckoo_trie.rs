@@ -606,3 +606,78 @@ fn table_shrinks_back_after_removing_every_key() {
     );
     map.check_invariants().unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// 9. Growth helped by waiting writers
+// ---------------------------------------------------------------------------------------------
+
+/// Keys of three kinds, so that a copy meets every entry kind below and above its split into
+/// tasks: random 8-byte keys (a bushy trie, thousands of tasks), URL-like keys with a long
+/// shared prefix (jump chains at the top), and 1 KiB keys that differ only at the end (long
+/// chains inside tasks).
+fn growth_keys(n: usize) -> Vec<Vec<u8>> {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match i % 8 {
+                0..=4 => x.to_be_bytes().to_vec(),
+                5 | 6 => format!("https://example.com/items/{}/{x:x}", x % 97).into_bytes(),
+                _ => {
+                    let mut k = vec![0xAB; 1024];
+                    k.extend_from_slice(&x.to_be_bytes()[..3]);
+                    k
+                }
+            }
+        })
+        .collect()
+}
+
+/// Writers insert disjoint keys into a map that starts with one bucket, so it grows a dozen
+/// times while they run; the writers that find the table frozen walk subtrees for the
+/// resizing one. Every key must be there with its value, in order, and the trie must audit.
+fn growth_with_helping_writers(writers: usize, n: usize) {
+    let map: Map<u64> = ctrie(growth_config());
+    let keys = growth_keys(n);
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let (map, keys) = (&map, &keys);
+            s.spawn(move || {
+                for i in (w..keys.len()).step_by(writers) {
+                    map.insert(&keys[i], i as u64).expect("insert");
+                }
+            });
+        }
+    });
+    let want: std::collections::BTreeMap<&[u8], u64> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_slice(), i as u64))
+        .collect();
+    assert_eq!(map.len(), want.len());
+    let guard = mlpdex::epoch::pin();
+    let got: Vec<(&[u8], u64)> = map.iter(&guard).map(|(k, v)| (k, *v)).collect();
+    let expect: Vec<(&[u8], u64)> = want.iter().map(|(k, v)| (*k, *v)).collect();
+    assert!(
+        got == expect,
+        "the grown map's contents differ from what was inserted"
+    );
+    let back: Vec<(&[u8], u64)> = map.iter(&guard).rev().map(|(k, v)| (k, *v)).collect();
+    assert!(
+        back.iter().rev().eq(expect.iter()),
+        "reverse iteration differs"
+    );
+    audit(&map, "after growth with helping writers");
+}
+
+#[test]
+fn growth_with_2_helping_writers() {
+    growth_with_helping_writers(2, 60_000);
+}
+
+#[test]
+fn growth_with_8_helping_writers_oversubscribed() {
+    growth_with_helping_writers(8, 60_000);
+}

@@ -114,8 +114,13 @@
 //!   the freeze back out; the freezer waits for those that locked before), builds a complete
 //!   copy in a larger table while readers keep using the frozen one, and publishes the copy
 //!   with one pointer swap; the old table is unmapped when the last reader pinned before the
-//!   swap leaves. Readers never wait for a growth; writers wait for it to finish, then
-//!   continue in the new table. Shrinking after removals and `clear` work the same way.
+//!   swap leaves. Readers never wait for a growth: during one they read the frozen table, and
+//!   after the swap the new one. Writers whose commit the freeze refused *help* with the copy:
+//!   the trie's top levels are walked first, each subtree below them is a task, and helpers
+//!   walk tasks of the old table into runs of entries (with their hashes in the new table)
+//!   while the resizing writer inserts the runs, in key order, into the new table. Then they
+//!   wait for the swap and continue in the new table. Shrinking after removals works the same
+//!   way; `clear` swaps in an empty table.
 //! * Each writer has working memory of its own: the map keeps one slot per concurrent writer
 //!   (twice the cores), taken without contention by a writer of each thread.
 //! * The code with proof obligations (the epoch-protected trie pointer, typed records,
@@ -131,8 +136,11 @@
 //!   relocation) without a separate locking plan per case. A commit is all or nothing, so the
 //!   paper's dirty flag (for stale subtree-max and next pointers during an update) is not
 //!   needed: readers never see a half-made update. Entry bit 19 stays unused.
-//! * Resizing stops writers for the whole copy (readers go on); the paper cites per-bucket
-//!   marking with helping writers, which would bound a writer's wait to one bucket's copy.
+//! * Resizing stops writers for the whole copy (readers go on); they help walk the old table,
+//!   but one thread inserts into the new one, so a writer's wait is the copy's length, not a
+//!   bounded step. The paper cites per-bucket marking (Maier et al.), which bounds it to one
+//!   bucket's copy; here a bucket cannot move alone: every entry's hash, color and links
+//!   change with the table, so the copy is a walk of the trie.
 
 use core::fmt;
 use core::ops::{Bound, ControlFlow, RangeFull};

@@ -29,7 +29,7 @@ use crossbeam_epoch::{self as cb, Atomic, Owned};
 use super::Padded;
 use super::seqlock::Refused;
 use super::table::{FrozenRead, ReadSession, Torn, WriteSession};
-use super::trie::{Inserted, LeafRef, Params, RawTrie, Retry, Scratch, Seek};
+use super::trie::{Inserted, LeafRef, Lobby, Params, RawTrie, Retry, Scratch, Seek};
 use crate::Error;
 use crate::cuckoo_trie::record;
 use crate::epoch::Guard;
@@ -97,6 +97,8 @@ pub(crate) struct SharedTrie<V> {
     /// Held by whoever freezes the current table (a resize, `clear`, an audit): one at a
     /// time. Writers that find the table frozen wait on it.
     resizer: Mutex<()>,
+    /// Where the running resize posts its copy for waiting writers to help with.
+    lobby: Lobby,
     /// Bytes of records, including retired ones not yet reclaimed, as one counter per
     /// scratch slot: a thread adds to and retires through its home slot's counter, so writers
     /// do not contend for one cache line (an update allocates one record and retires another:
@@ -176,6 +178,7 @@ impl<V> SharedTrie<V> {
                 .map(|_| Padded(Mutex::new(Scratch::default())))
                 .collect(),
             resizer: Mutex::new(()),
+            lobby: Lobby::default(),
             record_bytes: (0..slots())
                 .map(|_| Arc::new(Padded(AtomicUsize::new(0))))
                 .collect(),
@@ -341,7 +344,15 @@ impl<V> SharedTrie<V> {
         guard: &Guard,
         resize: impl FnOnce(&RawTrie) -> Result<RawTrie, Error>,
     ) -> Result<(), Error> {
-        let _r = lock(&self.resizer);
+        let _r = match self.resizer.try_lock() {
+            Ok(r) => r,
+            Err(TryLockError::WouldBlock) => {
+                // Another writer resizes already: help it copy, then wait for it.
+                self.help_resize(trie, guard);
+                lock(&self.resizer)
+            }
+            Err(TryLockError::Poisoned(_)) => poisoned(),
+        };
         if !core::ptr::eq(self.trie(guard), trie) {
             return Ok(());
         }
@@ -369,8 +380,25 @@ impl<V> SharedTrie<V> {
         g.flush();
     }
 
-    /// Waits until no resize (or audit, or clear) holds the current table frozen.
-    fn wait_for_resize(&self) {
+    /// Waits until no resize (or audit, or clear) holds `trie`'s table frozen, helping a
+    /// resize copy it meanwhile: until the resize posts its copy (after walking the trie's top
+    /// levels) this spins and yields, then it walks subtrees for it, then it sleeps on the
+    /// resize's lock. A writer that only waited would leave its core idle for the whole copy.
+    fn help_resize(&self, trie: &RawTrie, guard: &Guard) {
+        let mut n = 0u32;
+        while !self.lobby.help(trie) {
+            if !core::ptr::eq(self.trie(guard), trie) {
+                return;
+            }
+            match self.resizer.try_lock() {
+                // Nothing holds the table frozen any more (or a resize failed and thawed it).
+                Ok(_) => return,
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Poisoned(_)) => poisoned(),
+            }
+            back_off(n);
+            n += 1;
+        }
         drop(lock(&self.resizer));
     }
 }
@@ -438,7 +466,8 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
                     let full = session.reads_hold(&trie.table);
                     drop(session);
                     trie.forget(&mut w);
-                    if full && let Err(e) = self.resize(trie, guard, RawTrie::grown) {
+                    if full && let Err(e) = self.resize(trie, guard, |t| t.grown(Some(&self.lobby)))
+                    {
                         if let Some(p) = made {
                             // SAFETY: made for this key and never committed.
                             unsafe { drop_record::<V>(p, key.len(), self.bytes()) };
@@ -464,7 +493,7 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
                 Err(refused) => {
                     trie.forget(&mut w);
                     drop(session);
-                    self.refused(refused, &mut refusals);
+                    self.refused(refused, &mut refusals, trie, guard);
                 }
             }
         }
@@ -510,17 +539,17 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
                 Err(refused) => {
                     trie.forget(&mut w);
                     drop(session);
-                    self.refused(refused, &mut refusals);
+                    self.refused(refused, &mut refusals, trie, guard);
                 }
             }
         }
     }
 
-    /// After a refused commit: waits for the resize that froze the table, or backs off after
-    /// a conflict with another writer.
-    fn refused(&self, why: Refused, refusals: &mut u32) {
+    /// After a refused commit to `trie`: helps the resize that froze the table and waits for
+    /// it, or backs off after a conflict with another writer.
+    fn refused(&self, why: Refused, refusals: &mut u32, trie: &RawTrie, guard: &Guard) {
         match why {
-            Refused::Frozen => self.wait_for_resize(),
+            Refused::Frozen => self.help_resize(trie, guard),
             Refused::Conflict => {
                 back_off(*refusals);
                 *refusals += 1;
@@ -538,7 +567,7 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
             return;
         }
         trie.table.freeze();
-        match trie.shrunk() {
+        match trie.shrunk(Some(&self.lobby)) {
             Ok(smaller) => self.publish(smaller, guard),
             Err(_) => trie.table.thaw(),
         }

@@ -187,6 +187,9 @@ pub(crate) struct Table {
     shared: bool,
     /// Nonzero while a resize or an audit copies the table: writers may not commit.
     frozen: AtomicU64,
+    /// Cuckoo relocations so far, counted while the table is not shared (a resize's builder
+    /// keeps the slots of entries it will patch while this stays the same).
+    moves: AtomicUsize,
 }
 
 // SAFETY: the table owns its buckets (mapped or allocated) like a Box<[Bucket]>.
@@ -225,6 +228,7 @@ impl Table {
             used: Padded(AtomicUsize::new(0)),
             shared: false,
             frozen: AtomicU64::new(0),
+            moves: AtomicUsize::new(0),
         })
     }
 
@@ -318,13 +322,37 @@ impl Table {
         }
     }
 
+    /// Cuckoo relocations in this table while it was not shared: a [`Slot`] returned by
+    /// [`insert_at`](Self::insert_at) still holds its entry while this has not changed.
+    pub(crate) fn moves(&self) -> usize {
+        self.moves.load(Relaxed)
+    }
+
+    fn moved(&self) {
+        if !self.shared {
+            self.moves.store(self.moves.load(Relaxed) + 1, Relaxed);
+        }
+    }
+
+    /// Stores locator `l` into the entry at `s` of an unshared table (a slot from
+    /// [`insert_at`](Self::insert_at) while [`moves`](Self::moves) is unchanged).
+    pub(crate) fn set_loc_at(&self, s: Slot, l: Loc) {
+        debug_assert!(!self.shared);
+        debug_assert!(self.read(s).kind() != EMPTY);
+        let (bits, mask) = Ent::loc_field(l);
+        let b = self.bucket(s.bucket);
+        session::encode_masked(s.idx, bits, mask, |i, v, m| b.store_masked(i, v, m));
+    }
+
     /// Adds `delta` to the entry count: at once, or at the write session's commit.
     #[inline(always)]
     fn count(&self, delta: isize) {
         if self.shared {
             session::count(delta);
         } else {
-            self.add_used(delta);
+            // One writer (invariant 5): no read-modify-write instruction needed.
+            let used = self.used.load(Relaxed).wrapping_add_signed(delta);
+            self.used.store(used, Relaxed);
         }
     }
 

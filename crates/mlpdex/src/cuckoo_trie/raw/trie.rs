@@ -2,8 +2,9 @@
 //!
 //! This file holds the shared types (symbols, search paths, the writer's scratch) and the
 //! [`RawTrie`] itself; its operations live in one file each: `search` (descent, lookups,
-//! seeks, the leaf list), `insert`, `remove`, `resize` (growth and shrinking) and `audit`. The
-//! in-order walk is `super::cursor`.
+//! seeks, the leaf list), `insert`, `remove`, `resize` (growth and shrinking), `migrate` (the
+//! copy a resize makes, shared with helping writers) and `audit`. The in-order walk is
+//! `super::cursor`.
 //!
 //! Non-generic: records are opaque addresses whose key bytes start `val_size` bytes in. The
 //! front end (`super::super`) allocates, fills and frees records.
@@ -38,9 +39,12 @@ use crate::substrate::region::HugePages;
 
 mod audit;
 mod insert;
+mod migrate;
 mod remove;
 mod resize;
 mod search;
+
+pub(crate) use migrate::Lobby;
 
 /// Reads keys as symbol strings; see the module docs.
 #[derive(Clone, Copy, Debug)]

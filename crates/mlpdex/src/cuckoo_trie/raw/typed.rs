@@ -200,7 +200,7 @@ impl<V> TypedTrie<V> {
                     return Ok((cur, Some(old)));
                 }
                 Err(Retry::Torn) => unreachable!("an unshared table is never torn"),
-                Err(Retry::Grow) => match self.raw.grown() {
+                Err(Retry::Grow) => match self.raw.grown(None) {
                     Ok(bigger) => self.raw = bigger,
                     Err(e) => {
                         if let Some(p) = made {
@@ -227,7 +227,7 @@ impl<V> TypedTrie<V> {
     /// returns memory; if it fails the trie stays as it is.
     fn maybe_shrink(&mut self) {
         if self.raw.wants_shrink()
-            && let Ok(smaller) = self.raw.shrunk()
+            && let Ok(smaller) = self.raw.shrunk(None)
         {
             self.raw = smaller;
         }

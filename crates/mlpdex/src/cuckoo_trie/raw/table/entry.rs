@@ -152,6 +152,15 @@ impl Ent {
         self.set(F_LOC_H, l.h.into());
         self.set(F_LOC_C, l.color.into());
     }
+    /// The locator field holding `l`, as (bits, mask) of an entry's 120 bits.
+    #[inline(always)]
+    pub(crate) fn loc_field(l: Loc) -> (u128, u128) {
+        let mut e = Ent::EMPTY;
+        e.set_loc(l);
+        let mask = ((1u128 << (F_LOC_H.1 + F_LOC_C.1)) - 1) << F_LOC_H.0;
+        const _: () = assert!(F_LOC_C.0 == F_LOC_H.0 + F_LOC_H.1);
+        (e.0, mask)
+    }
     pub(crate) fn set_pcolor(&mut self, c: u8) {
         self.set(F_PCOLOR, c.into());
     }

@@ -11,7 +11,13 @@ const BFS_NODES: usize = 512;
 impl Table {
     /// Inserts `e` (whose position fields are ignored) under full hash `h` with a fresh color,
     /// relocating other entries if both buckets are full. Returns the new entry's locator.
-    pub(crate) fn insert(&self, h: u64, mut e: Ent) -> Result<Loc, Full> {
+    pub(crate) fn insert(&self, h: u64, e: Ent) -> Result<Loc, Full> {
+        self.insert_at(h, e).map(|(l, _)| l)
+    }
+
+    /// [`insert`](Self::insert), also returning where the entry went (valid until the next
+    /// cuckoo relocation: see [`moves`](Self::moves)).
+    pub(crate) fn insert_at(&self, h: u64, mut e: Ent) -> Result<(Loc, Slot), Full> {
         debug_assert!(e.kind() != EMPTY);
         let (b1, b2) = self.hasher.buckets(h);
         let tag = (h % TAGS) as u8;
@@ -45,7 +51,7 @@ impl Table {
         e.set(F_SEC, u64::from(slot.bucket != b1));
         self.write(slot, e);
         self.count(1);
-        Ok(Loc { h: h as u32, color })
+        Ok((Loc { h: h as u32, color }, slot))
     }
 
     fn free_slot(&self, bucket: usize) -> Option<usize> {
@@ -95,6 +101,7 @@ impl Table {
                     continue;
                 }
                 if let Some(free) = self.free_slot(alt) {
+                    self.moved();
                     // Move the victim out, then each parent's victim into the slot it freed.
                     let mut to = Slot {
                         bucket: alt,

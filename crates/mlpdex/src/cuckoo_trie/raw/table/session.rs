@@ -452,14 +452,28 @@ pub(super) fn decode(idx: usize, word: impl Fn(usize) -> u64) -> Ent {
 
 /// Writes entry `e` into slot `idx` of a bucket's words through `store(word, value, mask)`.
 #[inline(always)]
-pub(super) fn encode(idx: usize, e: Ent, mut store: impl FnMut(usize, u64, u64)) {
+pub(super) fn encode(idx: usize, e: Ent, store: impl FnMut(usize, u64, u64)) {
+    encode_masked(idx, e.0, ENTRY_MASK, store);
+}
+
+/// Writes the bits of `bits` under `mask` (within an entry's 120) into slot `idx`, as
+/// [`encode`] does.
+#[inline(always)]
+pub(super) fn encode_masked(
+    idx: usize,
+    bits: u128,
+    mask: u128,
+    mut store: impl FnMut(usize, u64, u64),
+) {
+    debug_assert_eq!(mask & !ENTRY_MASK, 0);
     let off = idx * ENTRY_BYTES;
     let (w0, sh) = (off / 8, (off % 8) * 8);
-    let (v, m) = (e.0 << sh, ENTRY_MASK << sh);
+    let e = Ent(bits & mask);
+    let (v, m) = (e.0 << sh, mask << sh);
     store(w0, v as u64, m as u64);
     store(w0 + 1, (v >> 64) as u64, (m >> 64) as u64);
     if sh != 0 {
-        let (v2, m2) = (e.0 >> (128 - sh), ENTRY_MASK >> (128 - sh));
+        let (v2, m2) = (e.0 >> (128 - sh), mask >> (128 - sh));
         store(w0 + 2, v2 as u64, m2 as u64);
     }
 }
