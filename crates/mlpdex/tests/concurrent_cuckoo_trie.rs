@@ -614,9 +614,10 @@ fn table_shrinks_back_after_removing_every_key() {
 /// Keys of three kinds, so that a copy meets every entry kind below and above its split into
 /// tasks: random 8-byte keys (a bushy trie, thousands of tasks), URL-like keys with a long
 /// shared prefix (jump chains at the top), and 1 KiB keys that differ only at the end (long
-/// chains inside tasks).
+/// chains inside tasks). Distinct, so that each has one writer and one expected value.
 fn growth_keys(n: usize) -> Vec<Vec<u8>> {
     let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut seen = std::collections::HashSet::new();
     (0..n)
         .map(|i| {
             x ^= x << 13;
@@ -632,6 +633,7 @@ fn growth_keys(n: usize) -> Vec<Vec<u8>> {
                 }
             }
         })
+        .filter(|k| seen.insert(k.clone()))
         .collect()
 }
 
@@ -680,4 +682,80 @@ fn growth_with_2_helping_writers() {
 #[test]
 fn growth_with_8_helping_writers_oversubscribed() {
     growth_with_helping_writers(8, 60_000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. Explicit resizes: reserve and shrink_to_fit
+// ---------------------------------------------------------------------------------------------
+
+/// `reserve` grows the table and `shrink_to_fit` gives the memory back, the contents staying
+/// as they were; lookups of fixed keys never miss while a driver alternates the two and a
+/// writer churns other keys, which waits for each copy and helps with it.
+#[test]
+fn reserve_and_shrink_to_fit_keep_every_key_while_readers_and_a_writer_run() {
+    let map: Map<u64> = ctrie(default_config());
+    let fixed = growth_keys(20_000);
+    for (i, k) in fixed.iter().enumerate() {
+        map.insert(k, i as u64).expect("insert");
+    }
+    let before = map.mapped_bytes();
+    map.reserve(200_000);
+    let grown = map.mapped_bytes();
+    assert!(grown > before, "reserve kept {before} bytes, now {grown}");
+    map.shrink_to_fit();
+    let shrunk = map.mapped_bytes();
+    assert!(
+        shrunk < grown,
+        "shrink_to_fit kept {grown} bytes, now {shrunk}"
+    );
+    audit(&map, "after reserve and shrink_to_fit");
+    map.reserve(0);
+    assert_eq!(
+        map.mapped_bytes(),
+        shrunk,
+        "reserve(0) resized a table that fits"
+    );
+
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for r in 0..2 {
+            let (map, fixed, stop) = (&map, &fixed, &stop);
+            s.spawn(move || {
+                let guard_every = 64;
+                let mut i = r;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let guard = mlpdex::epoch::pin();
+                    for _ in 0..guard_every {
+                        let k = &fixed[i % fixed.len()];
+                        assert_eq!(map.get(k, &guard), Some(&((i % fixed.len()) as u64)));
+                        i += 7;
+                    }
+                }
+            });
+        }
+        let (map, stop) = (&map, &stop);
+        let writer = s.spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let k = format!("churn-{}", n % 5_000);
+                if n % 3 == 2 {
+                    map.remove(k.as_bytes());
+                } else {
+                    map.insert(k.as_bytes(), n).expect("insert");
+                }
+                n += 1;
+            }
+        });
+        for _ in 0..6 {
+            map.reserve(map.len() * 4);
+            map.shrink_to_fit();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().expect("writer");
+    });
+    let guard = mlpdex::epoch::pin();
+    for (i, k) in fixed.iter().enumerate() {
+        assert_eq!(map.get(k, &guard), Some(&(i as u64)));
+    }
+    audit(&map, "after resizes under churn");
 }

@@ -2619,3 +2619,28 @@ fn with_capacity_does_not_grow_while_filling() {
     assert_eq!(map.len(), n as usize);
     assert!((0..n).all(|i| map.get(&mix64(i).to_be_bytes()) == Some(&i)));
 }
+
+#[test]
+fn shrink_to_fit_returns_a_reservation_and_keeps_every_entry() {
+    let n = 20_000u64;
+    let mut map: CuckooTrie<u64> = CuckooTrie::new();
+    for i in 0..n {
+        map.insert(&mix64(i).to_be_bytes(), i).unwrap();
+    }
+    let grown = map.mapped_bytes();
+    map.shrink_to_fit();
+    assert!(map.mapped_bytes() <= grown, "shrink_to_fit grew the table");
+    let fitted = map.mapped_bytes();
+    map.reserve(50 * n as usize);
+    let reserved = map.mapped_bytes();
+    assert!(reserved > fitted);
+    map.shrink_to_fit();
+    assert!(
+        map.mapped_bytes() < reserved,
+        "shrink_to_fit kept a {reserved}-byte reservation"
+    );
+    map.shrink_to_fit();
+    audit(&map, "shrink_to_fit");
+    assert_eq!(map.len(), n as usize);
+    assert!((0..n).all(|i| map.get(&mix64(i).to_be_bytes()) == Some(&i)));
+}

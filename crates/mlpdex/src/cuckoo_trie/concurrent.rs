@@ -223,6 +223,35 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         self.raw.remove(key, &pin())
     }
 
+    /// Grows the table now, if needed, so that `additional` more keys fit without growing
+    /// during inserts (the estimate of [`CuckooTrie::reserve`](super::CuckooTrie::reserve)).
+    /// The copy is built beside the current table, which readers go on reading; writers wait
+    /// for it and help walk the old table.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses the table; [`try_reserve`](Self::try_reserve) returns
+    /// [`Error::OutOfMemory`] instead.
+    pub fn reserve(&self, additional: usize) {
+        if let Err(e) = self.try_reserve(additional) {
+            panic!("ConcurrentCuckooTrie::reserve: {e}");
+        }
+    }
+
+    /// [`reserve`](Self::reserve), or [`Error::OutOfMemory`] with the map unchanged.
+    pub fn try_reserve(&self, additional: usize) -> Result<(), Error> {
+        self.raw
+            .reserve(self.len().saturating_add(additional), &pin())
+    }
+
+    /// Shrinks the table to the size growth would give the keys present (entries at half the
+    /// load limit), as removals do once the table is a quarter of that full; beside the
+    /// current table, as [`reserve`](Self::reserve) grows it. Keeps the current table if it is
+    /// no larger or the operating system refuses the memory.
+    pub fn shrink_to_fit(&self) {
+        self.raw.shrink_to_fit(&pin());
+    }
+
     /// Removes every key. Readers running meanwhile see the map before or after the clear;
     /// the old table and the values are dropped once no reader can reach them.
     ///

@@ -428,6 +428,13 @@ impl<V> CuckooTrie<V> {
         self.raw.reserve(self.len().saturating_add(additional))
     }
 
+    /// Shrinks the table to the size growth would give the keys present (entries at half the
+    /// load limit), as removals do once the table is a quarter of that full. Keeps the current
+    /// table if it is no larger or the operating system refuses the memory.
+    pub fn shrink_to_fit(&mut self) {
+        self.raw.shrink_to_fit();
+    }
+
     /// The stored key equal to `key` and its value.
     pub fn get_key_value(&self, key: &[u8]) -> Option<(&[u8], &V)> {
         self.raw.get_key_value(key)

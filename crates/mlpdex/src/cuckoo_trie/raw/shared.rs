@@ -356,6 +356,17 @@ impl<V> SharedTrie<V> {
         if !core::ptr::eq(self.trie(guard), trie) {
             return Ok(());
         }
+        self.replace(trie, guard, resize)
+    }
+
+    /// Freezes `trie` (the current one; the caller holds the resizer lock), runs `resize` on
+    /// it and publishes the copy, or thaws it if `resize` fails.
+    fn replace(
+        &self,
+        trie: &RawTrie,
+        guard: &Guard,
+        resize: impl FnOnce(&RawTrie) -> Result<RawTrie, Error>,
+    ) -> Result<(), Error> {
         trie.table.freeze();
         match resize(trie) {
             Ok(new) => {
@@ -366,6 +377,29 @@ impl<V> SharedTrie<V> {
                 trie.table.thaw();
                 Err(e)
             }
+        }
+    }
+
+    /// Grows the table, if needed, so that `keys` keys fit without growing (the estimate of
+    /// `RawTrie::buckets_for`). Writers wait meanwhile, helping with the copy; readers go on.
+    pub(crate) fn reserve(&self, keys: usize, guard: &Guard) -> Result<(), Error> {
+        let _r = lock(&self.resizer);
+        let trie = self.trie(guard);
+        match trie.buckets_for(keys)? {
+            Some(b) => self.replace(trie, guard, |t| t.resized(b, Some(&self.lobby))),
+            None => Ok(()),
+        }
+    }
+
+    /// Shrinks the table to the size growth would give the keys present, unless it is that
+    /// small already; keeps it if the memory is refused.
+    pub(crate) fn shrink_to_fit(&self, guard: &Guard) {
+        let _r = lock(&self.resizer);
+        let trie = self.trie(guard);
+        let b = trie.fit_buckets();
+        if b < trie.table.buckets() {
+            // A refused allocation leaves the current table, as documented.
+            let _ = self.replace(trie, guard, |t| t.resized(b, Some(&self.lobby)));
         }
     }
 

@@ -233,6 +233,17 @@ impl<V> TypedTrie<V> {
         }
     }
 
+    /// Shrinks the table to the size growth would give the keys present, unless it is that
+    /// small already; keeps it if the memory is refused.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        let b = self.raw.fit_buckets();
+        if b < self.raw.table.buckets()
+            && let Ok(smaller) = self.raw.resized(b, None)
+        {
+            self.raw = smaller;
+        }
+    }
+
     /// Grows the table, if needed, so that `keys` keys fit without another growth (estimated;
     /// see `RawTrie::reserve`).
     pub(crate) fn reserve(&mut self, keys: usize) -> Result<(), Error> {

@@ -27,17 +27,31 @@ impl RawTrie {
     /// A copy of this trie in a table sized for its entries at half the load limit.
     #[cold]
     pub(crate) fn shrunk(&self, lobby: Option<&Lobby>) -> Result<RawTrie, Error> {
+        self.resized(self.fit_buckets(), lobby)
+    }
+
+    /// The table size [`shrunk`](Self::shrunk) copies into: the entries at half the load
+    /// limit, at least the initial size.
+    pub(crate) fn fit_buckets(&self) -> usize {
         let entries = self.table.used();
         let want = (entries as f64 / (self.params.max_load_factor / 2.0) / 4.0).ceil() as usize;
-        self.resized(want.max(self.params.initial_buckets), lobby)
+        want.max(self.params.initial_buckets)
     }
 
     /// A copy of this trie in a table large enough that `keys` keys fit without growing, or
-    /// `None` when this one already is. The estimate is [`ENTRIES_PER_KEY`] entries per key;
-    /// the table doubles from its size, so a power-of-two table stays one (its hash reduces
-    /// with a mask).
+    /// `None` when this one already is ([`buckets_for`](Self::buckets_for)).
     #[cold]
     pub(crate) fn reserved(&self, keys: usize) -> Result<Option<RawTrie>, Error> {
+        match self.buckets_for(keys)? {
+            Some(buckets) => self.resized(buckets, None).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The table size in which `keys` keys fit without growing, or `None` when this one is
+    /// large enough. The estimate is [`ENTRIES_PER_KEY`] entries per key; the table doubles
+    /// from its size, so a power-of-two table stays one (its hash reduces with a mask).
+    pub(crate) fn buckets_for(&self, keys: usize) -> Result<Option<usize>, Error> {
         let entries = (keys as f64 * ENTRIES_PER_KEY).ceil() + 1.0;
         let slots = entries / self.params.max_load_factor;
         let mut buckets = self.table.buckets();
@@ -49,10 +63,16 @@ impl RawTrie {
                 .checked_mul(2)
                 .ok_or(Error::OutOfMemory { bytes: usize::MAX })?;
         }
-        self.resized(buckets, None).map(Some)
+        Ok(Some(buckets))
     }
 
-    fn resized(&self, mut buckets: usize, lobby: Option<&Lobby>) -> Result<RawTrie, Error> {
+    /// A copy of this trie in a table of at least `buckets` buckets (more if the copy does not
+    /// fit), with helpers from `lobby`. A shared table must be frozen first.
+    pub(crate) fn resized(
+        &self,
+        mut buckets: usize,
+        lobby: Option<&Lobby>,
+    ) -> Result<RawTrie, Error> {
         let _frozen = self.table.is_shared().then(FrozenRead::begin);
         let mut seed = self.seed;
         for attempt in 0u64.. {
