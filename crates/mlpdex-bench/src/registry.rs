@@ -324,7 +324,14 @@ pub const INDEXES: &[Entry] = &[
         about: "mlpdex Cuckoo Trie for many threads (cuckoo-trie.txt §5), default configuration",
         kind: ONE_OFF,
         keys: KeyWidth::Any,
-        run: exec::serve::<ConcurrentCuckoo>,
+        run: exec::serve::<ConcurrentCuckoo<false>>,
+    },
+    Entry {
+        name: "cuckoo-trie-concurrent-growing",
+        about: "the same, every run measured while a resize driver doubles the table and shrinks it back, again and again",
+        kind: ONE_OFF,
+        keys: KeyWidth::Any,
+        run: exec::serve::<ConcurrentCuckoo<true>>,
     },
     Entry {
         name: "mlp-index",
@@ -492,7 +499,7 @@ pub const ENCODABLE: &[(&str, Runner)] = &[
     ("compact-btree", encoded!(CompactBTreeIndex)),
     ("compact-art", encoded!(CompactArtIndex)),
     ("cuckoo-trie", encoded!(Cuckoo<0>)),
-    ("cuckoo-trie-concurrent", encoded!(ConcurrentCuckoo)),
+    ("cuckoo-trie-concurrent", encoded!(ConcurrentCuckoo<false>)),
     ("skiplist", encoded!(Skiplist<{ usize::MAX }>)),
 ];
 
@@ -758,6 +765,7 @@ mod tests {
             [
                 "fst-crate-set",
                 "cuckoo-trie-concurrent",
+                "cuckoo-trie-concurrent-growing",
                 "mlp-index-concurrent",
                 "mlp-index-concurrent-growing",
                 "{eh,ht,hti,ch}",

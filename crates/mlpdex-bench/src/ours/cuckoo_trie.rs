@@ -1,12 +1,14 @@
 //! `cuckoo-trie` (and `cuckoo-trie-dN`): [`mlpdex::cuckoo_trie::CuckooTrie`] with `u64` values;
-//! `cuckoo-trie-concurrent`: [`mlpdex::cuckoo_trie::ConcurrentCuckooTrie`].
+//! `cuckoo-trie-concurrent` (and `-growing`): [`mlpdex::cuckoo_trie::ConcurrentCuckooTrie`].
 
 use std::ops::Bound;
+use std::sync::Arc;
 
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
 use mlpdex::epoch::pin;
 
-use crate::adapter::{BenchIndex, Caps, fold};
+use super::resize_driver::{Resizable, ResizeDriver};
+use crate::adapter::{BenchIndex, Caps, Merge, fold};
 use crate::keys::Keys;
 
 /// The Cuckoo Trie with prefetch depth `D` (0: the library's default configuration).
@@ -61,19 +63,50 @@ impl<const D: usize> BenchIndex for Cuckoo<D> {
 
 /// The concurrent Cuckoo Trie, default configuration. Scans are its range iterator: validated
 /// batches of the prefetching cursor (the concurrent map's range contract).
-#[derive(Debug)]
-pub struct ConcurrentCuckoo(ConcurrentCuckooTrie<u64>);
+///
+/// With `GROWING` (`cuckoo-trie-concurrent-growing`), every run is measured while a
+/// [`ResizeDriver`] doubles the table and shrinks it back, again and again; comparing the
+/// two indexes' `p999_ns` and `max_ns` on `c` says what a resize costs a lookup.
+pub struct ConcurrentCuckoo<const GROWING: bool> {
+    map: Arc<ConcurrentCuckooTrie<u64>>,
+    driver: Option<ResizeDriver>,
+    rebuilds: Vec<Merge>,
+}
 
-impl ConcurrentCuckoo {
+impl Resizable for ConcurrentCuckooTrie<u64> {
+    fn keys(&self) -> usize {
+        ConcurrentCuckooTrie::len(self)
+    }
+    fn table_bytes(&self) -> usize {
+        self.mapped_bytes()
+    }
+    fn reserve(&self, keys: usize) {
+        ConcurrentCuckooTrie::reserve(self, keys);
+    }
+    fn shrink_to_fit(&self) {
+        ConcurrentCuckooTrie::shrink_to_fit(self);
+    }
+}
+
+impl<const GROWING: bool> std::fmt::Debug for ConcurrentCuckoo<GROWING> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConcurrentCuckoo")
+            .field("len", &self.map.len())
+            .field("growing", &GROWING)
+            .finish()
+    }
+}
+
+impl<const GROWING: bool> ConcurrentCuckoo<GROWING> {
     #[inline]
     fn put(&self, key: &[u8], value: u64) -> Option<u64> {
-        self.0
+        self.map
             .insert(key, value)
             .expect("keys of the benchmark datasets are within the key-length limit")
     }
 }
 
-impl BenchIndex for ConcurrentCuckoo {
+impl<const GROWING: bool> BenchIndex for ConcurrentCuckoo<GROWING> {
     const CAPS: Caps = Caps {
         writes: true,
         ordered: true,
@@ -81,12 +114,16 @@ impl BenchIndex for ConcurrentCuckoo {
     };
 
     fn create(_load_set: &Keys) -> anyhow::Result<Self> {
-        Ok(ConcurrentCuckoo(ConcurrentCuckooTrie::new()))
+        Ok(ConcurrentCuckoo {
+            map: Arc::new(ConcurrentCuckooTrie::new()),
+            driver: None,
+            rebuilds: Vec::new(),
+        })
     }
 
     #[inline]
     fn get(&self, key: &[u8]) -> Option<u64> {
-        self.0.get(key, &pin()).copied()
+        self.map.get(key, &pin()).copied()
     }
 
     #[inline]
@@ -101,7 +138,7 @@ impl BenchIndex for ConcurrentCuckoo {
 
     #[inline]
     fn lower_bound(&self, key: &[u8]) -> Option<u64> {
-        self.0
+        self.map
             .lower_bound(Bound::Included(key), &pin())
             .map(|(_, &v)| v)
     }
@@ -109,7 +146,7 @@ impl BenchIndex for ConcurrentCuckoo {
     #[inline]
     fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
         let guard = pin();
-        self.0
+        self.map
             .range((Bound::Included(start), Bound::Unbounded), &guard)
             .take(n)
             .map(|(_, &v)| v)
@@ -117,6 +154,22 @@ impl BenchIndex for ConcurrentCuckoo {
     }
 
     fn mapped_bytes(&self) -> usize {
-        self.0.mapped_bytes()
+        self.map.mapped_bytes()
+    }
+
+    fn before_run(&mut self) {
+        if GROWING {
+            self.driver = Some(ResizeDriver::start(Arc::clone(&self.map)));
+        }
+    }
+
+    fn after_run(&mut self) {
+        if let Some(d) = self.driver.take() {
+            self.rebuilds.extend(d.stop());
+        }
+    }
+
+    fn take_merges(&mut self) -> Vec<Merge> {
+        std::mem::take(&mut self.rebuilds)
     }
 }

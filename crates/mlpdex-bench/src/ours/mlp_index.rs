@@ -5,12 +5,10 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::Instant;
 
 use mlpdex::mlp_index::{ConcurrentMlpIndex, Config, Layout, MlpIndex};
 
+use super::resize_driver::{Resizable, ResizeDriver};
 use crate::adapter::{BenchIndex, Caps, Merge, fold};
 use crate::baselines::{check_width, u64_key};
 use crate::keys::Keys;
@@ -73,22 +71,29 @@ impl<const L: u8> BenchIndex for Mlp<L> {
 /// `mlp-index-concurrent`: [`ConcurrentMlpIndex`], lock-free lookups and writers taking
 /// turns. Scans are its range iterator (batches of 64 read under the shared lock).
 ///
-/// With `GROWING` (`mlp-index-concurrent-growing`), every run is measured while a resize
-/// driver rebuilds the table again and again: it doubles the table (`reserve(len)`) and
-/// shrinks it back (`shrink_to_fit`), each a full rebuild of several seconds at 10M keys, so
-/// that a rebuild is under way for the whole run. Its rebuilds land in the run's record
-/// (`merges`: entries, seconds, table bytes before and after). Comparing the two indexes'
-/// `p999_ns` and `max_ns` on `c` says how long a lookup waits for a resize.
+/// With `GROWING` (`mlp-index-concurrent-growing`), every run is measured while a
+/// [`ResizeDriver`] rebuilds the table again and again (each rebuild takes seconds at 10M
+/// keys, so one is under way for the whole run). Comparing the two indexes' `p999_ns` and
+/// `max_ns` on `c` says how long a lookup waits for a resize.
 pub struct ConcurrentMlp<const GROWING: bool> {
     map: Arc<ConcurrentMlpIndex>,
-    driver: Option<Driver>,
+    driver: Option<ResizeDriver>,
     rebuilds: Vec<Merge>,
 }
 
-/// The resize driver of a `-growing` run.
-struct Driver {
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<Vec<Merge>>,
+impl Resizable for ConcurrentMlpIndex {
+    fn keys(&self) -> usize {
+        ConcurrentMlpIndex::len(self)
+    }
+    fn table_bytes(&self) -> usize {
+        self.memory_usage()
+    }
+    fn reserve(&self, keys: usize) {
+        ConcurrentMlpIndex::reserve(self, keys);
+    }
+    fn shrink_to_fit(&self) {
+        ConcurrentMlpIndex::shrink_to_fit(self);
+    }
 }
 
 impl<const GROWING: bool> std::fmt::Debug for ConcurrentMlp<GROWING> {
@@ -106,35 +111,6 @@ impl<const GROWING: bool> ConcurrentMlp<GROWING> {
         self.map
             .insert(u64_key(key), value)
             .expect("the system has memory for the benchmark's table")
-    }
-
-    /// Starts the resize driver.
-    fn start_driver(&mut self) {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (map, halt) = (Arc::clone(&self.map), Arc::clone(&stop));
-        let thread = std::thread::spawn(move || {
-            let mut rebuilds = Vec::new();
-            let mut grow = true;
-            while !halt.load(Ordering::Acquire) {
-                let before = map.memory_usage();
-                let t = Instant::now();
-                if grow {
-                    map.reserve(map.len());
-                } else {
-                    map.shrink_to_fit();
-                }
-                rebuilds.push(Merge {
-                    entries: map.len() as u64,
-                    secs: t.elapsed().as_secs_f64(),
-                    filter_secs: 0.0,
-                    old_bytes: before as u64,
-                    new_bytes: map.memory_usage() as u64,
-                });
-                grow = !grow;
-            }
-            rebuilds
-        });
-        self.driver = Some(Driver { stop, thread });
     }
 }
 
@@ -191,15 +167,13 @@ impl<const GROWING: bool> BenchIndex for ConcurrentMlp<GROWING> {
 
     fn before_run(&mut self) {
         if GROWING {
-            self.start_driver();
+            self.driver = Some(ResizeDriver::start(Arc::clone(&self.map)));
         }
     }
 
     fn after_run(&mut self) {
         if let Some(d) = self.driver.take() {
-            d.stop.store(true, Ordering::Release);
-            self.rebuilds
-                .extend(d.thread.join().expect("the resize driver"));
+            self.rebuilds.extend(d.stop());
         }
     }
 

@@ -9,6 +9,7 @@ pub mod hope;
 pub mod hybrid;
 pub mod mlp_index;
 pub mod pi;
+pub mod resize_driver;
 pub mod shortcut_eh;
 pub mod skiplist;
 
