@@ -8,8 +8,9 @@
 //! builder takes the tasks in order. A task nobody has claimed yet it walks itself, streaming
 //! the run straight into the new table; one a helper is walking it waits for. Helpers are
 //! writers of the concurrent map that find the table frozen by this resize: instead of only
-//! waiting, they claim tasks ahead of the builder (at most [`WINDOW`] ahead, which bounds the
-//! memory their runs hold) and walk them. So with two threads the walk of the old table and
+//! waiting, they claim tasks ahead of the builder (from [`LEAD`] to [`WINDOW`] ahead: the
+//! builder walks the next ones itself when a helper falls behind, and the window bounds the
+//! memory helpers' runs hold) and walk them. So with two threads the walk of the old table and
 //! the insertion into the new one overlap.
 //!
 //! Only the builder writes the new table (it is not shared yet), so the insertion needs no
@@ -32,6 +33,8 @@ use super::{RawTrie, broken};
 const SPLIT: usize = 3;
 /// Tasks a helper may walk ahead of the builder.
 const WINDOW: usize = 32;
+/// Tasks right ahead of the builder that helpers leave to it.
+const LEAD: usize = 2;
 /// Records a walker that streams into the builder collects before handing them over.
 const FLUSH: usize = 1024;
 /// How many records ahead the builder prefetches the new table's buckets.
@@ -125,15 +128,20 @@ impl Migration {
         debug_assert_eq!(self.old, old as *const RawTrie as usize);
         let _frozen = old.table.is_shared().then(FrozenRead::begin);
         let mut spins = 0u32;
+        let mut cap = 0;
         loop {
             if self.over.load(Acquire) {
                 return;
             }
-            let i = self.next.load(Relaxed);
+            let taken = self.taken.load(Acquire);
+            let n = self.next.load(Relaxed);
+            // Stay LEAD tasks ahead of the builder: the ones right in front of it, it walks
+            // itself rather than wait for a walk under way.
+            let i = n.max(taken + LEAD);
             if i >= self.tasks.len() {
                 return;
             }
-            if i >= self.taken.load(Acquire) + WINDOW {
+            if i >= taken + WINDOW {
                 // Far enough ahead: wait for the builder.
                 wait(&mut spins);
                 continue;
@@ -141,7 +149,7 @@ impl Migration {
             spins = 0;
             if self
                 .next
-                .compare_exchange(i, i + 1, Relaxed, Relaxed)
+                .compare_exchange(n, i + 1, Relaxed, Relaxed)
                 .is_err()
             {
                 continue;
@@ -155,7 +163,8 @@ impl Migration {
                 // The builder got there first.
                 continue;
             }
-            let mut run = Vec::new();
+            // Sized like the last run, so that pushing rarely reallocates.
+            let mut run = Vec::with_capacity(cap + cap / 4);
             old.walk(
                 &self.hasher,
                 task.frame,
@@ -165,6 +174,7 @@ impl Migration {
                 &mut |_| Ok(()),
             )
             .expect("collecting a run never fails");
+            cap = run.len();
             *lock(&task.run) = run;
             task.state.store(WALKED, Release);
         }
