@@ -65,7 +65,10 @@
 //! shared prefixes (see [`cuckoo_trie`](super)); a single thread, where
 //! [`CuckooTrie`](super::CuckooTrie) is faster without sessions. Measured numbers, the
 //! concurrent map's scaling on 1 and 2 threads included, are in
-//! [`docs/results/cuckoo-trie.md`](../../../../docs/results/cuckoo-trie.md).
+//! [`docs/results/cuckoo-trie.md`](../../../../docs/results/cuckoo-trie.md) and, against other
+//! concurrent maps, [`docs/results/concurrent.md`](../../../../docs/results/concurrent.md);
+//! lookups and writes while the table is copied:
+//! [`docs/results/concurrent-resize.md`](../../../../docs/results/concurrent-resize.md).
 //!
 //! # Contract
 //!
