@@ -22,11 +22,12 @@
 //! single-pass copy knew each hash only just before its insertion).
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
-use std::sync::{Arc, Mutex, MutexGuard};
+use core::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::super::table::{Ent, FrozenRead, Full, Hasher, JUMP, LEAF, Loc, REGULAR, Slot, Table};
 use super::{RawTrie, broken};
+use crate::sync::AtomicU8;
 
 /// Frames on the walk's stack (the root's included) above which a node becomes a task. With
 /// 5-bit symbols that is up to 33³ tasks: about 300 entries each for 10M random keys.
@@ -100,10 +101,55 @@ const CLAIMED: u8 = 1;
 const WALKED: u8 = 2;
 
 /// One subtree to walk: the node's frame, and the run once a helper has walked it.
+///
+/// The hand-off: whoever moves `state` from `FREE` to `CLAIMED` walks the task (a helper, or
+/// the builder, which then streams the run itself). A helper stores the run and then `WALKED`
+/// (release); the builder, finding the task claimed by another, waits for `WALKED` (acquire)
+/// before it takes the run. So each task is walked once, and the builder sees the whole run.
+/// The mutex only gives the run a place to live: the state orders the accesses, so it is
+/// never contended. (Loom model at the end of this file.)
 struct Task {
     frame: Frame,
     state: AtomicU8,
-    run: Mutex<Vec<Rec>>,
+    run: RunSlot,
+}
+
+/// Where a helper leaves a run: a mutex, loom's in the models (so that they see its accesses).
+#[cfg(not(all(test, mlpdex_loom)))]
+type RunSlot = Mutex<Vec<Rec>>;
+#[cfg(all(test, mlpdex_loom))]
+type RunSlot = crate::sync::loom::sync::Mutex<Vec<Rec>>;
+
+impl Task {
+    fn new(frame: Frame) -> Task {
+        Task {
+            frame,
+            state: AtomicU8::new(FREE),
+            run: RunSlot::new(Vec::new()),
+        }
+    }
+
+    /// Claims the task for walking; false when another thread has.
+    fn claim(&self) -> bool {
+        self.state
+            .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
+            .is_ok()
+    }
+
+    /// Hands the run of a task this thread claimed to the builder.
+    fn hand_over(&self, run: Vec<Rec>) {
+        *self.run.lock().unwrap_or_else(PoisonError::into_inner) = run;
+        self.state.store(WALKED, Release);
+    }
+
+    /// The run of a task another thread claimed, once it has handed it over.
+    fn wait_for_run(&self) -> Vec<Rec> {
+        let mut spins = 0u32;
+        while self.state.load(Acquire) != WALKED {
+            wait(&mut spins);
+        }
+        core::mem::take(&mut *self.run.lock().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
 /// A running copy, shared with helpers through the map's [`Lobby`].
@@ -155,11 +201,7 @@ impl Migration {
                 continue;
             }
             let task = &self.tasks[i];
-            if task
-                .state
-                .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
-                .is_err()
-            {
+            if !task.claim() {
                 // The builder got there first.
                 continue;
             }
@@ -175,8 +217,7 @@ impl Migration {
             )
             .expect("collecting a run never fails");
             cap = run.len();
-            *lock(&task.run) = run;
-            task.state.store(WALKED, Release);
+            task.hand_over(run);
         }
     }
 }
@@ -207,11 +248,13 @@ impl Lobby {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves nothing half-changed.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One step of waiting on another thread of the migration.
 fn wait(spins: &mut u32) {
+    #[cfg(all(test, mlpdex_loom))]
+    crate::sync::loom::thread::yield_now();
     if *spins < 64 {
         core::hint::spin_loop();
     } else {
@@ -250,14 +293,7 @@ impl RawTrie {
         let m = Arc::new(Migration {
             old: self as *const RawTrie as usize,
             hasher: new.hasher.clone(),
-            tasks: frames
-                .into_iter()
-                .map(|frame| Task {
-                    frame,
-                    state: AtomicU8::new(FREE),
-                    run: Mutex::new(Vec::new()),
-                })
-                .collect(),
+            tasks: frames.into_iter().map(Task::new).collect(),
             next: AtomicUsize::new(0),
             taken: AtomicUsize::new(0),
             over: AtomicBool::new(false),
@@ -298,7 +334,6 @@ impl RawTrie {
             chain_end: (0, 0),
         };
         let mut own = Vec::with_capacity(FLUSH);
-        let mut spins = 0u32;
         for seg in top.split_inclusive(|r| matches!(r.op, Op::Task(_))) {
             let (recs, task) = match seg.split_last() {
                 Some((
@@ -313,10 +348,7 @@ impl RawTrie {
             let Some(i) = task else { continue };
             let t = &m.tasks[i];
             m.taken.store(i + 1, Release);
-            if t.state
-                .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
-                .is_ok()
-            {
+            if t.claim() {
                 own.clear();
                 self.walk(
                     &m.hasher,
@@ -332,12 +364,7 @@ impl RawTrie {
                 )?;
                 b.feed(&own)?;
             } else {
-                while t.state.load(Acquire) != WALKED {
-                    wait(&mut spins);
-                }
-                spins = 0;
-                let run = core::mem::take(&mut *lock(&t.run));
-                b.feed(&run)?;
+                b.feed(&t.wait_for_run())?;
             }
         }
         while let Some((_, pstart)) = b.stack.pop() {
@@ -601,5 +628,63 @@ impl Builder<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, mlpdex_loom))]
+mod loom_models {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::sync::loom;
+
+    fn run_of(i: u32) -> Vec<Rec> {
+        vec![
+            Rec {
+                ent: Ent::EMPTY,
+                nh: i,
+                op: Op::Leaf,
+            },
+            Rec::close(),
+        ]
+    }
+
+    /// A helper and the builder race for two tasks: every task is walked exactly once, by
+    /// whichever claimed it, and the builder gets each run whole and in order.
+    #[test]
+    fn loom_model_task_runs_reach_the_builder_whole_and_once() {
+        loom::model(|| {
+            let frame = Frame {
+                oha: 0,
+                oc: 0,
+                nha: 0,
+                rem: 0,
+            };
+            let tasks = Arc::new([Task::new(frame), Task::new(frame)]);
+            let walks = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+            let helper = {
+                let (tasks, walks) = (Arc::clone(&tasks), Arc::clone(&walks));
+                loom::thread::spawn(move || {
+                    for (i, t) in tasks.iter().enumerate() {
+                        if t.claim() {
+                            walks.fetch_add(1, Relaxed);
+                            t.hand_over(run_of(i as u32));
+                        }
+                    }
+                })
+            };
+            for (i, t) in tasks.iter().enumerate() {
+                let run = if t.claim() {
+                    walks.fetch_add(1, Relaxed);
+                    run_of(i as u32)
+                } else {
+                    t.wait_for_run()
+                };
+                assert_eq!(run.len(), 2, "task {i}: a run handed over in part");
+                assert_eq!(run[0].nh, i as u32, "task {i}: another task's run");
+            }
+            helper.join().expect("helper");
+            assert_eq!(walks.load(Relaxed), 2, "a task walked twice or never");
+        });
     }
 }
