@@ -3,9 +3,9 @@
 //! in preorder), and one *builder*, the resizing thread, inserts the runs into the new table in
 //! key order.
 //!
-//! The trie's top levels (down to [`SPLIT`] nodes deep) are walked
-//! first; each node one level below becomes a [`Task`] whose subtree is walked separately. The
-//! builder takes the tasks in order. A task nobody has claimed yet it walks itself, streaming
+//! The trie's top levels (down to [`SPLIT`] nodes deep) are walked first; each node one level
+//! below becomes a [`Task`] whose subtree is walked separately. The builder takes the tasks in
+//! order. A task nobody has claimed yet it walks itself, streaming
 //! the run straight into the new table; one a helper is walking it waits for. Helpers are
 //! writers of the concurrent map that find the table frozen by this resize: instead of only
 //! waiting, they claim tasks ahead of the builder (from [`LEAD`] to [`WINDOW`] ahead: the
@@ -19,7 +19,10 @@
 //!
 //! The builder also prefetches: every record carries its new hash, so the buckets it will
 //! insert into [`AHEAD`] records later are requested before they are needed (the old
-//! single-pass copy knew each hash only just before its insertion).
+//! single-pass copy knew each hash only just before its insertion). It links each leaf to the
+//! next, and each internal node to its subtree's greatest leaf, by storing into the slot it
+//! inserted the entry at, unless a cuckoo relocation has happened since ([`Table::moves`]):
+//! only then does it find the entry again.
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicUsize};
