@@ -600,11 +600,8 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
         if !core::ptr::eq(self.trie(guard), trie) || !trie.wants_shrink() {
             return;
         }
-        trie.table.freeze();
-        match trie.shrunk(Some(&self.lobby)) {
-            Ok(smaller) => self.publish(smaller, guard),
-            Err(_) => trie.table.thaw(),
-        }
+        // A refused allocation leaves the current table: shrinking only returns memory.
+        let _ = self.replace(trie, guard, |t| t.shrunk(Some(&self.lobby)));
     }
 
     /// Replaces the trie with an empty one; the old table and the records are dropped once no

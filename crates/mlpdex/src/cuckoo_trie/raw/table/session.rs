@@ -468,12 +468,12 @@ pub(super) fn encode_masked(
     debug_assert_eq!(mask & !ENTRY_MASK, 0);
     let off = idx * ENTRY_BYTES;
     let (w0, sh) = (off / 8, (off % 8) * 8);
-    let e = Ent(bits & mask);
-    let (v, m) = (e.0 << sh, mask << sh);
+    let bits = bits & mask;
+    let (v, m) = (bits << sh, mask << sh);
     store(w0, v as u64, m as u64);
     store(w0 + 1, (v >> 64) as u64, (m >> 64) as u64);
     if sh != 0 {
-        let (v2, m2) = (e.0 >> (128 - sh), mask >> (128 - sh));
+        let (v2, m2) = (bits >> (128 - sh), mask >> (128 - sh));
         store(w0 + 2, v2 as u64, m2 as u64);
     }
 }

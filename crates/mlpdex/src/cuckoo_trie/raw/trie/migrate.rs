@@ -98,6 +98,19 @@ struct Frame {
     rem: u64,
 }
 
+impl Frame {
+    /// The frame of regular node `e`, whose name hashes to `oh` in the old table (`ohs`) and
+    /// `nh` in the new one (`nhs`).
+    fn of(e: Ent, (ohs, oh): (&Hasher, u64), (nhs, nh): (&Hasher, u64)) -> Frame {
+        Frame {
+            oha: ohs.mul_a(oh),
+            oc: e.color(),
+            nha: nhs.mul_a(nh),
+            rem: e.bitmap(),
+        }
+    }
+}
+
 /// Task states.
 const FREE: u8 = 0;
 const CLAIMED: u8 = 1;
@@ -322,20 +335,18 @@ impl RawTrie {
         m: &Migration,
     ) -> Result<(Loc, Loc), Full> {
         let root_ent = Ent::regular(0, 0, root_bitmap, Loc::NULL).with_by_color(true);
-        let (root, slot) = new.insert_at(0, root_ent)?;
         let mut b = Builder {
             new,
-            stack: vec![(root.color, 0)],
-            pending: vec![Placed {
-                loc: root,
-                slot,
-                moves: new.moves(),
-            }],
+            stack: Vec::new(),
+            pending: Vec::new(),
             prev: None,
             head: Loc::NULL,
             child: 0,
             chain_end: (0, 0),
         };
+        let root = b.insert(0, root_ent)?;
+        b.stack.push((root.loc.color, 0));
+        b.pending.push(root);
         let mut own = Vec::with_capacity(FLUSH);
         for seg in top.split_inclusive(|r| matches!(r.op, Op::Task(_))) {
             let (recs, task) = match seg.split_last() {
@@ -373,7 +384,7 @@ impl RawTrie {
         while let Some((_, pstart)) = b.stack.pop() {
             b.close(pstart);
         }
-        Ok((root, b.head))
+        Ok((root.loc, b.head))
     }
 
     /// Walks the subtree below `start` in preorder into `out` (handing full batches to `flush`,
@@ -457,12 +468,7 @@ impl RawTrie {
                         nh: nhc as u32,
                         op: Op::Node,
                     });
-                    let child = Frame {
-                        oha: oh.mul_a(ohc),
-                        oc: ce.color(),
-                        nha: nh.mul_a(nhc),
-                        rem: ce.bitmap(),
-                    };
+                    let child = Frame::of(ce, (oh, ohc), (nh, nhc));
                     descend(&mut stack, out, tasks, child);
                 }
                 _ => {
@@ -503,12 +509,7 @@ impl RawTrie {
                             op: if k == 0 { Op::FirstJump } else { Op::Jump },
                         });
                     }
-                    let end = Frame {
-                        oha: oh.mul_a(ohh),
-                        oc: r.color(),
-                        nha: nh.mul_a(nhh),
-                        rem: r.bitmap(),
-                    };
+                    let end = Frame::of(r, (oh, ohh), (nh, nhh));
                     descend(&mut stack, out, tasks, end);
                 }
             }
