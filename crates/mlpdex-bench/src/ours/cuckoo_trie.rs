@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
 use mlpdex::epoch::pin;
 
-use super::resize_driver::{Resizable, ResizeDriver};
+use super::resize_driver::{Rebuilds, Resizable};
 use crate::adapter::{BenchIndex, Caps, Merge, fold};
 use crate::keys::Keys;
 
@@ -64,13 +64,12 @@ impl<const D: usize> BenchIndex for Cuckoo<D> {
 /// The concurrent Cuckoo Trie, default configuration. Scans are its range iterator: validated
 /// batches of the prefetching cursor (the concurrent map's range contract).
 ///
-/// With `GROWING` (`cuckoo-trie-concurrent-growing`), every run is measured while a
-/// [`ResizeDriver`] doubles the table and shrinks it back, again and again; comparing the
-/// two indexes' `p999_ns` and `max_ns` on `c` says what a resize costs a lookup.
+/// With `GROWING` (`cuckoo-trie-concurrent-growing`), every run is measured while a resize
+/// driver ([`Rebuilds`]) doubles the table and shrinks it back, again and again; comparing
+/// the two indexes' `p999_ns` and `max_ns` on `c` says what a resize costs a lookup.
 pub struct ConcurrentCuckoo<const GROWING: bool> {
     map: Arc<ConcurrentCuckooTrie<u64>>,
-    driver: Option<ResizeDriver>,
-    rebuilds: Vec<Merge>,
+    resizes: Rebuilds,
 }
 
 impl Resizable for ConcurrentCuckooTrie<u64> {
@@ -116,8 +115,7 @@ impl<const GROWING: bool> BenchIndex for ConcurrentCuckoo<GROWING> {
     fn create(_load_set: &Keys) -> anyhow::Result<Self> {
         Ok(ConcurrentCuckoo {
             map: Arc::new(ConcurrentCuckooTrie::new()),
-            driver: None,
-            rebuilds: Vec::new(),
+            resizes: Rebuilds::default(),
         })
     }
 
@@ -158,18 +156,14 @@ impl<const GROWING: bool> BenchIndex for ConcurrentCuckoo<GROWING> {
     }
 
     fn before_run(&mut self) {
-        if GROWING {
-            self.driver = Some(ResizeDriver::start(Arc::clone(&self.map)));
-        }
+        self.resizes.start(GROWING, &self.map);
     }
 
     fn after_run(&mut self) {
-        if let Some(d) = self.driver.take() {
-            self.rebuilds.extend(d.stop());
-        }
+        self.resizes.stop();
     }
 
     fn take_merges(&mut self) -> Vec<Merge> {
-        std::mem::take(&mut self.rebuilds)
+        self.resizes.take()
     }
 }

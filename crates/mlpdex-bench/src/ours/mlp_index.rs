@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use mlpdex::mlp_index::{ConcurrentMlpIndex, Config, Layout, MlpIndex};
 
-use super::resize_driver::{Resizable, ResizeDriver};
+use super::resize_driver::{Rebuilds, Resizable};
 use crate::adapter::{BenchIndex, Caps, Merge, fold};
 use crate::baselines::{check_width, u64_key};
 use crate::keys::Keys;
@@ -71,14 +71,13 @@ impl<const L: u8> BenchIndex for Mlp<L> {
 /// `mlp-index-concurrent`: [`ConcurrentMlpIndex`], lock-free lookups and writers taking
 /// turns. Scans are its range iterator (batches of 64 read under the shared lock).
 ///
-/// With `GROWING` (`mlp-index-concurrent-growing`), every run is measured while a
-/// [`ResizeDriver`] rebuilds the table again and again (each rebuild takes seconds at 10M
-/// keys, so one is under way for the whole run). Comparing the two indexes' `p999_ns` and
+/// With `GROWING` (`mlp-index-concurrent-growing`), every run is measured while a resize
+/// driver ([`Rebuilds`]) rebuilds the table again and again (each rebuild takes seconds at
+/// 10M keys, so one is under way for the whole run). Comparing the two indexes' `p999_ns` and
 /// `max_ns` on `c` says how long a lookup waits for a resize.
 pub struct ConcurrentMlp<const GROWING: bool> {
     map: Arc<ConcurrentMlpIndex>,
-    driver: Option<ResizeDriver>,
-    rebuilds: Vec<Merge>,
+    resizes: Rebuilds,
 }
 
 impl Resizable for ConcurrentMlpIndex {
@@ -125,8 +124,7 @@ impl<const GROWING: bool> BenchIndex for ConcurrentMlp<GROWING> {
         check_width::<u64>(load_set, "mlp-index-concurrent")?;
         Ok(ConcurrentMlp {
             map: Arc::new(ConcurrentMlpIndex::new()),
-            driver: None,
-            rebuilds: Vec::new(),
+            resizes: Rebuilds::default(),
         })
     }
 
@@ -166,18 +164,14 @@ impl<const GROWING: bool> BenchIndex for ConcurrentMlp<GROWING> {
     }
 
     fn before_run(&mut self) {
-        if GROWING {
-            self.driver = Some(ResizeDriver::start(Arc::clone(&self.map)));
-        }
+        self.resizes.start(GROWING, &self.map);
     }
 
     fn after_run(&mut self) {
-        if let Some(d) = self.driver.take() {
-            self.rebuilds.extend(d.stop());
-        }
+        self.resizes.stop();
     }
 
     fn take_merges(&mut self) -> Vec<Merge> {
-        std::mem::take(&mut self.rebuilds)
+        self.resizes.take()
     }
 }

@@ -24,14 +24,14 @@ pub trait Resizable: Send + Sync + 'static {
 
 /// A running driver; [`stop`](Self::stop) ends it and returns its rebuilds.
 #[derive(Debug)]
-pub struct ResizeDriver {
+struct ResizeDriver {
     stop: Arc<AtomicBool>,
     thread: JoinHandle<Vec<Merge>>,
 }
 
 impl ResizeDriver {
     /// Starts resizing `map`: `reserve(len)`, then `shrink_to_fit`, and so on.
-    pub fn start<M: Resizable>(map: Arc<M>) -> ResizeDriver {
+    fn start<M: Resizable>(map: Arc<M>) -> ResizeDriver {
         let stop = Arc::new(AtomicBool::new(false));
         let halt = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
@@ -60,8 +60,37 @@ impl ResizeDriver {
     }
 
     /// Stops the driver after its current rebuild; returns every rebuild it made.
-    pub fn stop(self) -> Vec<Merge> {
+    fn stop(self) -> Vec<Merge> {
         self.stop.store(true, Ordering::Release);
         self.thread.join().expect("the resize driver")
+    }
+}
+
+/// A `-growing` twin's resizes: the driver of the run under way, and the rebuilds of the runs
+/// so far (the adapter's `before_run`, `after_run` and `take_merges` forward here).
+#[derive(Debug, Default)]
+pub struct Rebuilds {
+    driver: Option<ResizeDriver>,
+    done: Vec<Merge>,
+}
+
+impl Rebuilds {
+    /// Starts a driver on `map` if `growing`.
+    pub fn start<M: Resizable>(&mut self, growing: bool, map: &Arc<M>) {
+        if growing {
+            self.driver = Some(ResizeDriver::start(Arc::clone(map)));
+        }
+    }
+
+    /// Stops the running driver, if any, keeping its rebuilds.
+    pub fn stop(&mut self) {
+        if let Some(d) = self.driver.take() {
+            self.done.extend(d.stop());
+        }
+    }
+
+    /// The rebuilds kept so far.
+    pub fn take(&mut self) -> Vec<Merge> {
+        std::mem::take(&mut self.done)
     }
 }
