@@ -759,3 +759,100 @@ fn reserve_and_shrink_to_fit_keep_every_key_while_readers_and_a_writer_run() {
     }
     audit(&map, "after resizes under churn");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 11. Batched lookups
+// ---------------------------------------------------------------------------------------------
+
+/// `get_batch` in batches of 1 to 40 keys (on, below and across its 16-key chunks) while
+/// writers grow the table from one bucket and churn other keys: keys present throughout are
+/// always found with their value, churned keys are absent or hold a value of their own (never
+/// another key's), keys never inserted are never found, and once the writers stop every
+/// answer is `get`'s.
+#[test]
+fn batched_lookups_under_growth_and_churn() {
+    let map: Map<u64> = ctrie(growth_config());
+    let keys = growth_keys(24_000);
+    let (fixed, rest) = keys.split_at(8_000);
+    let (grown, absent) = rest.split_at(12_000);
+    for (i, k) in fixed.iter().enumerate() {
+        map.insert(k, i as u64).expect("insert");
+    }
+    let churned: Vec<Vec<u8>> = (0..500)
+        .map(|i| format!("churn-{i}").into_bytes())
+        .collect();
+    let writers_left = std::sync::atomic::AtomicUsize::new(2);
+    std::thread::scope(|s| {
+        for r in 0..2usize {
+            let (map, fixed, churned, absent, writers_left) =
+                (&map, fixed, &churned, absent, &writers_left);
+            s.spawn(move || {
+                let mut round = r;
+                while writers_left.load(std::sync::atomic::Ordering::Acquire) > 0 {
+                    let len = [1, 15, 16, 17, 33, 40][round % 6];
+                    // Each key is chosen with its expectation: 0 fixed, 1 churned, 2 absent.
+                    let picks: Vec<(usize, usize)> = (0..len)
+                        .map(|j| {
+                            let x = round * 41 + j * 7;
+                            match x % 3 {
+                                0 => (0, x % fixed.len()),
+                                1 => (1, x % churned.len()),
+                                _ => (2, x % absent.len()),
+                            }
+                        })
+                        .collect();
+                    let batch: Vec<&[u8]> = picks
+                        .iter()
+                        .map(|&(kind, i)| match kind {
+                            0 => fixed[i].as_slice(),
+                            1 => churned[i].as_slice(),
+                            _ => absent[i].as_slice(),
+                        })
+                        .collect();
+                    let guard = mlpdex::epoch::pin();
+                    let mut out = vec![None; len];
+                    map.get_batch(&batch, &mut out, &guard);
+                    for (&(kind, i), got) in picks.iter().zip(&out) {
+                        match kind {
+                            0 => assert_eq!(*got, Some(&(i as u64)), "fixed key {i}"),
+                            1 => assert!(
+                                got.is_none_or(|v| *v % churned.len() as u64 == i as u64),
+                                "churned key {i} answered {got:?}"
+                            ),
+                            _ => assert_eq!(*got, None, "never-inserted key {i}"),
+                        }
+                    }
+                    round += 1;
+                }
+            });
+        }
+        let (map, grown, churned, writers_left) = (&map, grown, &churned, &writers_left);
+        s.spawn(move || {
+            for (i, k) in grown.iter().enumerate() {
+                map.insert(k, (fixed.len() + i) as u64).expect("insert");
+            }
+            writers_left.fetch_sub(1, std::sync::atomic::Ordering::Release);
+        });
+        s.spawn(move || {
+            for n in 0..60_000u64 {
+                let i = (n * 13) as usize % churned.len();
+                if n % 3 == 2 {
+                    map.remove(&churned[i]);
+                } else {
+                    // A value that names its key: `value % churned.len() == i`.
+                    let v = i as u64 + churned.len() as u64 * n;
+                    map.insert(&churned[i], v).expect("insert");
+                }
+            }
+            writers_left.fetch_sub(1, std::sync::atomic::Ordering::Release);
+        });
+    });
+    let guard = mlpdex::epoch::pin();
+    let all: Vec<&[u8]> = keys.iter().chain(&churned).map(Vec::as_slice).collect();
+    let mut out = vec![None; all.len()];
+    map.get_batch(&all, &mut out, &guard);
+    for (k, got) in all.iter().zip(&out) {
+        assert_eq!(*got, map.get(k, &guard), "get_batch and get differ at rest");
+    }
+    audit(&map, "after batched lookups under growth and churn");
+}

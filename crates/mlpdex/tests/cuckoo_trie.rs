@@ -383,6 +383,7 @@ fn check_all<V: PartialEq + Debug>(
     for p in probes {
         check_seeks(map, oracle, p, ctx)?;
     }
+    check_get_batch(map, oracle, probes, ctx)?;
     if probes.is_empty() {
         return Ok(());
     }
@@ -394,6 +395,41 @@ fn check_all<V: PartialEq + Debug>(
                 check_range(map, oracle, s, e, ctx)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// `get_batch` over the probes and every stored key, in batches whose lengths (1 to 40)
+/// fall on, below and across the 16-key chunks of the batched search: each answer must be
+/// the oracle's.
+fn check_get_batch<V: PartialEq + Debug>(
+    map: &CuckooTrie<V>,
+    oracle: &Oracle<V>,
+    probes: &[Vec<u8>],
+    ctx: &str,
+) -> Result<(), String> {
+    let keys: Vec<&[u8]> = probes
+        .iter()
+        .chain(oracle.keys())
+        .map(Vec::as_slice)
+        .collect();
+    let mut out = vec![None; 40];
+    let mut rest = &keys[..];
+    for len in [1, 15, 16, 17, 33, 40].into_iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (batch, tail) = rest.split_at(len.min(rest.len()));
+        map.get_batch(batch, &mut out);
+        for (k, got) in batch.iter().zip(&out) {
+            ensure!(
+                *got == oracle.get(*k),
+                "{ctx}: get_batch answered {got:?} for {}, in a batch of {}",
+                Escaped(k),
+                batch.len()
+            );
+        }
+        rest = tail;
     }
     Ok(())
 }

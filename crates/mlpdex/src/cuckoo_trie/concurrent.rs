@@ -279,6 +279,35 @@ impl<V> ConcurrentCuckooTrie<V> {
         self.raw.get(key, guard)
     }
 
+    /// [`get`](Self::get) for many keys: `out[i]` answers `keys[i]`.
+    ///
+    /// The searches of 16 keys at a time overlap their DRAM reads: the first buckets of every
+    /// search are prefetched before any search runs, and the records of all leaves found
+    /// before any key is compared. Each answer is linearizable on its own (it validates in a
+    /// read session of its own); the batch is not one snapshot.
+    ///
+    /// ```
+    /// use mlpdex::cuckoo_trie::ConcurrentCuckooTrie;
+    ///
+    /// let t = ConcurrentCuckooTrie::new();
+    /// t.insert(b"apple", 3)?;
+    /// t.insert(b"cherry", 7)?;
+    /// let guard = mlpdex::epoch::pin();
+    /// let keys: [&[u8]; 3] = [b"cherry", b"banana", b"apple"];
+    /// let mut out = [None; 3];
+    /// t.get_batch(&keys, &mut out, &guard);
+    /// assert_eq!(out, [Some(&7), None, Some(&3)]);
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `out` is shorter than `keys`.
+    pub fn get_batch<'g>(&'g self, keys: &[&[u8]], out: &mut [Option<&'g V>], guard: &'g Guard) {
+        assert!(out.len() >= keys.len(), "output shorter than the batch");
+        self.raw.get_batch(keys, out, guard);
+    }
+
     /// True when `key` is stored.
     pub fn contains_key(&self, key: &[u8]) -> bool {
         self.get(key, &pin()).is_some()

@@ -29,7 +29,7 @@ use crossbeam_epoch::{self as cb, Atomic, Owned};
 use super::Padded;
 use super::seqlock::Refused;
 use super::table::{FrozenRead, ReadSession, Torn, WriteSession};
-use super::trie::{Inserted, LeafRef, Lobby, Params, RawTrie, Retry, Scratch, Seek};
+use super::trie::{BATCH, Inserted, LeafRef, Lobby, Params, RawTrie, Retry, Scratch, Seek};
 use crate::Error;
 use crate::cuckoo_trie::record;
 use crate::epoch::Guard;
@@ -230,6 +230,29 @@ impl<V> SharedTrie<V> {
         // SAFETY: a record of the validated state read under `guard` (rule 2); values are
         // never changed in place.
         Some(unsafe { record::value::<V>(rec) })
+    }
+
+    /// The values of `keys`, a chunk of [`BATCH`] at a time (`RawTrie::get_chunk`), each
+    /// searched in a read session of its own: every answer is linearizable, the batch is not
+    /// one snapshot.
+    pub(crate) fn get_batch<'g>(
+        &self,
+        keys: &[&[u8]],
+        out: &mut [Option<&'g V>],
+        guard: &'g Guard,
+    ) {
+        let mut recs = [None; BATCH];
+        for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            let leaf = |k: &[u8]| self.read(guard, |t| t.leaf_for(k));
+            // SAFETY: every leaf comes from a validated session under `guard`, so its record
+            // is freed only after `guard` is dropped (rule 2); every trie of this map shares
+            // the records and their layout, so the chunk's trie may compare them.
+            unsafe { self.trie(guard).get_chunk(ks, leaf, &mut recs) };
+            for (o, r) in os.iter_mut().zip(&recs[..ks.len()]) {
+                // SAFETY: as in `get`.
+                *o = r.map(|p| unsafe { record::value::<V>(p) });
+            }
+        }
     }
 
     /// The first leaf within `bound` from below (`forward`) or the last from above.

@@ -45,6 +45,7 @@ mod resize;
 mod search;
 
 pub(crate) use migrate::Lobby;
+pub(crate) use search::BATCH;
 
 /// Reads keys as symbol strings; see the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -308,7 +309,7 @@ pub(crate) struct RawTrie {
 /// Symbols past the average leaf depth that searches still prefetch. Prefetches beyond a
 /// search's leaf are wasted DRAM reads that compete with the useful ones (16 parallel misses
 /// cost 1.54× one on this machine); the margin covers leaves deeper than average.
-const HORIZON_MARGIN: usize = 3;
+pub(super) const HORIZON_MARGIN: usize = 3;
 
 fn pack(l: Loc) -> u64 {
     u64::from(l.h) | (u64::from(l.color) << 32)

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use super::super::record;
 use super::cursor::Cursor;
 use super::table::{Ent, Loc};
-use super::trie::{Inserted, LeafRef, Params, RawTrie, Retry, Scratch, Seek, stable};
+use super::trie::{BATCH, Inserted, LeafRef, Params, RawTrie, Retry, Scratch, Seek, stable};
 use crate::Error;
 use crate::key::is_empty_range;
 use crate::substrate::prefetch::prefetch_read;
@@ -146,6 +146,23 @@ impl<V> TypedTrie<V> {
         let p = stable(self.raw.get(key))?;
         // SAFETY: the live record of `key`, borrowed with `&self` (module docs).
         Some(unsafe { record::value::<V>(p) })
+    }
+
+    /// The values of `keys`, a chunk of [`BATCH`] at a time (`RawTrie::get_chunk`).
+    pub(crate) fn get_batch<'a>(&'a self, keys: &[&[u8]], out: &mut [Option<&'a V>]) {
+        let mut recs = [None; BATCH];
+        for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            // SAFETY: records are freed only through `&mut self`, and `&self` is borrowed
+            // until the values are used.
+            unsafe {
+                self.raw
+                    .get_chunk(ks, |k| stable(self.raw.leaf_for(k)), &mut recs);
+            }
+            for (o, r) in os.iter_mut().zip(&recs[..ks.len()]) {
+                // SAFETY: the live record of that key, borrowed with `&self` (module docs).
+                *o = r.map(|p| unsafe { record::value::<V>(p) });
+            }
+        }
     }
 
     /// The stored key equal to `key`, and its value.
