@@ -55,6 +55,13 @@
 //!    second, for CI.
 //! 8. `clear()` during concurrent reads, and the table shrinking back (`mapped_bytes()`) after
 //!    every key is removed.
+//! 9. **Growth helped by waiting writers**: 2 and 8 writers fill a one-bucket table with
+//!    random, URL-like and 1 KiB keys; contents both ways and `check_invariants()` after.
+//! 10. **Explicit resizes**: `reserve` and `shrink_to_fit` while readers look up fixed keys
+//!     and a writer churns others.
+//! 11. **Batched lookups**: `get_batch` in batches of 1 to 40 keys while the table grows and
+//!     other keys churn: fixed keys always found, churned keys never answered with another
+//!     key's value, absent keys never found, and `get`'s answers once the writers stop.
 //!
 //! The checks were tried against deliberately broken copies of the map (no seqlock
 //! validation, a visit skipping entries, `insert` returning the new value, retired values
