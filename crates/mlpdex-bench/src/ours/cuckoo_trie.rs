@@ -11,6 +11,23 @@ use super::resize_driver::{Rebuilds, Resizable};
 use crate::adapter::{BenchIndex, Caps, Merge, fold};
 use crate::keys::Keys;
 
+/// Runs a batched lookup that answers with references 64 keys at a time, into a buffer on
+/// the stack (no allocation while timing), and copies the values out.
+fn copied<'a>(
+    keys: &[&[u8]],
+    out: &mut [Option<u64>],
+    mut batch: impl FnMut(&[&[u8]], &mut [Option<&'a u64>]),
+) {
+    let mut refs = [None; 64];
+    for (ks, os) in keys.chunks(64).zip(out.chunks_mut(64)) {
+        let refs = &mut refs[..ks.len()];
+        batch(ks, refs);
+        for (o, r) in os.iter_mut().zip(refs.iter()) {
+            *o = r.copied();
+        }
+    }
+}
+
 /// The Cuckoo Trie with prefetch depth `D` (0: the library's default configuration).
 #[derive(Debug)]
 pub struct Cuckoo<const D: usize>(CuckooTrie<u64>);
@@ -33,6 +50,10 @@ impl<const D: usize> BenchIndex for Cuckoo<D> {
     #[inline]
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.get(key).copied()
+    }
+
+    fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>]) {
+        copied(keys, out, |ks, refs| self.0.get_batch(ks, refs));
     }
 
     #[inline]
@@ -122,6 +143,11 @@ impl<const GROWING: bool> BenchIndex for ConcurrentCuckoo<GROWING> {
     #[inline]
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.map.get(key, &pin()).copied()
+    }
+
+    fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>]) {
+        let guard = pin();
+        copied(keys, out, |ks, refs| self.map.get_batch(ks, refs, &guard));
     }
 
     #[inline]
