@@ -68,7 +68,9 @@
 //! [`docs/results/cuckoo-trie.md`](../../../../docs/results/cuckoo-trie.md) and, against other
 //! concurrent maps, [`docs/results/concurrent.md`](../../../../docs/results/concurrent.md);
 //! lookups and writes while the table is copied:
-//! [`docs/results/concurrent-resize.md`](../../../../docs/results/concurrent-resize.md).
+//! [`docs/results/concurrent-resize.md`](../../../../docs/results/concurrent-resize.md);
+//! batched lookups ([`get_batch`](ConcurrentCuckooTrie::get_batch)) against one at a time:
+//! [`docs/results/concurrent-batch.md`](../../../../docs/results/concurrent-batch.md).
 //!
 //! # Contract
 //!

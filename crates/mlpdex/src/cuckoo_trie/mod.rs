@@ -42,7 +42,9 @@
 //! For large maps (far beyond the last-level cache) of short to medium keys whose unique
 //! prefixes are short: random or hashed ids, integers, user names. A lookup costs about two
 //! DRAM round trips whatever the map's size: one for the trie levels, read in parallel, and one
-//! for the record the leaf points to.
+//! for the record the leaf points to. When the keys come in groups (a multi-get, the probe
+//! side of a join), [`get_batch`](CuckooTrie::get_batch) makes those two rounds once per 16
+//! keys ([`docs/results/concurrent-batch.md`](../../../../docs/results/concurrent-batch.md)).
 //!
 //! When not: keys with long shared prefixes (the `az` shape) read one bucket pair per symbol of
 //! the shared part (§4.7); small maps that fit in cache, where a B-tree is as fast and simpler;
