@@ -597,7 +597,7 @@ mod tests {
     /// A writer and a reader racing on a small map, sized for miri: the seqlocked bucket copies,
     /// read validation, retirement of replaced values and the publication of a grown table all
     /// run with another thread inside them. The reader only ever sees a key with one of the
-    /// values the writer gave it.
+    /// values the writer gave it, one key at a time and in batches.
     #[test]
     fn writer_and_reader_race_on_a_small_map() {
         // 114 keys outgrow the first table; miri, which interprets every probe, runs 20 keys
@@ -629,6 +629,17 @@ mod tests {
                     for i in 0..n {
                         if let Some(&v) = map.get(&i.to_be_bytes(), &guard) {
                             assert!(v == i || v == i + n, "round {round}: key {i} has {v}");
+                        }
+                    }
+                    // The same through batched lookups, whose records are compared after
+                    // their sessions validate.
+                    let keys: Vec<[u8; 8]> = (0..n).map(u64::to_be_bytes).collect();
+                    let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+                    let mut out = vec![None; keys.len()];
+                    map.get_batch(&keys, &mut out, &guard);
+                    for (i, v) in (0..n).zip(&out) {
+                        if let Some(&v) = *v {
+                            assert!(v == i || v == i + n, "round {round}: batched {i} has {v}");
                         }
                     }
                     let mut prev = None;

@@ -811,6 +811,32 @@ mod tests {
         assert_eq!(got, model.into_iter().collect::<Vec<_>>());
     }
 
+    /// `get_batch` against `get` on prefix keys, the empty key, 0x00/0xFF bytes and absent
+    /// keys, in batches that end inside, at and past the 16-key chunks (sized for miri: the
+    /// batched search reads records through raw pointers).
+    #[test]
+    fn get_batch_answers_as_get_does() {
+        let mut t = CuckooTrie::new();
+        let mut keys: Vec<Vec<u8>> = vec![vec![], vec![0], vec![0, 0], vec![0xff; 3]];
+        keys.extend((0u8..30).map(|i| vec![b'k', i, 0xff]));
+        keys.extend((0u8..5).map(|i| vec![b'k'; usize::from(i) + 1]));
+        for (i, k) in keys.iter().enumerate().step_by(2) {
+            t.insert(k, i).unwrap();
+        }
+        let probes: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        for len in [0, 1, 16, 17, probes.len()] {
+            let mut out = vec![None; len + 3];
+            t.get_batch(&probes[..len], &mut out);
+            for (k, got) in probes[..len].iter().zip(&out) {
+                assert_eq!(*got, t.get(k), "key {k:?} in a batch of {len}");
+            }
+            assert!(
+                out[len..].iter().all(Option::is_none),
+                "wrote past the batch"
+            );
+        }
+    }
+
     #[test]
     fn zero_sized_values_and_empty_key() {
         let mut m: CuckooTrie<()> = CuckooTrie::new();
