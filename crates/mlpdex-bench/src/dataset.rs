@@ -17,6 +17,30 @@
 //!   average, 138 bits of unique prefix): popular items make many keys share a long prefix, the
 //!   Cuckoo Trie's worst case (its §4.7).
 //!
+//! Long keys (issue 23), whose sorted neighbours share long prefixes (generators in
+//! `long_keys.rs`; shapes measured at 1M keys, seed 42, by `list --stats`; at 10M keys the
+//! lengths stay and the shared prefixes grow by 2–5 bytes):
+//!
+//! - `paths`: file-system paths (`/home/alice/src/proj/lib/util/strings.rs`) of 3–15
+//!   components: a directory tree grown by preferential attachment (skewed fan-out) at depths
+//!   from a fixed table (so the length does not depend on the key count), files put in
+//!   directories by Zipf weight (a few huge directories, many small ones), realistic names and
+//!   extensions. Mean length 61.9 bytes, mean prefix shared with the sorted neighbour 50.4
+//!   (a real file-path sample had 64 and 52).
+//! - `urls`: host-reversed URLs with paths and queries
+//!   (`com.example.www/products/shoes/item?id=83621&ref=home`): skewed hosts, each with its own
+//!   few sections, 1–6 path segments, a query string on 40%. Mean length 70.3 bytes, mean
+//!   shared prefix 23.3.
+//! - `composite`: binary keys of a multi-tenant secondary index, the tuple (tenant, table,
+//!   string column, primary key) encoded so byte order is tuple order: 4-byte big-endian
+//!   tenant id (Zipf over 300 tenants), 4-byte big-endian table id (a few per tenant), a 5–30
+//!   byte string and a 0x00 terminator, 8-byte big-endian primary key. Contains 0x00 bytes by
+//!   design. Mean length 29.4 bytes, mean shared prefix 15.0.
+//!
+//! `mlpdex-bench list --stats [--keys N] [--seed S]` loads every generated dataset and prints
+//! its [`stats`]: mean length, mean prefix shared with the sorted neighbour, and the distinct
+//! prefixes at depths 1 to 64 bytes.
+//!
 //! File datasets read real key sets: `u64:PATH` (the SOSD binary layout) and `lines:PATH` (one key
 //! per line). As in the Cuckoo Trie paper, every dataset is deduplicated and in random order,
 //! `mono-8` excepted.
@@ -33,6 +57,10 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::keys::Keys;
 use crate::random::{Zipf, below, hash_bytes, hash_u64, shuffle, unit_f64};
+
+mod long_keys;
+
+use long_keys::{CompositeGen, PathGen, UrlGen};
 
 /// A key set to benchmark on.
 #[derive(Clone, Debug)]
@@ -80,6 +108,18 @@ pub const DATASETS: &[(&str, &str)] = &[
     (
         "az",
         "Amazon-review-like item,user,time tuples, 36 bytes, Zipf-popular items (Cuckoo Trie az)",
+    ),
+    (
+        "paths",
+        "file-system paths like /home/alice/src/proj/util/strings.rs, skewed directories, ~60 bytes",
+    ),
+    (
+        "urls",
+        "host-reversed URLs like com.example.www/shop/item?id=83621, skewed hosts, ~70 bytes",
+    ),
+    (
+        "composite",
+        "binary tuples: u32 tenant, u32 table, 0x00-terminated string, u64 key; ~30 bytes",
     ),
     (
         "u64:PATH",
@@ -143,6 +183,20 @@ pub fn load(spec: &str, n: usize, seed: u64) -> Result<Dataset> {
                 let az = AzGen::new(seed, n + reserve);
                 generate(spec, n, reserve, seed, AZ_LEN, |rng, buf| az.make(rng, buf))?
             }
+            "paths" => {
+                let paths = PathGen::new(seed, n + reserve);
+                generate(spec, n, reserve, seed, 68, |rng, buf| paths.make(rng, buf))?
+            }
+            "urls" => {
+                let urls = UrlGen::new(seed);
+                generate(spec, n, reserve, seed, 76, |rng, buf| urls.make(rng, buf))?
+            }
+            "composite" => {
+                let composite = CompositeGen::new(seed, n + reserve);
+                generate(spec, n, reserve, seed, 32, |rng, buf| {
+                    composite.make(rng, buf)
+                })?
+            }
             _ => {
                 let names: Vec<&str> = DATASETS.iter().map(|(name, _)| *name).collect();
                 let suggestion = crate::names::suggest(spec, &names);
@@ -159,6 +213,91 @@ pub fn load(spec: &str, n: usize, seed: u64) -> Result<Dataset> {
         keys,
         reserve,
     })
+}
+
+/// The generated datasets' names: every [`DATASETS`] entry but the file patterns.
+pub fn generated() -> impl Iterator<Item = &'static str> {
+    DATASETS
+        .iter()
+        .map(|&(name, _)| name)
+        .filter(|name| !name.contains(':'))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+/// Prefix lengths at which [`KeyStats`] counts distinct prefixes.
+pub const PREFIX_DEPTHS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// The shape of a key set, as `mlpdex-bench list --stats` prints it: how long the keys are,
+/// how much of each one its sorted neighbour shares (what path compression and a trie's
+/// upper levels can save), and how many distinct prefixes each depth of a byte-wise trie
+/// holds (its width at that depth).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyStats {
+    /// Keys measured.
+    pub keys: usize,
+    /// Mean key length in bytes.
+    pub mean_len: f64,
+    /// Mean length in bytes of the common prefix of each key and the next in sorted order,
+    /// over the `keys - 1` adjacent pairs (0 for fewer than two keys).
+    pub mean_shared_prefix: f64,
+    /// `distinct_prefixes[i]`: distinct prefixes of `PREFIX_DEPTHS[i]` bytes; a key shorter
+    /// than that counts as itself.
+    pub distinct_prefixes: [usize; PREFIX_DEPTHS.len()],
+}
+
+/// Measures `keys`: sorts references to them (16 bytes a key, the keys are not copied), then
+/// one pass over adjacent pairs.
+///
+/// Sorted, the truncations of the keys to `d` bytes are sorted too, so equal truncations are
+/// adjacent and the distinct ones are one plus the adjacent pairs whose truncations differ:
+/// those of different truncated lengths, or sharing less than the truncated length.
+pub fn stats(keys: &Keys) -> KeyStats {
+    let mut sorted: Vec<&[u8]> = keys.iter().collect();
+    sorted.sort_unstable();
+    let mut shared_sum = 0u64;
+    let mut distinct = [usize::from(!sorted.is_empty()); PREFIX_DEPTHS.len()];
+    for pair in sorted.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let shared = common_prefix(a, b);
+        shared_sum += shared as u64;
+        for (count, &depth) in distinct.iter_mut().zip(&PREFIX_DEPTHS) {
+            let (da, db) = (a.len().min(depth), b.len().min(depth));
+            if da != db || shared < da {
+                *count += 1;
+            }
+        }
+    }
+    KeyStats {
+        keys: keys.len(),
+        mean_len: keys.mean_len(),
+        mean_shared_prefix: if sorted.len() < 2 {
+            0.0
+        } else {
+            shared_sum as f64 / (sorted.len() - 1) as f64
+        },
+        distinct_prefixes: distinct,
+    }
+}
+
+/// Length of the longest common prefix of `a` and `b`, eight bytes at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return i + ((x ^ y).leading_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -708,12 +847,24 @@ fn load_lines(spec: &str, path: &str, n: usize, seed: u64) -> Result<(Keys, Keys
 
 #[cfg(test)]
 mod tests {
+    use super::long_keys::{
+        COMPOSITE_MAX_STR, COMPOSITE_MAX_TABLES, COMPOSITE_MIN_STR, COMPOSITE_TENANTS,
+    };
     use super::*;
-    use hashbrown::HashSet;
+    use hashbrown::{HashMap, HashSet};
     use std::io::Write;
 
     const GENERATED: &[&str] = &[
-        "rand-8", "mono-8", "rand-16", "dec-a", "dec-b", "email", "az",
+        "rand-8",
+        "mono-8",
+        "rand-16",
+        "dec-a",
+        "dec-b",
+        "email",
+        "az",
+        "paths",
+        "urls",
+        "composite",
     ];
 
     fn check_distinct(ds: &Dataset) {
@@ -754,6 +905,61 @@ mod tests {
         }
         // Small sets still get a 1000-key reserve.
         assert_eq!(load("rand-8", 10, 1).unwrap().reserve.len(), 1000);
+    }
+
+    #[test]
+    fn generated_lists_every_generated_dataset() {
+        let mut listed: Vec<&str> = generated().collect();
+        listed.sort_unstable();
+        let mut tested = GENERATED.to_vec();
+        tested.sort_unstable();
+        assert_eq!(listed, tested);
+    }
+
+    #[test]
+    fn stats_of_a_hand_made_set() {
+        let keys: Keys = [
+            &b"abce"[..],
+            b"b",
+            b"0123456789B",
+            b"",
+            b"abx",
+            b"0123456789A",
+            b"abcd",
+        ]
+        .into_iter()
+        .collect();
+        let s = stats(&keys);
+        assert_eq!(s.keys, 7);
+        // 0 + 11 + 11 + 4 + 4 + 3 + 1 bytes.
+        assert_eq!(s.mean_len, 34.0 / 7.0);
+        // Sorted: "", 0123456789A, 0123456789B, abcd, abce, abx, b; each shares with the next
+        // 0, 10 (past the first 8-byte word), 0, 3, 2 and 0 bytes.
+        assert_eq!(s.mean_shared_prefix, 15.0 / 6.0);
+        // Depth 1: "", 0, a, b. Depth 2: "", 01, ab, b. Depth 4: "", 0123, abcd, abce, abx, b;
+        // depth 8 the same with 01234567. From 16 on every key is whole, and distinct.
+        assert_eq!(s.distinct_prefixes, [4, 4, 6, 6, 7, 7, 7]);
+
+        let empty = stats(&Keys::new());
+        assert_eq!(
+            (
+                empty.keys,
+                empty.mean_shared_prefix,
+                empty.distinct_prefixes
+            ),
+            (0, 0.0, [0; PREFIX_DEPTHS.len()])
+        );
+        let one: Keys = [&b"key"[..]].into_iter().collect();
+        let one = stats(&one);
+        assert_eq!(
+            (one.mean_len, one.mean_shared_prefix, one.distinct_prefixes),
+            (3.0, 0.0, [1; PREFIX_DEPTHS.len()])
+        );
+        // A duplicate adds no distinct prefix and shares its whole length.
+        let twice: Keys = [&b"ab"[..], b"ab"].into_iter().collect();
+        let twice = stats(&twice);
+        assert_eq!(twice.mean_shared_prefix, 2.0);
+        assert_eq!(twice.distinct_prefixes, [1; PREFIX_DEPTHS.len()]);
     }
 
     #[test]
@@ -870,6 +1076,160 @@ mod tests {
             .sum();
         let mean_lcp = lcp as f64 / (sorted.len() - 1) as f64;
         assert!(mean_lcp >= 10.0, "mean common prefix {mean_lcp}");
+    }
+
+    /// Loads `name` with `n` keys and `seed`, and checks that it is distinct, deterministic
+    /// from the seed and different under another seed.
+    fn load_checked(name: &str, n: usize, seed: u64) -> Dataset {
+        let ds = load(name, n, seed).unwrap();
+        check_distinct(&ds);
+        let again = load(name, n, seed).unwrap();
+        assert_eq!(ds.keys, again.keys, "{name}: not deterministic");
+        assert_eq!(ds.reserve, again.reserve, "{name}: not deterministic");
+        assert_ne!(
+            ds.keys,
+            load(name, n, seed + 1).unwrap().keys,
+            "{name}: seed ignored"
+        );
+        ds
+    }
+
+    #[test]
+    fn paths_shape() {
+        let ds = load_checked("paths", 100_000, 8);
+        let mut per_dir: HashMap<&[u8], usize> = HashMap::new();
+        for key in ds.keys.iter().chain(ds.reserve.iter()) {
+            let s = std::str::from_utf8(key).unwrap();
+            assert!(
+                s.starts_with('/') && !s.ends_with('/') && !s.contains("//"),
+                "{s}"
+            );
+            let components = s.matches('/').count();
+            assert!(
+                (3..=15).contains(&components),
+                "{components} components: {s}"
+            );
+            let dir = &key[..key.iter().rposition(|&b| b == b'/').unwrap()];
+            *per_dir.entry(dir).or_default() += 1;
+        }
+        let s = stats(&ds.keys);
+        assert!((50.0..=70.0).contains(&s.mean_len), "{s:?}");
+        assert!(
+            (35.0..=60.0).contains(&s.mean_shared_prefix),
+            "mean shared prefix: {s:?}"
+        );
+        // Skewed directories: a few with thousands of files, most with a handful.
+        let mut sizes: Vec<usize> = per_dir.into_values().collect();
+        sizes.sort_unstable();
+        let largest = sizes[sizes.len() - 1];
+        let median = sizes[sizes.len() / 2];
+        assert!(
+            largest > 2000 && median <= 5,
+            "largest {largest}, median {median}"
+        );
+    }
+
+    #[test]
+    fn urls_shape() {
+        let ds = load_checked("urls", 100_000, 9);
+        let (mut google, mut queries) = (0, 0);
+        let mut hosts: HashSet<&[u8]> = HashSet::new();
+        for key in ds.keys.iter() {
+            let s = std::str::from_utf8(key).unwrap();
+            let (url, query) = match s.split_once('?') {
+                Some((url, query)) => {
+                    queries += 1;
+                    assert!(!query.is_empty() && query.contains('='), "{s}");
+                    (url, Some(query))
+                }
+                None => (s, None),
+            };
+            let (host, path) = url.split_once('/').unwrap();
+            assert!(host.contains('.'), "{s}");
+            let segments = path.split('/').count();
+            assert!((1..=6).contains(&segments), "{segments} segments: {s}");
+            assert!(path.split('/').all(|seg| !seg.is_empty()), "{s}");
+            assert!(query.is_none_or(|q| !q.contains('/')), "{s}");
+            google += usize::from(host == "com.google.www");
+            hosts.insert(host.as_bytes());
+        }
+        let n = ds.keys.len() as f64;
+        assert!(google as f64 / n > 0.05, "com.google.www share {google}");
+        let query_share = queries as f64 / n;
+        assert!(
+            (0.3..=0.5).contains(&query_share),
+            "query share {query_share}"
+        );
+        assert!(hosts.len() > 10_000, "only {} hosts", hosts.len());
+        let s = stats(&ds.keys);
+        assert!((60.0..=80.0).contains(&s.mean_len), "{s:?}");
+        assert!(
+            (12.0..=35.0).contains(&s.mean_shared_prefix),
+            "mean shared prefix: {s:?}"
+        );
+    }
+
+    /// A `composite` key's fields: tenant, table, string column, primary key.
+    fn composite_fields(key: &[u8]) -> (u32, u32, &[u8], u64) {
+        let tenant = u32::from_be_bytes(key[..4].try_into().unwrap());
+        let table = u32::from_be_bytes(key[4..8].try_into().unwrap());
+        let rest = &key[8..];
+        let end = rest
+            .iter()
+            .position(|&b| b == 0)
+            .expect("a 0x00 terminator");
+        assert_eq!(
+            rest.len() - end - 1,
+            8,
+            "8 bytes after the terminator: {key:?}"
+        );
+        let pk = u64::from_be_bytes(rest[end + 1..].try_into().unwrap());
+        (tenant, table, &rest[..end], pk)
+    }
+
+    #[test]
+    fn composite_shape() {
+        let ds = load_checked("composite", 100_000, 10);
+        let mut tables: HashMap<u32, HashSet<u32>> = HashMap::new();
+        let mut per_tenant: HashMap<u32, usize> = HashMap::new();
+        for key in ds.keys.iter().chain(ds.reserve.iter()) {
+            let (tenant, table, column, _) = composite_fields(key);
+            assert!(
+                (COMPOSITE_MIN_STR..=COMPOSITE_MAX_STR).contains(&column.len()),
+                "{key:?}"
+            );
+            assert!(
+                column.iter().all(|&b| b.is_ascii_graphic() || b == b' '),
+                "{key:?}"
+            );
+            tables.entry(tenant).or_default().insert(table);
+            *per_tenant.entry(tenant).or_default() += 1;
+        }
+        assert!(
+            (200..=COMPOSITE_TENANTS as usize).contains(&tables.len()),
+            "{} tenants",
+            tables.len()
+        );
+        assert!(
+            tables
+                .values()
+                .all(|t| t.len() <= COMPOSITE_MAX_TABLES as usize)
+        );
+        let largest = per_tenant.values().copied().max().unwrap();
+        let share = largest as f64 / (ds.keys.len() + ds.reserve.len()) as f64;
+        assert!(share > 0.03, "largest tenant's share {share}");
+        // Byte order is tuple order.
+        let mut by_bytes: Vec<&[u8]> = ds.keys.iter().take(5000).collect();
+        let mut by_tuple = by_bytes.clone();
+        by_bytes.sort_unstable();
+        by_tuple.sort_unstable_by(|a, b| composite_fields(a).cmp(&composite_fields(b)));
+        assert_eq!(by_bytes, by_tuple);
+        let s = stats(&ds.keys);
+        assert!((25.0..=40.0).contains(&s.mean_len), "{s:?}");
+        assert!(
+            (10.0..=25.0).contains(&s.mean_shared_prefix),
+            "mean shared prefix: {s:?}"
+        );
     }
 
     #[test]
@@ -1014,7 +1374,16 @@ mod tests {
     #[test]
     #[ignore]
     fn timing() {
-        for name in ["rand-8", "rand-16", "dec-a", "email", "az"] {
+        for name in [
+            "rand-8",
+            "rand-16",
+            "dec-a",
+            "email",
+            "az",
+            "paths",
+            "urls",
+            "composite",
+        ] {
             let t = std::time::Instant::now();
             let ds = load(name, 10_000_000, 1).unwrap();
             eprintln!(

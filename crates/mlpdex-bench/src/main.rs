@@ -27,8 +27,9 @@ struct Cli {
 enum Command {
     /// Load indexes with a dataset and run workloads; print a table, optionally append JSON.
     Run(RunArgs),
-    /// List indexes, datasets and workloads.
-    List,
+    /// List indexes, datasets and workloads; with `--stats`, measure the generated datasets'
+    /// shapes instead.
+    List(ListArgs),
     /// Measure DRAM latency and memory-level parallelism on this machine (and cache the latency).
     MlpProbe(ProbeArgs),
     /// Measure range filters (SuRF) and Bloom filters: false-positive rate, query and build
@@ -80,7 +81,8 @@ struct RunArgs {
     /// Comma-separated index names, or `all`.
     #[arg(long, default_value = "all")]
     index: String,
-    /// Dataset: rand-8, mono-8, rand-16, dec-a, dec-b, email, az, u64:PATH, lines:PATH.
+    /// Dataset: rand-8, mono-8, rand-16, dec-a, dec-b, email, az, paths, urls, composite,
+    /// u64:PATH, lines:PATH.
     #[arg(long, default_value = "rand-8")]
     dataset: String,
     /// Keys to load (accepts 10M, 500k, 2G).
@@ -137,6 +139,22 @@ struct RunArgs {
     /// JSON's `series` (for insert-latency plots during growth); 0 turns it off.
     #[arg(long, default_value_t = 0, value_parser = parse_count)]
     latency_series: usize,
+}
+
+#[derive(clap::Args, Debug)]
+struct ListArgs {
+    /// Instead of the lists, load every generated dataset and print one row of statistics
+    /// for each: keys, mean length, mean prefix shared with the next key in sorted order (in
+    /// bytes), and the number of distinct prefixes of 1, 2, 4, 8, 16, 32 and 64 bytes (a key
+    /// shorter than that counts whole). Times go to stderr.
+    #[arg(long)]
+    stats: bool,
+    /// Keys per dataset for `--stats` (accepts 10M, 500k).
+    #[arg(long, default_value = "1M", value_parser = parse_count, requires = "stats")]
+    keys: usize,
+    /// Seed of the datasets for `--stats`.
+    #[arg(long, default_value_t = 42, requires = "stats")]
+    seed: u64,
 }
 
 #[derive(clap::Args, Debug)]
@@ -300,7 +318,8 @@ fn main() -> Result<()> {
         Command::Run(args) => run(args),
         Command::Child => harness::child::serve(),
         Command::Suite(args) => run_suite(args),
-        Command::List => {
+        Command::List(args) if args.stats => list_stats(args.keys, args.seed),
+        Command::List(_) => {
             list();
             Ok(())
         }
@@ -627,6 +646,53 @@ fn list() {
     println!("HOPE encoders (<index>+<scheme>, surf-...+<scheme>, or --encoder):");
     println!("  schemes: {}", schemes.join(", "));
     println!("  indexes: {}, and every SuRF filter", bases.join(", "));
+}
+
+/// `list --stats`: every generated dataset at `keys` keys, one row of [`dataset::stats`] each,
+/// printed as soon as it is measured; generation and measuring times to stderr.
+fn list_stats(keys: usize, seed: u64) -> Result<()> {
+    use std::time::Instant;
+    let names: Vec<&str> = dataset::generated().collect();
+    let width = names
+        .iter()
+        .map(|n| n.len())
+        .max()
+        .unwrap_or(0)
+        .max("dataset".len());
+    println!(
+        "generated datasets, {keys} keys, seed {seed}: mean length and mean prefix shared with \
+         the sorted neighbour in bytes; pN: distinct N-byte prefixes"
+    );
+    print!(
+        "{:<width$} {:>10} {:>8} {:>8}",
+        "dataset", "keys", "length", "shared"
+    );
+    for depth in dataset::PREFIX_DEPTHS {
+        print!(" {:>9}", format!("p{depth}"));
+    }
+    println!();
+    for name in names {
+        let start = Instant::now();
+        let ds = dataset::load(name, keys, seed)?;
+        let generated = start.elapsed();
+        let s = dataset::stats(&ds.keys);
+        eprintln!(
+            "{name}: generated {} + {} reserve keys in {:.2} s, measured in {:.2} s",
+            ds.keys.len(),
+            ds.reserve.len(),
+            generated.as_secs_f64(),
+            (start.elapsed() - generated).as_secs_f64()
+        );
+        print!(
+            "{name:<width$} {:>10} {:>8.1} {:>8.1}",
+            s.keys, s.mean_len, s.mean_shared_prefix
+        );
+        for count in s.distinct_prefixes {
+            print!(" {count:>9}");
+        }
+        println!();
+    }
+    Ok(())
 }
 
 fn mlp_probe(args: ProbeArgs) -> Result<()> {

@@ -491,6 +491,44 @@ rounds = 1
 }
 
 #[test]
+fn list_stats_measures_every_generated_dataset() {
+    let out = bench()
+        .args(["list", "--stats", "--keys", "2k", "--seed", "3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    // A title, a header, then one row per generated dataset.
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    for name in ["rand-8", "mono-8", "email", "paths", "urls", "composite"] {
+        assert!(names.contains(&name), "{name} missing from\n{stdout}");
+    }
+    assert!(!names.iter().any(|n| n.contains(':')), "{stdout}");
+    for row in &rows {
+        // Name, keys, length, shared prefix, distinct prefixes at 7 depths.
+        assert_eq!(row.len(), 11, "{stdout}");
+        assert_eq!(row[1], "2000", "{stdout}");
+    }
+    let rand8 = rows.iter().find(|r| r[0] == "rand-8").unwrap();
+    assert_eq!(rand8[2], "8.0", "{stdout}");
+    assert_eq!(rand8[10], "2000", "{stdout}");
+    assert!(
+        stderr.contains("paths: generated 2000 + 1000 reserve keys"),
+        "{stderr}"
+    );
+
+    // The statistics' options need --stats.
+    let out = bench().args(["list", "--keys", "10"]).output().unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
 fn list_groups_main_indexes_apart_from_sweep_variants_with_aligned_columns() {
     let out = bench().arg("list").output().unwrap();
     assert!(out.status.success());
