@@ -29,7 +29,7 @@ use crossbeam_epoch::{self as cb, Atomic, Owned};
 use super::Padded;
 use super::seqlock::Refused;
 use super::table::{FrozenRead, ReadSession, Torn, WriteSession};
-use super::trie::{BATCH, Inserted, LeafRef, Lobby, Params, RawTrie, Retry, Scratch, Seek};
+use super::trie::{Inserted, LeafRef, Lobby, Params, RawTrie, Retry, Scratch, Seek};
 use crate::Error;
 use crate::cuckoo_trie::record;
 use crate::epoch::Guard;
@@ -232,27 +232,23 @@ impl<V> SharedTrie<V> {
         Some(unsafe { record::value::<V>(rec) })
     }
 
-    /// The values of `keys`, a chunk of [`BATCH`] at a time (`RawTrie::get_chunk`), each
-    /// searched in a read session of its own: every answer is linearizable, the batch is not
-    /// one snapshot.
+    /// The values of `keys` into `out` (`RawTrie::get_batch`), each searched in a read
+    /// session of its own: every answer is linearizable, the batch is not one snapshot.
     pub(crate) fn get_batch<'g>(
         &self,
         keys: &[&[u8]],
         out: &mut [Option<&'g V>],
         guard: &'g Guard,
     ) {
-        let mut recs = [None; BATCH];
-        for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            let leaf = |k: &[u8]| self.read(guard, |t| t.leaf_for(k));
-            // SAFETY: every leaf comes from a validated session under `guard`, so its record
-            // is freed only after `guard` is dropped (rule 2); every trie of this map shares
-            // the records and their layout, so the chunk's trie may compare them.
-            unsafe { self.trie(guard).get_chunk(ks, leaf, &mut recs) };
-            for (o, r) in os.iter_mut().zip(&recs[..ks.len()]) {
-                // SAFETY: as in `get`.
-                *o = r.map(|p| unsafe { record::value::<V>(p) });
-            }
-        }
+        let leaf = |k: &[u8]| self.read(guard, |t| t.leaf_for(k));
+        let answer = |i: usize, rec: Option<*mut u8>| {
+            // SAFETY: as in `get`.
+            out[i] = rec.map(|p| unsafe { record::value::<V>(p) });
+        };
+        // SAFETY: every leaf comes from a validated session under `guard`, so its record is
+        // freed only after `guard` is dropped (rule 2); every trie of this map shares the
+        // records and their layout, so the trie current at the start may compare them.
+        unsafe { self.trie(guard).get_batch(keys, leaf, answer) };
     }
 
     /// The first leaf within `bound` from below (`forward`) or the last from above.

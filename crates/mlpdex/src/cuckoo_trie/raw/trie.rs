@@ -45,7 +45,6 @@ mod resize;
 mod search;
 
 pub(crate) use migrate::Lobby;
-pub(crate) use search::BATCH;
 
 /// Reads keys as symbol strings; see the module docs.
 #[derive(Clone, Copy, Debug)]

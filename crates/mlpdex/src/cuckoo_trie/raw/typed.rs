@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use super::super::record;
 use super::cursor::Cursor;
 use super::table::{Ent, Loc};
-use super::trie::{BATCH, Inserted, LeafRef, Params, RawTrie, Retry, Scratch, Seek, stable};
+use super::trie::{Inserted, LeafRef, Params, RawTrie, Retry, Scratch, Seek, stable};
 use crate::Error;
 use crate::key::is_empty_range;
 use crate::substrate::prefetch::prefetch_read;
@@ -148,21 +148,16 @@ impl<V> TypedTrie<V> {
         Some(unsafe { record::value::<V>(p) })
     }
 
-    /// The values of `keys`, a chunk of [`BATCH`] at a time (`RawTrie::get_chunk`).
+    /// The values of `keys` into `out` (`RawTrie::get_batch`).
     pub(crate) fn get_batch<'a>(&'a self, keys: &[&[u8]], out: &mut [Option<&'a V>]) {
-        let mut recs = [None; BATCH];
-        for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            // SAFETY: records are freed only through `&mut self`, and `&self` is borrowed
-            // until the values are used.
-            unsafe {
-                self.raw
-                    .get_chunk(ks, |k| stable(self.raw.leaf_for(k)), &mut recs);
-            }
-            for (o, r) in os.iter_mut().zip(&recs[..ks.len()]) {
-                // SAFETY: the live record of that key, borrowed with `&self` (module docs).
-                *o = r.map(|p| unsafe { record::value::<V>(p) });
-            }
-        }
+        let leaf = |k: &[u8]| stable(self.raw.leaf_for(k));
+        let answer = |i: usize, rec: Option<*mut u8>| {
+            // SAFETY: the live record of `keys[i]`, borrowed with `&self` (module docs).
+            out[i] = rec.map(|p| unsafe { record::value::<V>(p) });
+        };
+        // SAFETY: records are freed only through `&mut self`, and `&self` is borrowed as long
+        // as the values are.
+        unsafe { self.raw.get_batch(keys, leaf, answer) };
     }
 
     /// The stored key equal to `key`, and its value.

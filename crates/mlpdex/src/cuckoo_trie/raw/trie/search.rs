@@ -8,10 +8,10 @@ use super::super::table::{Ent, JUMP, JUMP_MAX, LEAF, Loc, REGULAR, Table, Torn};
 use super::{Cand, End, LeafRef, PathNode, RawTrie, Seek, Syms, stable, unpack};
 use crate::substrate::prefetch::prefetch_read;
 
-/// Keys a batched lookup searches together ([`RawTrie::get_chunk`]): enough to keep this
+/// Keys a batched lookup searches together ([`RawTrie::get_batch`]): enough to keep this
 /// machine's 10–30 outstanding DRAM reads busy, few enough that a chunk's buckets stay in
 /// the L1 cache until its searches read them.
-pub(crate) const BATCH: usize = 16;
+const BATCH: usize = 16;
 
 /// Ring of prefix hashes `h(k[:i])`, computed (and their buckets prefetched) `depth` ahead of
 /// the search, with the key's symbols read on the way (so the search does not read them again).
@@ -289,7 +289,8 @@ impl RawTrie {
         })
     }
 
-    /// The records of a chunk of at most [`BATCH`] keys: `out[i]` is `keys[i]`'s.
+    /// The records of `keys`, searched [`BATCH`] at a time: `answer(i, rec)` for every key
+    /// `keys[i]`, in order, with its record or `None`.
     ///
     /// Where [`get`](Self::get) makes two dependent rounds of DRAM reads per key (the trie's
     /// buckets, read in parallel, then the leaf's record), this makes them per chunk: the first
@@ -299,29 +300,31 @@ impl RawTrie {
     /// trie of a shared map, whose records and record layout are this trie's).
     ///
     /// # Safety
-    /// Every leaf `leaf` returns has a live record until the caller is done with `out`.
+    /// Every leaf `leaf` returns has a live record until the caller is done with the answers.
     #[inline]
-    pub(crate) unsafe fn get_chunk(
+    pub(crate) unsafe fn get_batch(
         &self,
         keys: &[&[u8]],
         mut leaf: impl FnMut(&[u8]) -> Option<Ent>,
-        out: &mut [Option<*mut u8>],
+        mut answer: impl FnMut(usize, Option<*mut u8>),
     ) {
-        debug_assert!(keys.len() <= BATCH && out.len() >= keys.len());
         let mut leaves = [None; BATCH];
-        for k in keys {
-            self.prefetch_descent(k);
-        }
-        for (k, l) in keys.iter().zip(leaves.iter_mut()) {
-            *l = leaf(k);
-            if let Some(e) = l {
-                // SAFETY: a leaf's record holds `val_size` bytes of value before its key.
-                prefetch_read(unsafe { e.rec().add(self.params.val_size) });
+        for (c, chunk) in keys.chunks(BATCH).enumerate() {
+            for k in chunk {
+                self.prefetch_descent(k);
             }
-        }
-        for ((k, l), o) in keys.iter().zip(&leaves).zip(out.iter_mut()) {
-            // SAFETY: a leaf `leaf` returned, whose record is live (the caller's contract).
-            *o = l.filter(|e| unsafe { self.key_of(*e) } == *k).map(Ent::rec);
+            for (k, l) in chunk.iter().zip(leaves.iter_mut()) {
+                *l = leaf(k);
+                if let Some(e) = l {
+                    // SAFETY: a leaf's record holds `val_size` bytes of value before its key.
+                    prefetch_read(unsafe { e.rec().add(self.params.val_size) });
+                }
+            }
+            for (i, (k, l)) in chunk.iter().zip(&leaves).enumerate() {
+                // SAFETY: a leaf `leaf` returned, whose record is live (the caller's contract).
+                let rec = l.filter(|e| unsafe { self.key_of(*e) } == *k).map(Ent::rec);
+                answer(c * BATCH + i, rec);
+            }
         }
     }
 
