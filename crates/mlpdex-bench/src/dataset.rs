@@ -281,23 +281,9 @@ pub fn stats(keys: &Keys) -> KeyStats {
     }
 }
 
-/// Length of the longest common prefix of `a` and `b`, eight bytes at a time.
+/// Length of the longest common prefix of `a` and `b`.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_be_bytes(a[i..i + 8].try_into().expect("8 bytes"));
-        let y = u64::from_be_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        if x != y {
-            return i + ((x ^ y).leading_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i + a[i..n]
-        .iter()
-        .zip(&b[i..n])
-        .take_while(|(x, y)| x == y)
-        .count()
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -934,7 +920,7 @@ mod tests {
         // 0 + 11 + 11 + 4 + 4 + 3 + 1 bytes.
         assert_eq!(s.mean_len, 34.0 / 7.0);
         // Sorted: "", 0123456789A, 0123456789B, abcd, abce, abx, b; each shares with the next
-        // 0, 10 (past the first 8-byte word), 0, 3, 2 and 0 bytes.
+        // 0, 10, 0, 3, 2 and 0 bytes.
         assert_eq!(s.mean_shared_prefix, 15.0 / 6.0);
         // Depth 1: "", 0, a, b. Depth 2: "", 01, ab, b. Depth 4: "", 0123, abcd, abce, abx, b;
         // depth 8 the same with 01234567. From 16 on every key is whole, and distinct.

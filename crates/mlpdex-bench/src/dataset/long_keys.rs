@@ -33,6 +33,16 @@ fn push_number(buf: &mut Vec<u8>, v: u64) {
     push_decimal(buf, v, width);
 }
 
+/// Pushes `n` words of `words`, uniformly drawn, separated by `sep`.
+fn push_words<R: Rng + ?Sized>(buf: &mut Vec<u8>, rng: &mut R, words: &[&str], n: u64, sep: u8) {
+    for w in 0..n {
+        if w > 0 {
+            buf.push(sep);
+        }
+        buf.extend_from_slice(pick(words, rng).as_bytes());
+    }
+}
+
 /// A uniform draw below `n` skewed towards 0: `below(1 + below(n))`, so index `i` is drawn
 /// with probability `(H(n) - H(i)) / n`, about `ln(n / (i + 1)) / n` (the first of 8 about
 /// a third of the time, the last 1/64). For small skewed choices (a host's sections, a tenant's
@@ -522,13 +532,8 @@ impl UrlGen {
                 push_number(buf, below(rng, 10u64.pow(digits)));
             }
             25..60 => {
-                let words = 3 + below(rng, 5);
-                for w in 0..words {
-                    if w > 0 {
-                        buf.push(b'-');
-                    }
-                    buf.extend_from_slice(pick(&self.words, rng).as_bytes());
-                }
+                let n = 3 + below(rng, 5);
+                push_words(buf, rng, &self.words, n, b'-');
             }
             60..82 => buf.extend_from_slice(pick(&self.words, rng).as_bytes()),
             82..94 => push_hex(buf, rng.next_u64(), 12),
@@ -612,13 +617,8 @@ impl CompositeGen {
                 buf.extend_from_slice(pick(&self.last_names, rng).as_bytes());
             }
             1 => {
-                let words = 1 + below(rng, 4);
-                for w in 0..words {
-                    if w > 0 {
-                        buf.push(b' ');
-                    }
-                    buf.extend_from_slice(pick(&self.words, rng).as_bytes());
-                }
+                let n = 1 + below(rng, 4);
+                push_words(buf, rng, &self.words, n, b' ');
             }
             _ => {
                 buf.extend_from_slice(b"SKU-");
