@@ -838,6 +838,31 @@ mod tests {
     }
 
     #[test]
+    fn symbol_groups_read_as_single_symbols_do() {
+        // Every symbol width, key lengths around every group and load boundary, bytes that
+        // set every bit pattern; groups past the end hold end symbols.
+        let mut rng = TestRng::new(7);
+        for bits in 1..=5 {
+            let syms = raw::trie::Syms::new(bits);
+            for len in 0..24 {
+                let key: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+                for key in [key.clone(), vec![0; len], vec![0xFF; len]] {
+                    for j in 0..syms.count(len).div_ceil(8) + 2 {
+                        let g = syms.group(&key, j).to_le_bytes();
+                        for (k, &sym) in g.iter().enumerate() {
+                            assert_eq!(
+                                u32::from(sym),
+                                syms.at(&key, 8 * j + k),
+                                "{bits} {key:?} {j}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn zero_sized_values_and_empty_key() {
         let mut m: CuckooTrie<()> = CuckooTrie::new();
         assert_eq!(m.insert(b"", ()).unwrap(), None);

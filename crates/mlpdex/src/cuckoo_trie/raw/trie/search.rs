@@ -14,18 +14,26 @@ use crate::substrate::prefetch::prefetch_read;
 const BATCH: usize = 16;
 
 /// Ring of prefix hashes `h(k[:i])`, computed (and their buckets prefetched) `depth` ahead of
-/// the search, with the key's symbols read on the way (so the search does not read them again).
+/// the search, and of the key's symbols, decoded eight at a time ([`Syms::group`]) ahead of
+/// both the hashes and the search.
 struct Hashes {
     ring: [u64; RING],
-    /// `syms[i % RING]` is symbol `i` of the key, for `i + 1 < known`.
-    syms: [u8; RING],
+    /// `syms[i % SYM_RING]` is symbol `i` of the key, for `i < decoded`.
+    syms: [u8; SYM_RING],
     /// Hashes of prefixes `0..known` have been computed.
     known: usize,
+    /// Symbols `0..decoded` have been decoded (a multiple of 8).
+    decoded: usize,
     total: usize,
 }
 
 const RING: usize = 32;
 const _: () = assert!(RING > JUMP_MAX + super::super::MAX_PREFETCH + 1);
+/// Symbols are decoded at most 8 past the deepest one read, which is at most
+/// `JUMP_MAX + MAX_PREFETCH + 1` past the search's depth.
+const SYM_RING: usize = 64;
+const _: () = assert!(SYM_RING >= JUMP_MAX + super::super::MAX_PREFETCH + 1 + 8);
+const _: () = assert!(SYM_RING.is_multiple_of(8) && RING.is_power_of_two());
 
 impl Hashes {
     /// Nothing computed yet but `h(ε) = 0`. Built in place by the search (returning this
@@ -34,10 +42,20 @@ impl Hashes {
     fn empty(total: usize) -> Hashes {
         Hashes {
             ring: [0; RING],
-            syms: [0; RING],
+            syms: [0; SYM_RING],
             known: 1,
+            decoded: 0,
             total,
         }
+    }
+
+    /// Decodes the group of symbols after those decoded so far.
+    #[inline(always)]
+    fn decode(&mut self, syms: Syms, key: &[u8]) {
+        let g = syms.group(key, self.decoded / 8);
+        let at = self.decoded % SYM_RING;
+        self.syms[at..at + 8].copy_from_slice(&g.to_le_bytes());
+        self.decoded += 8;
     }
 
     /// Computes hashes up to prefix `upto` (capped at the full string), prefetching each.
@@ -46,8 +64,7 @@ impl Hashes {
         let upto = upto.min(self.total);
         while self.known <= upto {
             let i = self.known;
-            let c = syms.at(key, i - 1);
-            self.syms[(i - 1) % RING] = c as u8;
+            let c = self.sym(syms, key, i - 1);
             let h = t.hasher.step(self.ring[(i - 1) % RING], c);
             self.ring[i % RING] = h;
             t.prefetch(h);
@@ -61,15 +78,16 @@ impl Hashes {
         self.ring[i % RING]
     }
 
-    /// Symbol `i` of `key`: from the ring when it has been read, else read now.
+    /// Symbol `i` of `key`, decoding it (and the rest of its group) when not yet decoded.
+    /// Symbols are asked for in nondecreasing order of group, never more than
+    /// `SYM_RING - 8` behind the last one decoded.
     #[inline(always)]
-    fn sym(&self, syms: Syms, key: &[u8], i: usize) -> u32 {
-        if i + 1 < self.known {
-            debug_assert!(i + RING + 1 > self.known);
-            u32::from(self.syms[i % RING])
-        } else {
-            syms.at(key, i)
+    fn sym(&mut self, syms: Syms, key: &[u8], i: usize) -> u32 {
+        while i >= self.decoded {
+            self.decode(syms, key);
         }
+        debug_assert!(i + SYM_RING >= self.decoded, "symbol {i} overwritten");
+        u32::from(self.syms[i % SYM_RING])
     }
 }
 
