@@ -464,7 +464,7 @@ fn max_key_len_is_accepted_and_one_more_refused() {
 #[test]
 fn with_config_rejects_each_out_of_range_field() {
     type Edit = fn(&mut Config);
-    let bad: [(&str, Edit); 11] = [
+    let bad: [(&str, Edit); 12] = [
         ("symbol_bits = 0", |c| c.symbol_bits = 0),
         ("symbol_bits = 6", |c| c.symbol_bits = 6),
         ("prefetch_depth = 0", |c| c.prefetch_depth = 0),
@@ -477,6 +477,8 @@ fn with_config_rejects_each_out_of_range_field() {
         }),
         ("max_load_factor = 1", |c| c.max_load_factor = 1.0),
         ("initial_buckets = 0", |c| c.initial_buckets = 0),
+        // The key index is the single-threaded map's alone for now.
+        ("key_index = true", |c| c.key_index = true),
         ("all at once", |c| {
             c.symbol_bits = 0;
             c.prefetch_depth = 0;

@@ -116,6 +116,15 @@ fn smallest_table_config() -> Config {
     }
 }
 
+/// The key index on, in a table that starts at one bucket and grows at half load, so the
+/// index is rebuilt by many resizes.
+fn key_index_config() -> Config {
+    Config {
+        key_index: true,
+        ..growth_config()
+    }
+}
+
 fn bits_config(bits: u32) -> Config {
     Config {
         symbol_bits: bits,
@@ -591,6 +600,11 @@ fn differential_frequent_growth() {
         growth_config,
         &[11, 12, 13],
     );
+}
+
+#[test]
+fn differential_key_index() {
+    differential_suite("key_index", key_index_config, &[71, 72]);
 }
 
 #[test]
@@ -2012,6 +2026,7 @@ fn seeks_and_ranges_on_every_subset_of_a_small_universe() {
     for (name, cfg) in [
         ("default", default_config as fn() -> Config),
         ("symbol_bits=1", || bits_config(1)),
+        ("key_index", key_index_config),
     ] {
         for subset in 0u32..(1 << universe.len()) {
             let ctx = format!("[{name}] subset {subset:#010b}");
@@ -2052,11 +2067,12 @@ fn seeks_and_ranges_on_every_subset_of_a_small_universe() {
 
 #[test]
 fn empty_map_answers_none_everywhere() {
-    let maps: [(&str, CuckooTrie<u64>); 4] = [
+    let maps: [(&str, CuckooTrie<u64>); 5] = [
         ("new()", CuckooTrie::new()),
         ("default()", CuckooTrie::default()),
         ("growth config", trie(growth_config())),
         ("symbol_bits=1", trie(bits_config(1))),
+        ("key_index", trie(key_index_config())),
     ];
     let probes: [&[u8]; 5] = [b"", b"\x00", b"a", b"\xff\xff", &[0x55; 3000]];
     for (name, mut map) in maps {

@@ -198,9 +198,15 @@ impl<V: Send + Sync + 'static> ConcurrentCuckooTrie<V> {
         Self::with_config(Config::default()).expect("mapping the first table page")
     }
 
-    /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting.
+    /// An empty map with `config`, or [`Error::InvalidConfig`] naming the bad setting
+    /// ([`Config::key_index`] is one here: the concurrent map has no key index yet).
     pub fn with_config(config: Config) -> Result<Self, Error> {
         config.validate()?;
+        if config.key_index {
+            return Err(Error::InvalidConfig {
+                what: "key_index is not supported by the concurrent map",
+            });
+        }
         Ok(ConcurrentCuckooTrie {
             raw: SharedTrie::new(config.params::<V>())?,
             config,

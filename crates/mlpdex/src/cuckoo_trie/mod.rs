@@ -46,8 +46,15 @@
 //! side of a join), [`get_batch`](CuckooTrie::get_batch) makes those two rounds once per 16
 //! keys ([`docs/results/concurrent-batch.md`](../../../../docs/results/concurrent-batch.md)).
 //!
-//! When not: keys with long shared prefixes (the `az` shape) read one bucket pair per symbol of
-//! the shared part (§4.7); small maps that fit in cache, where a B-tree is as fast and simpler;
+//! Keys with long shared prefixes (file paths, URLs) put their leaves deep: a `paths` key's leaf
+//! is about 84 symbols down, past some 40 nodes, and a descent costs about 10,000 instructions
+//! (§4.7 admits the case). For point lookups on such keys, turn on
+//! [`Config::key_index`]: one more entry per key, under a hash of the whole key, which `get`
+//! probes instead of descending (measured in
+//! [`docs/results/long-keys.md`](../../../../docs/results/long-keys.md)).
+//!
+//! When not: seeks and scans over keys with long shared prefixes, which still descend the
+//! trie; small maps that fit in cache, where a B-tree is as fast and simpler;
 //! workloads dominated by long scans, where a B-tree's sorted leaves win; write-heavy
 //! loads, where an insert costs more than a `BTreeMap`'s (the `load` rows of the measured
 //! tables below).
@@ -161,6 +168,15 @@ pub struct Config {
     /// Whether tables of 2 MiB and more ask for transparent huge pages; default
     /// [`HugePages::Auto`](crate::HugePages::Auto).
     pub huge_pages: crate::HugePages,
+    /// Keep a second table entry per key, stored under a hash of the whole key, so that
+    /// point lookups ([`get`](CuckooTrie::get), [`contains_key`](CuckooTrie::contains_key),
+    /// [`get_mut`](CuckooTrie::get_mut), [`get_batch`](CuckooTrie::get_batch)) probe it once
+    /// instead of descending the trie: their cost stops growing with the depth of the key's
+    /// leaf, which on keys with long shared prefixes (paths, URLs) is most of it. Costs one
+    /// more 15-byte entry per key and its upkeep on every insert and remove; seeks and scans
+    /// are unchanged. Default `false`. Not supported by [`ConcurrentCuckooTrie`] yet: its
+    /// constructor refuses it.
+    pub key_index: bool,
 }
 
 impl Default for Config {
@@ -171,6 +187,7 @@ impl Default for Config {
             max_load_factor: 0.85,
             initial_buckets: 32,
             huge_pages: crate::HugePages::Auto,
+            key_index: false,
         }
     }
 }
@@ -185,6 +202,7 @@ impl Config {
             initial_buckets: self.initial_buckets,
             val_size: core::mem::size_of::<V>(),
             huge_pages: self.huge_pages,
+            key_index: self.key_index,
         }
     }
 
@@ -707,6 +725,9 @@ mod tests {
             } else {
                 assert_eq!(m.remove(&k), model.remove(&k), "step {step}");
             }
+            let probe = shape.gen_key(&mut rng);
+            assert_eq!(m.get(&probe), model.get(&probe), "step {step}");
+            assert_eq!(m.get(&k), model.get(&k), "step {step}");
             if step % 7 == 0
                 && let Err(e) = m.check_invariants()
             {
@@ -755,6 +776,19 @@ mod tests {
                 let steps = steps(shape == KeyShape::Long);
                 audited_run(cfg, shape, 7 + u64::from(bits), steps);
             }
+        }
+    }
+
+    #[test]
+    fn audited_small_runs_with_key_index() {
+        // A one-bucket table, so the index is rebuilt by resizes too.
+        for shape in shapes() {
+            let cfg = Config {
+                key_index: true,
+                initial_buckets: 1,
+                ..Config::default()
+            };
+            audited_run(cfg, shape, 91, steps(shape == KeyShape::Long));
         }
     }
 

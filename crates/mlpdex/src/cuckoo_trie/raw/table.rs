@@ -17,7 +17,7 @@
 //! | 7..13   | sym          | last symbol of the node's name                                  |
 //! | 13..16  | color        | unique among entries with the same full hash                    |
 //! | 16..19  | parent color | color of the parent node (meaningful under regular parents)     |
-//! | 19      | dirty        | unused: see the concurrency notes in the front end's docs       |
+//! | 19      | key entry    | a key entry (leaf-shaped, under the whole key's hash), else 0   |
 //! | 20..55  | locator      | leaf: next leaf; regular and jump: maximal leaf of the subtree  |
 //! | 55..99  | leaf record  | record address >> 4                                             |
 //! | 99..119 | leaf key len | key length in bytes                                             |

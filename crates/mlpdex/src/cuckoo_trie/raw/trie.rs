@@ -2,7 +2,7 @@
 //!
 //! This file holds the shared types (symbols, search paths, the writer's scratch) and the
 //! [`RawTrie`] itself; its operations live in one file each: `search` (descent, lookups,
-//! seeks, the leaf list), `insert`, `remove`, `resize` (growth and shrinking), `migrate` (the
+//! seeks, the leaf list), `insert`, `remove`, `key_index` (the optional index of whole keys), `resize` (growth and shrinking), `migrate` (the
 //! copy a resize makes, shared with helping writers) and `audit`. The in-order walk is
 //! `super::cursor`.
 //!
@@ -39,6 +39,7 @@ use crate::substrate::region::HugePages;
 
 mod audit;
 mod insert;
+mod key_index;
 mod migrate;
 mod remove;
 mod resize;
@@ -180,6 +181,8 @@ pub(crate) struct Params {
     pub(crate) val_size: usize,
     /// Page size policy of the table's mapping.
     pub(crate) huge_pages: HugePages,
+    /// Keep a key entry per key (`key_index`): point lookups probe it instead of descending.
+    pub(crate) key_index: bool,
 }
 
 /// A writer's working memory, kept between operations so writes allocate nothing. A

@@ -43,6 +43,8 @@ const F_JCHILD: (u32, u32) = (55, 3);
 const F_JLEN: (u32, u32) = (58, 4);
 const F_JSYMS: u32 = 62;
 const F_BY_COLOR: (u32, u32) = (119, 1);
+/// Marks a key entry (see [`Ent::key_entry`]); the bit is unused in every other entry.
+const F_KEY_ENTRY: (u32, u32) = (19, 1);
 pub(super) const ENTRY_MASK: u128 = (1 << 120) - 1;
 
 const _: () = assert!(F_LEN.0 + F_LEN.1 <= 120);
@@ -94,6 +96,22 @@ impl Ent {
         e.set(F_REC, addr >> 4);
         e.set(F_LEN, len as u64);
         e
+    }
+
+    /// The key entry of the record at `rec` holding a key of `len` bytes: a leaf-shaped entry
+    /// stored under the hash of the whole key rather than as a node of the trie, so a point
+    /// lookup finds the record in one probe (`Config::key_index`). It has the by-color bit
+    /// (no parent search finds it) and no locator: nothing names it.
+    pub(crate) fn key_entry(rec: *mut u8, len: usize) -> Ent {
+        let mut e = Ent::leaf(0, 0, rec, len, Loc::NULL).with_by_color(true);
+        e.set(F_KEY_ENTRY, 1);
+        e
+    }
+
+    /// Whether this is a key entry ([`key_entry`](Self::key_entry)).
+    #[inline(always)]
+    pub(crate) fn is_key_entry(self) -> bool {
+        self.get(F_KEY_ENTRY) != 0
     }
 
     /// A regular node with children `bitmap`.

@@ -73,6 +73,16 @@ impl Table {
         })
     }
 
+    /// The key entry under full hash `h` that `f` accepts (see `trie::key_index`).
+    #[inline(always)]
+    pub(crate) fn find_key_entry(
+        &self,
+        h: u64,
+        mut f: impl FnMut(Ent) -> bool,
+    ) -> Option<(Slot, Ent)> {
+        self.find(h, |e| e.is_key_entry() && f(e))
+    }
+
     /// The child a parent's bitmap names: present in every committed state, so a miss is a
     /// torn read (shared tables) or a broken invariant.
     #[inline(always)]

@@ -161,9 +161,11 @@ impl RawTrie {
         if !cur.is_null() {
             return Err("leaf list runs past the last leaf".into());
         }
-        if t.used() != nodes {
+        let leaf_ents: Vec<Ent> = leaves.iter().map(|&l| t.get(l)).collect();
+        let key_entries = self.audit_key_index(&leaf_ents)?;
+        if t.used() != nodes + key_entries {
             return Err(format!(
-                "table holds {} entries, trie {nodes} nodes",
+                "table holds {} entries, trie {nodes} nodes and {key_entries} key entries",
                 t.used()
             ));
         }

@@ -9,6 +9,7 @@ use super::{Cand, End, HORIZON_MARGIN, Inserted, PathNode, RawTrie, Retry, Scrat
 impl RawTrie {
     /// Grows when the table would pass its load limit with `extra` more entries.
     fn needs_growth(&self, extra: usize) -> bool {
+        let extra = extra + usize::from(self.params.key_index);
         (self.table.used() + extra) as f64
             > self.table.capacity() as f64 * self.params.max_load_factor
     }
@@ -50,13 +51,14 @@ impl RawTrie {
             }
             let r = make();
             w.created.clear();
-            let done = match end {
+            let indexed = self.add_key_entry(w, key, r).map_err(Retry::from);
+            let done = indexed.and_then(|()| match end {
                 End::NoChild { sym } => self.insert_under(w, key, &last, sym, cand, r, &path),
                 End::Leaf { .. } => self.insert_split_leaf(w, key, &last, split_at, cand, r, &path),
                 End::JumpMismatch { at } => {
                     self.insert_split_jump(w, key, &last, at, cand, r, &path)
                 }
-            };
+            });
             match done {
                 Ok(depth) => {
                     self.count(w, 1);
@@ -83,6 +85,11 @@ impl RawTrie {
 
     /// Points leaf `l` at a new record (an update of an existing key's value).
     pub(crate) fn set_record(&self, l: Loc, rec: *mut u8) -> Result<(), Torn> {
+        if self.params.key_index {
+            let old = self.table.fetch(l)?;
+            // SAFETY: a leaf of this trie, whose record the caller frees only after this.
+            self.repoint_key_entry(unsafe { self.key_of(old) }, old.rec(), rec);
+        }
         self.table.update(l, |e| {
             *e = Ent::leaf(e.sym(), e.pcolor(), rec, e.key_len(), e.loc()).in_place_of(*e);
         })

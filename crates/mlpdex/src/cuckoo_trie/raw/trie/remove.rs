@@ -17,7 +17,10 @@ impl RawTrie {
                 End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
                 _ => None,
             };
-            if found.is_some() {
+            if let Some(rec) = found {
+                if self.has_key_index() {
+                    self.remove_key_entry(key, rec);
+                }
                 self.remove_leaf(w, &path)?;
                 self.count(w, -1);
             }

@@ -52,7 +52,8 @@ impl RawTrie {
     /// large enough. The estimate is [`ENTRIES_PER_KEY`] entries per key; the table doubles
     /// from its size, so a power-of-two table stays one (its hash reduces with a mask).
     pub(crate) fn buckets_for(&self, keys: usize) -> Result<Option<usize>, Error> {
-        let entries = (keys as f64 * ENTRIES_PER_KEY).ceil() + 1.0;
+        let per_key = ENTRIES_PER_KEY + f64::from(u8::from(self.params.key_index));
+        let entries = (keys as f64 * per_key).ceil() + 1.0;
         let slots = entries / self.params.max_load_factor;
         let mut buckets = self.table.buckets();
         if (buckets * SLOTS) as f64 >= slots {
@@ -81,7 +82,7 @@ impl RawTrie {
             match self.migrate_into(&table, lobby) {
                 Ok((root, head)) => {
                     table.set_shared(self.table.is_shared());
-                    return Ok(Self::assemble(
+                    let copy = Self::assemble(
                         table,
                         self.params,
                         seed,
@@ -89,7 +90,17 @@ impl RawTrie {
                         head,
                         self.len(),
                         (self.depth_avg.load(Relaxed), self.horizon.load(Relaxed)),
-                    ));
+                    );
+                    // The migration copies the trie's nodes; the key index is rebuilt from
+                    // the copy's leaves.
+                    match if copy.has_key_index() {
+                        copy.index_all_keys()
+                    } else {
+                        Ok(())
+                    } {
+                        Ok(()) => return Ok(copy),
+                        Err(Full) => buckets = buckets + buckets / 2 + 1,
+                    }
                 }
                 Err(Full) => buckets = buckets + buckets / 2 + 1,
             }

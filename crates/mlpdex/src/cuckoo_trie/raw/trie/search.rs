@@ -265,6 +265,9 @@ impl RawTrie {
     /// The record of `key`.
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<*mut u8>, Torn> {
+        if self.has_key_index() {
+            return Ok(self.get_indexed(key));
+        }
         Ok(match self.descend::<false>(key, None)?.0 {
             // SAFETY: `ent` is a leaf of this trie, read under `&self`.
             End::Leaf { ent, .. } if unsafe { self.key_of(ent) } == key => Some(ent.rec()),
@@ -281,6 +284,9 @@ impl RawTrie {
     /// [`HORIZON_MARGIN`]: super::HORIZON_MARGIN
     #[inline]
     pub(crate) fn prefetch_descent(&self, key: &[u8]) {
+        if self.has_key_index() {
+            return self.prefetch_indexed(key);
+        }
         let (syms, t) = (self.syms, &self.table);
         let avg_depth = self
             .horizon
@@ -301,6 +307,15 @@ impl RawTrie {
     /// are on their way.
     #[inline]
     pub(crate) fn leaf_for(&self, key: &[u8]) -> Result<Option<Ent>, Torn> {
+        if self.has_key_index() {
+            // The key entry, shaped as a leaf: record and key length.
+            let h = self.table.hasher.key_hash(key);
+            // SAFETY: key entries name live records of this trie, read under `&self`.
+            let found = self
+                .table
+                .find_key_entry(h, |e| unsafe { self.key_of(e) } == key);
+            return Ok(found.map(|(_, e)| e));
+        }
         Ok(match self.descend::<false>(key, None)?.0 {
             End::Leaf { ent, .. } => Some(ent),
             End::NoChild { .. } | End::JumpMismatch { .. } => None,
