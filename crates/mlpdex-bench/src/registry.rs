@@ -320,6 +320,13 @@ pub const INDEXES: &[Entry] = &[
         run: exec::serve::<Cuckoo<0>>,
     },
     Entry {
+        name: "cuckoo-trie-keyed",
+        about: "the same with its key index (Config::key_index): point lookups probe a hash of the whole key",
+        kind: ONE_OFF,
+        keys: KeyWidth::Any,
+        run: exec::serve::<Cuckoo<0, true>>,
+    },
+    Entry {
         name: "cuckoo-trie-concurrent",
         about: "mlpdex Cuckoo Trie for many threads (cuckoo-trie.txt §5), default configuration",
         kind: ONE_OFF,
@@ -764,6 +771,7 @@ mod tests {
             labels,
             [
                 "fst-crate-set",
+                "cuckoo-trie-keyed",
                 "cuckoo-trie-concurrent",
                 "cuckoo-trie-concurrent-growing",
                 "mlp-index-concurrent",

@@ -1,4 +1,5 @@
-//! `cuckoo-trie` (and `cuckoo-trie-dN`): [`mlpdex::cuckoo_trie::CuckooTrie`] with `u64` values;
+//! `cuckoo-trie` (and `cuckoo-trie-dN`, `cuckoo-trie-keyed`): [`mlpdex::cuckoo_trie::CuckooTrie`]
+//! with `u64` values;
 //! `cuckoo-trie-concurrent` (and `-growing`): [`mlpdex::cuckoo_trie::ConcurrentCuckooTrie`].
 
 use std::ops::Bound;
@@ -28,11 +29,12 @@ fn copied<'a>(
     }
 }
 
-/// The Cuckoo Trie with prefetch depth `D` (0: the library's default configuration).
+/// The Cuckoo Trie with prefetch depth `D` (0: the library's default configuration), with
+/// the key index when `KEYED`.
 #[derive(Debug)]
-pub struct Cuckoo<const D: usize>(CuckooTrie<u64>);
+pub struct Cuckoo<const D: usize, const KEYED: bool = false>(CuckooTrie<u64>);
 
-impl<const D: usize> BenchIndex for Cuckoo<D> {
+impl<const D: usize, const KEYED: bool> BenchIndex for Cuckoo<D, KEYED> {
     const CAPS: Caps = Caps {
         writes: true,
         ordered: true,
@@ -44,6 +46,7 @@ impl<const D: usize> BenchIndex for Cuckoo<D> {
         if D != 0 {
             config.prefetch_depth = D;
         }
+        config.key_index = KEYED;
         Ok(Cuckoo(CuckooTrie::with_config(config)?))
     }
 
