@@ -139,7 +139,20 @@ pub struct Plan {
     pub batch: usize,
     /// Latency-series window (see [`PlanSpec::series_window`]).
     pub series_window: usize,
+    /// The load set's mean prefix shared with the sorted neighbour, in bytes, for every
+    /// record's `mean_shared_prefix`; `None` above [`SHARED_PREFIX_MAX_KEYS`] keys.
+    pub mean_shared_prefix: Option<f64>,
 }
+
+/// The largest load set whose mean shared prefix [`Plan::prepare`] measures.
+///
+/// [`crate::dataset::stats`] sorts references to the keys (16 bytes each; the keys are not
+/// copied): about 1–2 s and 64 MiB at 4M keys, a couple of seconds and 160 MiB at 10M. It runs
+/// once per process, that is per index and round, before anything is timed, and its memory is
+/// freed before the load. At 50M keys it would take 800 MiB and over five times as long in
+/// every child, for a figure only the long-key charts use: above this bound records go
+/// without it.
+pub const SHARED_PREFIX_MAX_KEYS: usize = 16_000_000;
 
 /// Workload-generation parameters for [`Plan::prepare`].
 #[derive(Clone, Debug)]
@@ -197,7 +210,8 @@ pub fn default_ops(w: Workload) -> usize {
 }
 
 impl Plan {
-    /// Generates every (workload, mode) operation list up front.
+    /// Generates every (workload, mode) operation list up front, and measures the load set's
+    /// mean shared prefix (up to [`SHARED_PREFIX_MAX_KEYS`] keys).
     pub fn prepare(
         dataset: Dataset,
         spec: &PlanSpec,
@@ -236,6 +250,8 @@ impl Plan {
                 ops,
             }));
         }
+        let mean_shared_prefix = (dataset.keys.len() <= SHARED_PREFIX_MAX_KEYS)
+            .then(|| crate::dataset::stats(&dataset.keys).mean_shared_prefix);
         Ok(Plan {
             dataset,
             report_load: spec.workloads.contains(&Workload::Load),
@@ -248,6 +264,7 @@ impl Plan {
             sample_every: spec.sample_every,
             batch: spec.batch.max(1),
             series_window: spec.series_window,
+            mean_shared_prefix,
         })
     }
 }
@@ -571,6 +588,8 @@ fn record(
         dram_rt_per_op: plan.dram_ns.map(|d| ns_per_op / d),
         bytes_per_key: Some(bytes_per_key),
         overhead_bytes_per_key: Some(bytes_per_key - plan.dataset.raw_bytes_per_key()),
+        mean_key_len: Some(plan.dataset.keys.mean_len()),
+        mean_shared_prefix: plan.mean_shared_prefix,
         hope: None,
         merges: Vec::new(),
     }
@@ -1384,7 +1403,17 @@ mod tests {
             // other tests allocating concurrently blur the allocator's delta.
             assert!(r.m.mops > 0.0 && r.bytes_per_key.unwrap().is_finite());
             assert_eq!(r.dram_rt_per_op, Some(r.m.ns_per_op / 100.0));
+            // The key shape, measured once for the plan, is in every record.
+            assert_eq!(r.mean_key_len, Some(8.0));
+            assert_eq!(r.mean_shared_prefix, plan.mean_shared_prefix);
         }
+        let shared = plan.mean_shared_prefix.expect("measured below the bound");
+        assert_eq!(
+            shared,
+            crate::dataset::stats(&plan.dataset.keys).mean_shared_prefix
+        );
+        // 2,000 random 8-byte keys: sorted neighbours share a byte or two.
+        assert!((0.5..3.0).contains(&shared), "{shared}");
 
         // A static index serves no writes; a concurrent one serves them on two threads.
         let mut d = RunAll::new(&plan);

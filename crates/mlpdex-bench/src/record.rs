@@ -129,6 +129,17 @@ pub struct IndexRecord {
     pub bytes_per_key: Option<f64>,
     /// `bytes_per_key` minus the raw key and value bytes per key.
     pub overhead_bytes_per_key: Option<f64>,
+    /// The load set's mean key length in bytes. Left out of the JSON when unknown: lines
+    /// written before it was recorded read as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_key_len: Option<f64>,
+    /// The load set's mean prefix shared with the sorted neighbour, in bytes
+    /// ([`crate::dataset::KeyStats::mean_shared_prefix`]): how much of a key a trie's upper
+    /// levels or path compression share. Measured once per process for load sets of up to
+    /// [`crate::exec::SHARED_PREFIX_MAX_KEYS`] keys, `None` (left out of the JSON) above that
+    /// and in lines written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_shared_prefix: Option<f64>,
     /// For an index behind a HOPE encoder (`<index>+<scheme>`): the encoder's figures.
     #[serde(default)]
     pub hope: Option<HopeFacts>,
@@ -417,6 +428,8 @@ pub(crate) mod tests {
             dram_rt_per_op: None,
             bytes_per_key: Some(40.0),
             overhead_bytes_per_key: Some(24.0),
+            mean_key_len: None,
+            mean_shared_prefix: None,
             hope: None,
             merges: Vec::new(),
         })
@@ -547,6 +560,36 @@ pub(crate) mod tests {
             "hope":null}"#;
         let r = Record::from_json(old).unwrap();
         assert!(r.as_index().unwrap().merges.is_empty());
+    }
+
+    #[test]
+    fn key_shape_round_trips_and_is_left_out_when_unknown() {
+        let plain = index_rec("btreemap", "c", 1.0);
+        let line = serde_json::to_string(&plain).unwrap();
+        assert!(!line.contains("mean_key_len"), "{line}");
+        assert!(!line.contains("mean_shared_prefix"), "{line}");
+        assert_eq!(Record::from_json(&line).unwrap(), plain);
+
+        let mut long = plain.clone();
+        if let Record::Index(r) = &mut long {
+            r.mean_key_len = Some(61.9);
+            r.mean_shared_prefix = Some(50.4);
+        }
+        let line = serde_json::to_string(&long).unwrap();
+        assert!(
+            line.contains(r#""mean_key_len":61.9,"mean_shared_prefix":50.4"#),
+            "{line}"
+        );
+        assert_eq!(Record::from_json(&line).unwrap(), long);
+
+        // A line written before the key shape was recorded reads as unknown.
+        let old = r#"{"kind":"index","index":"btreemap","dataset":"paths","keys":10,"ops":10,
+            "seconds":1e-6,"mops":10.0,"ns_per_op":100.0,"workload":"c",
+            "distribution":"uniform","mode":"independent","threads":1,"batch":1,
+            "dram_rt_per_op":1.2,"bytes_per_key":90.0,"overhead_bytes_per_key":20.0}"#;
+        let r = Record::from_json(old).unwrap();
+        let r = r.as_index().unwrap();
+        assert_eq!((r.mean_key_len, r.mean_shared_prefix), (None, None));
     }
 
     #[test]

@@ -43,6 +43,17 @@
 //!    inserted, the shape of vm-shortcuts-extendible-hashing.txt Figure 7(a): a table that
 //!    rehashes whole climbs a staircase, one that splits buckets a line; the legend gives each
 //!    load's slowest insert and 99.9th percentile when they were measured.
+//! 6. **DRAM round trips against shared prefix**
+//!    (`prefix-<keys>-<workload>-<distribution>-<mode>-<threads>t.svg`, `-b<batch>` appended
+//!    for batches), only when index records of at least two datasets carry both
+//!    `mean_shared_prefix` and `dram_rt_per_op` for one (keys, workload, distribution, mode,
+//!    threads, batch): the plot issue 23 asks for. x is the dataset's mean prefix shared with
+//!    its sorted neighbour (bytes), y the DRAM round trips per operation, both linear from 0;
+//!    each index is a line with markers (its colour and a shape of its own) through its
+//!    datasets in order of x, and each dataset is named once, over a faint vertical line at its
+//!    x, not at every point (the indexes share it); the x axis runs on past the data to leave
+//!    the legend a corner of its own. A line that climbs belongs to an index whose operations
+//!    pay for the bytes keys share; a flat one to an index that skips them.
 //!
 //! How: records are read and de-duplicated (the last record for an (index, dataset, keys,
 //! workload, distribution, mode, threads) wins, so a re-run measurement replaces the old one),
@@ -87,10 +98,11 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<Record>> {
     Ok(records)
 }
 
-/// Writes the throughput, cost, (for filter records) false-positive-rate and (for records with
-/// merges) merge charts for the results in `json` into `out_dir` (created if missing) and
-/// returns the paths of the SVG files written: throughput charts first, then cost charts, then
-/// FPR charts, then merge charts, each in order of their group keys.
+/// Writes the throughput, cost, (for filter records) false-positive-rate, (for records with
+/// merges) merge, (for loads with a latency series) load and (for records of several datasets
+/// with their shared prefix) prefix charts for the results in `json` into `out_dir` (created if
+/// missing) and returns the paths of the SVG files written, in that order of charts, each kind
+/// in order of their group keys.
 pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let records = dedup_last(read_records(json)?);
     std::fs::create_dir_all(out_dir)
@@ -242,7 +254,253 @@ pub fn write_report(json: &Path, out_dir: &Path) -> anyhow::Result<Vec<PathBuf>>
         let svg = load_chart(&title, loads, &colours)?;
         written.push(write_svg(out_dir, &name, &svg)?);
     }
+    // Chart 6: DRAM round trips against the datasets' shared prefix, per everything but the
+    // dataset.
+    for ((keys, workload, distribution, mode, threads, batch), rs) in &prefix_groups(&records) {
+        let name = names.claim(&format!(
+            "prefix-{keys}-{}-{}-{}-{threads}t{}",
+            sanitise(workload),
+            sanitise(distribution),
+            sanitise(mode),
+            if *batch > 1 {
+                format!("-b{batch}")
+            } else {
+                String::new()
+            }
+        ));
+        let title = format!(
+            "DRAM round trips against shared prefix: {} keys, workload {workload}, \
+             {distribution}, {mode}, {threads} thread{}{}",
+            thousands(*keys),
+            plural(*threads),
+            if *batch > 1 {
+                format!(", batches of {batch}")
+            } else {
+                String::new()
+            }
+        );
+        let svg = prefix_chart(&title, rs, &colours)?;
+        written.push(write_svg(out_dir, &name, &svg)?);
+    }
     Ok(written)
+}
+
+/// A prefix chart's records share (keys, workload, distribution, mode, threads, batch).
+type PrefixGroup = (u64, String, String, &'static str, u32, u32);
+
+/// `(mean_shared_prefix, dram_rt_per_op)` of an index record when both are known and finite.
+fn prefix_point(r: &Record) -> Option<(f64, f64)> {
+    let r = r.as_index()?;
+    let (x, y) = (r.mean_shared_prefix?, r.dram_rt_per_op?);
+    (x.is_finite() && x >= 0.0 && y.is_finite() && y >= 0.0).then_some((x, y))
+}
+
+/// The records with a [`prefix_point`] per (keys, workload, distribution, mode, threads,
+/// batch), in file order; groups of fewer than two datasets are left out (one x is no line).
+fn prefix_groups(records: &[Record]) -> BTreeMap<PrefixGroup, Vec<&Record>> {
+    let mut groups: BTreeMap<PrefixGroup, Vec<&Record>> = BTreeMap::new();
+    for r in records.iter().filter(|r| prefix_point(r).is_some()) {
+        let k = r.key();
+        groups
+            .entry((
+                k.keys,
+                k.workload,
+                k.distribution,
+                k.mode,
+                k.threads,
+                k.batch,
+            ))
+            .or_default()
+            .push(r);
+    }
+    groups.retain(|_, rs| {
+        let datasets: HashSet<&str> = rs.iter().map(|r| r.m().dataset.as_str()).collect();
+        datasets.len() >= 2
+    });
+    groups
+}
+
+/// Rows for labels `(left, width)` in pixels, given in order of `left`: each takes the first
+/// row whose last label ends at least `gap` pixels before it starts.
+fn label_rows(labels: &[(f64, f64)], gap: f64) -> Vec<usize> {
+    let mut ends: Vec<f64> = Vec::new();
+    labels
+        .iter()
+        .map(|&(left, width)| {
+            let row = ends
+                .iter()
+                .position(|&end| end + gap <= left)
+                .unwrap_or(ends.len());
+            if row == ends.len() {
+                ends.push(0.0);
+            }
+            ends[row] = left + width;
+            row
+        })
+        .collect()
+}
+
+/// DRAM round trips per operation against the datasets' mean shared prefix, linear axes: one
+/// line with markers per index, each dataset named once over a faint line at its x, and the
+/// legend right of all of them.
+fn prefix_chart(title: &str, rs: &[&Record], colours: &Colours) -> anyhow::Result<String> {
+    // Every record of a dataset has its x (one key count, one load set); the first one names it.
+    let mut datasets: Vec<(String, f64)> = Vec::new();
+    for r in rs {
+        let Some((x, _)) = prefix_point(r) else {
+            continue;
+        };
+        if !datasets.iter().any(|d| d.0 == r.m().dataset) {
+            datasets.push((r.m().dataset.clone(), x));
+        }
+    }
+    datasets.sort_by(|a, b| a.1.total_cmp(&b.1));
+    // Per index, one point per dataset: the last record, as a re-run replaces the earlier one.
+    let series: Vec<(&str, Vec<(f64, f64)>)> = colours
+        .indexes_of(rs)
+        .into_iter()
+        .map(|index| {
+            let mut by_dataset: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+            for r in rs.iter().filter(|r| r.m().index == index) {
+                if let Some(p) = prefix_point(r) {
+                    by_dataset.insert(&r.m().dataset, p);
+                }
+            }
+            let mut points: Vec<(f64, f64)> = by_dataset.into_values().collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (index, points)
+        })
+        .collect();
+
+    let all = || series.iter().flat_map(|s| &s.1);
+    let x_hi = all().map(|p| p.0).fold(0.0, f64::max);
+    let y_hi = all().map(|p| p.1).fold(0.0, f64::max);
+    // The legend takes the upper right of the plot, right of every point and dataset line
+    // (which may cross any other corner): the x axis runs on past the data by the legend's
+    // width and a gap. The plot's size is estimated from the margins below: 16 px each side,
+    // 70 px of y labels, 50 px of x labels, the caption.
+    let (width, height) = (1000u32, 640u32);
+    let plot_w = f64::from(width) - 2.0 * 16.0 - 70.0;
+    let widest = series
+        .iter()
+        .map(|s| text_px(s.0, 14.0))
+        .fold(0.0, f64::max);
+    let legend_w = (widest + 60.0) * 1.15 + 16.0;
+    let data_w = plot_w - legend_w.min(plot_w / 2.0);
+    let x1 = if x_hi > 0.0 {
+        x_hi * plot_w / data_w
+    } else {
+        1.0
+    };
+    // Dataset names stack in rows at the top of the plot where close x values would make them
+    // overlap, and the y range leaves them that band. A name sits right of its line, or left
+    // of it where it would reach the legend.
+    let label = |(name, x): &(String, f64)| format!("{name} ({} B)", compact(*x));
+    let widths: Vec<f64> = datasets
+        .iter()
+        .map(|d| text_px(&label(d), 13.0) * 1.15)
+        .collect();
+    let flipped: Vec<bool> = datasets
+        .iter()
+        .zip(&widths)
+        .map(|(d, w)| d.1 / x1 * plot_w + 4.0 + w > data_w)
+        .collect();
+    let mut estimated: Vec<(f64, f64)> = datasets
+        .iter()
+        .zip(&widths)
+        .zip(&flipped)
+        .map(|((d, &w), &flip)| {
+            let x = d.1 / x1 * plot_w;
+            (if flip { x - 4.0 - w } else { x + 4.0 }, w)
+        })
+        .collect();
+    // A flipped name can start left of names before it: rows go by where names start.
+    let mut order: Vec<usize> = (0..datasets.len()).collect();
+    order.sort_by(|&a, &b| estimated[a].0.total_cmp(&estimated[b].0));
+    estimated = order.iter().map(|&i| estimated[i]).collect();
+    let mut rows = vec![0; datasets.len()];
+    for (&i, row) in order.iter().zip(label_rows(&estimated, 8.0)) {
+        rows[i] = row;
+    }
+    let band = 15.0 * (rows.iter().max().map_or(0, |r| r + 1) as f64) + 10.0;
+    let plot_h = f64::from(height) - 2.0 * 16.0 - 50.0 - 40.0;
+    let y1 = if y_hi > 0.0 {
+        y_hi * 1.08 / (1.0 - (band / plot_h).min(0.5))
+    } else {
+        1.0
+    };
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, TITLE_FONT)
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1, 0.0..y1)
+            .map_err(plot_err)?;
+        let fmt = |v: &f64| compact(*v);
+        chart
+            .configure_mesh()
+            .x_desc("mean prefix shared with the sorted neighbour (bytes)")
+            .y_desc("DRAM round trips per operation")
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&fmt)
+            .axis_desc_style(DESC_FONT)
+            .label_style(LABEL_FONT)
+            .light_line_style(BLACK.mix(0.05))
+            .bold_line_style(BLACK.mix(0.15))
+            .draw()
+            .map_err(plot_err)?;
+
+        // The datasets first, so lines and markers are drawn over their guides.
+        let guide = BLACK.mix(0.25).stroke_width(1);
+        let grey = BLACK.mix(0.75);
+        let style = TextStyle::from(("sans-serif", 13).into_font()).color(&grey);
+        for (i, d) in datasets.iter().enumerate() {
+            chart
+                .draw_series(DashedLineSeries::new([(d.1, 0.0), (d.1, y1)], 4, 4, guide))
+                .map_err(plot_err)?;
+            let (dx, hpos) = if flipped[i] {
+                (-4, HPos::Right)
+            } else {
+                (4, HPos::Left)
+            };
+            let dy = 4 + 15 * rows[i] as i32;
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((d.1, y1))
+                        + Text::new(label(d), (dx, dy), style.pos(Pos::new(hpos, VPos::Top))),
+                ))
+                .map_err(plot_err)?;
+        }
+
+        // Markers of different indexes on one spot are set apart.
+        let pixels: Vec<(i32, i32)> = all().map(|p| chart.backend_coord(p)).collect();
+        let mut shifts = dodge(&pixels, 6).into_iter();
+        for (index, points) in &series {
+            // Shape and colour by the index's rank: the same on every prefix chart.
+            let (colour, shape) = (colours.of(index), colours.rank(index) % SHAPES);
+            if points.len() > 1 {
+                chart
+                    .draw_series(LineSeries::new(
+                        points.iter().copied(),
+                        colour.stroke_width(2),
+                    ))
+                    .map_err(plot_err)?;
+            }
+            for (k, &p) in points.iter().enumerate() {
+                let dx = shifts.next().unwrap_or(0);
+                let legend = (k == 0).then_some(*index);
+                draw_marker(&mut chart, shape, p, dx, 5, colour, legend, true)?;
+            }
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
 }
 
 /// One load's line: index, accumulated `(keys, seconds)` points, slowest insert and p99.9.
@@ -1810,6 +2068,133 @@ mod tests {
             svg.contains("ht: slowest insert 4.0 ms, p99.9 2.5 µs"),
             "{svg}"
         );
+    }
+
+    /// An index record on `dataset` with its shared prefix and DRAM round trips.
+    fn prefix_rec(
+        index: &str,
+        dataset: &str,
+        workload: &str,
+        shared: Option<f64>,
+        rt: Option<f64>,
+    ) -> Record {
+        let mut r = rec(index, workload, 1.0, Some(80.0));
+        if let Record::Index(i) = &mut r {
+            i.m.dataset = dataset.into();
+            i.mean_shared_prefix = shared;
+            i.dram_rt_per_op = rt;
+        }
+        r
+    }
+
+    #[test]
+    fn round_trips_against_shared_prefix_get_a_chart_per_setting_with_two_datasets() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut records = Vec::new();
+        for (dataset, shared) in [("rand-8", 2.6), ("urls", 23.3), ("paths", 50.4)] {
+            records.push(prefix_rec(
+                "btreemap",
+                dataset,
+                "c",
+                Some(shared),
+                Some(4.0),
+            ));
+            let trie = 1.0 + shared / 10.0;
+            records.push(prefix_rec(
+                "cuckoo-trie",
+                dataset,
+                "c",
+                Some(shared),
+                Some(trie),
+            ));
+        }
+        // Batches of 16: a chart of its own.
+        for (dataset, shared) in [("rand-8", 2.6), ("paths", 50.4)] {
+            let mut r = prefix_rec("cuckoo-trie", dataset, "c", Some(shared), Some(1.0));
+            if let Record::Index(i) = &mut r {
+                i.batch = 16;
+            }
+            records.push(r);
+        }
+        // One dataset only: no chart.
+        records.push(prefix_rec("btreemap", "paths", "e", Some(50.4), Some(9.0)));
+        records.push(prefix_rec(
+            "cuckoo-trie",
+            "paths",
+            "e",
+            Some(50.4),
+            Some(7.0),
+        ));
+        // Two datasets, but one lacks its shared prefix (an old record) and one the round
+        // trips (DRAM not probed): no chart.
+        records.push(prefix_rec(
+            "btreemap",
+            "rand-8",
+            "lower-bound",
+            Some(2.6),
+            Some(4.0),
+        ));
+        records.push(prefix_rec(
+            "btreemap",
+            "email",
+            "lower-bound",
+            None,
+            Some(5.0),
+        ));
+        records.push(prefix_rec(
+            "btreemap",
+            "paths",
+            "lower-bound",
+            Some(50.4),
+            None,
+        ));
+        let json = write_lines(dir.path(), &records);
+        let written = write_report(&json, &dir.path().join("charts")).unwrap();
+        let prefix: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("prefix-"))
+            .collect();
+        assert_eq!(
+            prefix,
+            [
+                "prefix-1000-c-uniform-independent-1t.svg",
+                "prefix-1000-c-uniform-independent-1t-b16.svg",
+            ]
+        );
+        let svg = std::fs::read_to_string(
+            dir.path()
+                .join("charts/prefix-1000-c-uniform-independent-1t.svg"),
+        )
+        .unwrap();
+        for text in [
+            "btreemap",
+            "cuckoo-trie",
+            "rand-8 (2.6 B)",
+            "urls (23.3 B)",
+            "paths (50.4 B)",
+            "DRAM round trips per operation",
+            "mean prefix shared with the sorted neighbour (bytes)",
+            "1,000 keys, workload c",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        assert!(svg.contains("<polyline"), "each index is a line");
+        let batched = std::fs::read_to_string(
+            dir.path()
+                .join("charts/prefix-1000-c-uniform-independent-1t-b16.svg"),
+        )
+        .unwrap();
+        assert!(batched.contains("batches of 16") && !batched.contains("btreemap"));
+    }
+
+    #[test]
+    fn dataset_labels_stack_only_where_they_would_overlap() {
+        let rows = label_rows(
+            &[(0.0, 50.0), (40.0, 50.0), (70.0, 50.0), (200.0, 10.0)],
+            8.0,
+        );
+        assert_eq!(rows, [0, 1, 0, 0]);
     }
 
     #[test]

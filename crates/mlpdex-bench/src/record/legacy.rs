@@ -132,6 +132,8 @@ pub(super) fn convert(value: serde_json::Value) -> Result<Record, String> {
         dram_rt_per_op: f.dram_rt_per_op,
         bytes_per_key: f.bytes_per_key,
         overhead_bytes_per_key: f.overhead_bytes_per_key,
+        mean_key_len: None,
+        mean_shared_prefix: None,
         hope,
         merges: Vec::new(),
     }))
