@@ -781,8 +781,10 @@ mod tests {
 
     #[test]
     fn audited_small_runs_with_key_index() {
-        // A one-bucket table, so the index is rebuilt by resizes too.
-        for shape in shapes() {
+        // A one-bucket table, so the index is rebuilt by resizes too. Under miri, two shapes:
+        // the index's unsafe reads are the records' keys, which every shape reaches alike.
+        let under_miri = [KeyShape::RandomBytes, KeyShape::PrefixChains];
+        for shape in shapes().filter(|s| !cfg!(miri) || under_miri.contains(s)) {
             let cfg = Config {
                 key_index: true,
                 initial_buckets: 1,
