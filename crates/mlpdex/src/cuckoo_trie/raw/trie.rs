@@ -2,9 +2,9 @@
 //!
 //! This file holds the shared types (symbols, search paths, the writer's scratch) and the
 //! [`RawTrie`] itself; its operations live in one file each: `search` (descent, lookups,
-//! seeks, the leaf list), `insert`, `remove`, `key_index` (the optional index of whole keys), `resize` (growth and shrinking), `migrate` (the
-//! copy a resize makes, shared with helping writers) and `audit`. The in-order walk is
-//! `super::cursor`.
+//! seeks, the leaf list), `insert`, `remove`, `key_index` (the optional index of whole keys),
+//! `resize` (growth and shrinking), `migrate` (the copy a resize makes, shared with helping
+//! writers) and `audit`. The in-order walk is `super::cursor`.
 //!
 //! Non-generic: records are opaque addresses whose key bytes start `val_size` bytes in. The
 //! front end (`super::super`) allocates, fills and frees records.

@@ -21,15 +21,15 @@ impl RawTrie {
         self.params.key_index
     }
 
-    /// The record of `key`, found through its key entry.
+    /// The key entry of `key` (leaf-shaped: its record and key length).
     #[inline]
-    pub(super) fn get_indexed(&self, key: &[u8]) -> Option<*mut u8> {
+    pub(super) fn indexed(&self, key: &[u8]) -> Option<Ent> {
         let h = self.table.hasher.key_hash(key);
         // SAFETY: key entries name live records of this trie, read under `&self`.
         let found = self
             .table
             .find_key_entry(h, |e| unsafe { self.key_of(e) } == key);
-        found.map(|(_, e)| e.rec())
+        found.map(|(_, e)| e)
     }
 
     /// Prefetches the buckets of `key`'s key entry.
@@ -59,11 +59,15 @@ impl RawTrie {
         rec: *mut u8,
     ) -> Result<(), Full> {
         if self.params.key_index {
-            let h = self.table.hasher.key_hash(key);
-            w.created
-                .push(self.table.insert(h, Ent::key_entry(rec, key.len()))?);
+            w.created.push(self.insert_key_entry(key, rec)?);
         }
         Ok(())
+    }
+
+    /// Inserts the key entry of `key`, whose record is `rec`.
+    fn insert_key_entry(&self, key: &[u8], rec: *mut u8) -> Result<Loc, Full> {
+        let h = self.table.hasher.key_hash(key);
+        self.table.insert(h, Ent::key_entry(rec, key.len()))
     }
 
     /// Points `key`'s key entry at its new record `new` (it named `old`).
@@ -75,22 +79,27 @@ impl RawTrie {
         updated.expect("an unshared table has no torn reads");
     }
 
-    /// Removes the key entry of `key`, whose record is `rec`.
+    /// Removes the key entry of `key`, whose record is `rec` (when the trie keeps an index).
     pub(super) fn remove_key_entry(&self, key: &[u8], rec: *mut u8) {
+        if !self.params.key_index {
+            return;
+        }
         let l = self.key_entry_of(key, rec);
         self.table
             .remove(l)
             .expect("an unshared table has no torn reads");
     }
 
-    /// Adds the key entry of every leaf (a resize's copy holds only the trie's nodes).
+    /// Adds the key entry of every leaf, when the trie keeps an index (a resize's copy holds
+    /// only the trie's nodes).
     pub(super) fn index_all_keys(&self) -> Result<(), Full> {
+        if !self.params.key_index {
+            return Ok(());
+        }
         let mut cur = super::stable(self.first());
         while let Some((_, e)) = cur {
             // SAFETY: a leaf of this trie; its record lives as long as the trie holds it.
-            let key = unsafe { self.key_of(e) };
-            let h = self.table.hasher.key_hash(key);
-            self.table.insert(h, Ent::key_entry(e.rec(), e.key_len()))?;
+            self.insert_key_entry(unsafe { self.key_of(e) }, e.rec())?;
             cur = super::stable(self.next(e));
         }
         Ok(())

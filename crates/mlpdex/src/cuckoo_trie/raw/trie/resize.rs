@@ -93,11 +93,7 @@ impl RawTrie {
                     );
                     // The migration copies the trie's nodes; the key index is rebuilt from
                     // the copy's leaves.
-                    match if copy.has_key_index() {
-                        copy.index_all_keys()
-                    } else {
-                        Ok(())
-                    } {
+                    match copy.index_all_keys() {
                         Ok(()) => return Ok(copy),
                         Err(Full) => buckets = buckets + buckets / 2 + 1,
                     }

@@ -266,7 +266,7 @@ impl RawTrie {
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<*mut u8>, Torn> {
         if self.has_key_index() {
-            return Ok(self.get_indexed(key));
+            return Ok(self.indexed(key).map(Ent::rec));
         }
         Ok(match self.descend::<false>(key, None)?.0 {
             // SAFETY: `ent` is a leaf of this trie, read under `&self`.
@@ -308,13 +308,7 @@ impl RawTrie {
     #[inline]
     pub(crate) fn leaf_for(&self, key: &[u8]) -> Result<Option<Ent>, Torn> {
         if self.has_key_index() {
-            // The key entry, shaped as a leaf: record and key length.
-            let h = self.table.hasher.key_hash(key);
-            // SAFETY: key entries name live records of this trie, read under `&self`.
-            let found = self
-                .table
-                .find_key_entry(h, |e| unsafe { self.key_of(e) } == key);
-            return Ok(found.map(|(_, e)| e));
+            return Ok(self.indexed(key));
         }
         Ok(match self.descend::<false>(key, None)?.0 {
             End::Leaf { ent, .. } => Some(ent),
