@@ -233,6 +233,22 @@ pub const PREFIX_DEPTHS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// how much of each one its sorted neighbour shares (what path compression and a trie's
 /// upper levels can save), and how many distinct prefixes each depth of a byte-wise trie
 /// holds (its width at that depth).
+///
+/// ```
+/// use mlpdex_bench::dataset::stats;
+/// use mlpdex_bench::keys::Keys;
+///
+/// let mut keys = Keys::new();
+/// for k in ["a/x", "a/b/d", "a/b/c"] {
+///     keys.push(k.as_bytes());
+/// }
+/// let s = stats(&keys);
+/// assert_eq!(s.mean_len, 13.0 / 3.0);
+/// // Sorted: a/b/c, a/b/d (4 bytes shared), a/x (2 shared with a/b/d).
+/// assert_eq!(s.mean_shared_prefix, 3.0);
+/// // One distinct 1-byte prefix ("a"), two 4-byte ones ("a/b/", and "a/x", shorter).
+/// assert_eq!((s.distinct_prefixes[0], s.distinct_prefixes[2]), (1, 2));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyStats {
     /// Keys measured.
