@@ -202,7 +202,9 @@ impl RawTrie {
                 bitmap & !((2u64 << c) - 1)
             }
         };
-        let mut path = Vec::new();
+        // One allocation: a path holds at most a node per symbol and the root, and rarely
+        // more than 64 nodes even on long keys (`paths` averages 40).
+        let mut path = Vec::with_capacity(self.syms.count(key.len()).min(63) + 1);
         let (end, _) = self.descend::<false>(key, Some(&mut path))?;
         let mut cur = Cursor {
             stack: Vec::with_capacity(path.len() + 4),
