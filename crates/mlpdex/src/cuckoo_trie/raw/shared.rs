@@ -503,7 +503,7 @@ impl<V: Send + Sync + 'static> SharedTrie<V> {
                 Ok(Inserted::New) => None,
                 Ok(Inserted::Existing { loc, rec: old }) => {
                     let new = make();
-                    match trie.set_record(loc, new) {
+                    match trie.set_record(loc, key, old, new) {
                         Ok(()) => Some(old),
                         Err(Torn) => {
                             trie.forget(&mut w);

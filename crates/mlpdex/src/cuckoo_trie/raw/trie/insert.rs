@@ -3,7 +3,7 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::super::table::{Ent, Full, JUMP_MAX, Loc, Torn};
+use super::super::table::{Ent, Full, JUMP_MAX, LEAF, Loc, Torn};
 use super::{Cand, End, HORIZON_MARGIN, Inserted, PathNode, RawTrie, Retry, Scratch};
 
 impl RawTrie {
@@ -83,16 +83,28 @@ impl RawTrie {
         result
     }
 
-    /// Points leaf `l` at a new record (an update of an existing key's value).
-    pub(crate) fn set_record(&self, l: Loc, rec: *mut u8) -> Result<(), Torn> {
+    /// Points leaf `l` of `key`, whose record is `old`, at the new record `rec` (an update of
+    /// an existing key's value), key entry included. In a shared table the caller's write
+    /// session may copy `l`'s bucket again since it found the leaf; a copy that no longer
+    /// holds that leaf there is torn (the commit would be refused) and gives `Err(Torn)`.
+    pub(crate) fn set_record(
+        &self,
+        l: Loc,
+        key: &[u8],
+        old: *mut u8,
+        rec: *mut u8,
+    ) -> Result<(), Torn> {
         if self.params.key_index {
-            let old = self.table.fetch(l)?;
-            // SAFETY: a leaf of this trie, whose record the caller frees only after this.
-            self.repoint_key_entry(unsafe { self.key_of(old) }, old.rec(), rec);
+            self.repoint_key_entry(key, old, rec)?;
         }
-        self.table.update(l, |e| {
+        let set = self.table.update_if(l, |e| {
+            if e.kind() != LEAF || e.rec() != old {
+                return false;
+            }
             *e = Ent::leaf(e.sym(), e.pcolor(), rec, e.key_len(), e.loc()).in_place_of(*e);
-        })
+            true
+        })?;
+        if set { Ok(()) } else { Err(self.torn()) }
     }
 
     /// Folds the depth of a new leaf into the average that sets the prefetch horizon. Stores

@@ -6,12 +6,17 @@
 //! hundred. Seeks, scans and writes still walk the trie; writes also keep the index.
 //!
 //! The index holds exactly one key entry per leaf, naming the leaf's record (checked by
-//! [`RawTrie::audit`]). Only tables that are not shared keep one: the concurrent map refuses
-//! the setting.
+//! [`RawTrie::audit`]). In a shared table the key entries are written in the same write
+//! session as the leaf they mirror, so every committed state holds both or neither; a reader
+//! compares its query with the record a key entry names before its session validates, which
+//! is safe because the entry comes from one consistent bucket copy taken under the reader's
+//! guard, so the record was linked after the guard was pinned and is freed only after it is
+//! dropped (rule 2 of `shared`). A copy missing a key entry is torn, never an answer: the
+//! session fails to validate.
 //!
 //! [`Hasher::key_hash`]: super::super::table::Hasher::key_hash
 
-use super::super::table::{Ent, Full, Loc};
+use super::super::table::{Ent, Full, Loc, Torn};
 use super::{RawTrie, Scratch};
 
 impl RawTrie {
@@ -38,14 +43,16 @@ impl RawTrie {
         self.table.prefetch(self.table.hasher.key_hash(key));
     }
 
-    /// The locator of the key entry naming `rec`, the record of `key`.
-    fn key_entry_of(&self, key: &[u8], rec: *mut u8) -> Loc {
+    /// The locator of the key entry naming `rec`, the record of `key`; `Err(Torn)` when a
+    /// shared table's copies miss it (every committed state has it).
+    fn key_entry_of(&self, key: &[u8], rec: *mut u8) -> Result<Loc, Torn> {
         let h = self.table.hasher.key_hash(key);
         match self.table.find_key_entry(h, |e| e.rec() == rec) {
-            Some((_, e)) => Loc {
+            Some((_, e)) => Ok(Loc {
                 h: h as u32,
                 color: e.color(),
-            },
+            }),
+            None if self.table.is_shared() => Err(Torn),
             None => super::broken("a key without its key entry"),
         }
     }
@@ -71,23 +78,25 @@ impl RawTrie {
     }
 
     /// Points `key`'s key entry at its new record `new` (it named `old`).
-    pub(super) fn repoint_key_entry(&self, key: &[u8], old: *mut u8, new: *mut u8) {
-        let l = self.key_entry_of(key, old);
-        let updated = self.table.update(l, |e| {
+    pub(super) fn repoint_key_entry(
+        &self,
+        key: &[u8],
+        old: *mut u8,
+        new: *mut u8,
+    ) -> Result<(), Torn> {
+        let l = self.key_entry_of(key, old)?;
+        self.table.update(l, |e| {
             *e = Ent::key_entry(new, e.key_len()).in_place_of(*e);
-        });
-        updated.expect("an unshared table has no torn reads");
+        })
     }
 
     /// Removes the key entry of `key`, whose record is `rec` (when the trie keeps an index).
-    pub(super) fn remove_key_entry(&self, key: &[u8], rec: *mut u8) {
+    pub(super) fn remove_key_entry(&self, key: &[u8], rec: *mut u8) -> Result<(), Torn> {
         if !self.params.key_index {
-            return;
+            return Ok(());
         }
-        let l = self.key_entry_of(key, rec);
-        self.table
-            .remove(l)
-            .expect("an unshared table has no torn reads");
+        let l = self.key_entry_of(key, rec)?;
+        self.table.remove(l)
     }
 
     /// Adds the key entry of every leaf, when the trie keeps an index (a resize's copy holds

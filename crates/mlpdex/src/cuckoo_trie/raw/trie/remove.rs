@@ -18,7 +18,7 @@ impl RawTrie {
                 _ => None,
             };
             if let Some(rec) = found {
-                self.remove_key_entry(key, rec);
+                self.remove_key_entry(key, rec)?;
                 self.remove_leaf(w, &path)?;
                 self.count(w, -1);
             }

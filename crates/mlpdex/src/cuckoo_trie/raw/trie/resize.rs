@@ -78,11 +78,10 @@ impl RawTrie {
         let mut seed = self.seed;
         for attempt in 0u64.. {
             seed = seed.wrapping_add(0x9E37_79B9 + attempt);
-            let mut table = Table::with_buckets(buckets, seed, self.params.huge_pages)?;
+            let table = Table::with_buckets(buckets, seed, self.params.huge_pages)?;
             match self.migrate_into(&table, lobby) {
                 Ok((root, head)) => {
-                    table.set_shared(self.table.is_shared());
-                    let copy = Self::assemble(
+                    let mut copy = Self::assemble(
                         table,
                         self.params,
                         seed,
@@ -92,9 +91,15 @@ impl RawTrie {
                         (self.depth_avg.load(Relaxed), self.horizon.load(Relaxed)),
                     );
                     // The migration copies the trie's nodes; the key index is rebuilt from
-                    // the copy's leaves.
+                    // the copy's leaves while only this thread sees the copy, so it is
+                    // written directly and marked shared after.
                     match copy.index_all_keys() {
-                        Ok(()) => return Ok(copy),
+                        Ok(()) => {
+                            if self.table.is_shared() {
+                                copy.set_shared();
+                            }
+                            return Ok(copy);
+                        }
                         Err(Full) => buckets = buckets + buckets / 2 + 1,
                     }
                 }
