@@ -122,6 +122,20 @@ fn subject<V: Clone + Send + Sync + 'static>(
         .with_max_key_len(Map::<V>::MAX_KEY_LEN)
 }
 
+/// [`growth_config`] with the key index ([`Config::key_index`]): point lookups probe key
+/// entries, which every insert, update, remove and resize keeps.
+fn key_index_config() -> Config {
+    Config {
+        key_index: true,
+        ..growth_config()
+    }
+}
+
+/// The Cuckoo Trie with [`key_index_config`].
+fn key_index_subject<V: Clone + Send + Sync + 'static>() -> Subject<Map<V>> {
+    subject("growth + key index", key_index_config)
+}
+
 /// The Cuckoo Trie with the default config.
 fn default_subject<V: Clone + Send + Sync + 'static>() -> Subject<Map<V>> {
     subject("default", default_config)
@@ -188,6 +202,11 @@ fn differential_frequent_growth() {
     );
 }
 
+#[test]
+fn differential_key_index() {
+    differential_suite("growth + key_index", key_index_config, &[21, 22]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Property tests
 // ---------------------------------------------------------------------------------------------
@@ -211,8 +230,12 @@ proptest! {
     }
 
     #[test]
-    fn proptest_arbitrary_ops_growing_any_symbol_size(ops in arb_ops(), bits in 1u32..=5) {
-        let cfg = Config { symbol_bits: bits, ..growth_config() };
+    fn proptest_arbitrary_ops_growing_any_symbol_size(
+        ops in arb_ops(),
+        bits in 1u32..=5,
+        key_index: bool,
+    ) {
+        let cfg = Config { symbol_bits: bits, key_index, ..growth_config() };
         ops_then_audit(&ctrie::<u64>(cfg), &ops)?;
     }
 
@@ -255,6 +278,14 @@ fn stress_shared_keys_4_writers_2_readers() {
     concurrent::stress(
         &growth_subject(),
         Plan::standard(Sharing::Shared, 4, 2, 0x5EED_0004),
+    );
+}
+
+#[test]
+fn stress_shared_keys_4_writers_2_readers_key_index() {
+    concurrent::stress(
+        &key_index_subject(),
+        Plan::standard(Sharing::Shared, 4, 2, 0x5EED_0014),
     );
 }
 
@@ -331,6 +362,12 @@ fn same_key_stress_2_keys_8_threads() {
     concurrent::same_key_stress(&growth_subject(), SameKeyPlan::standard(2, 8, 0x5A_C002));
 }
 
+/// Updates of a few keys by many threads: each repoints a key entry while readers probe it.
+#[test]
+fn same_key_stress_2_keys_8_threads_key_index() {
+    concurrent::same_key_stress(&key_index_subject(), SameKeyPlan::standard(2, 8, 0x5A_C102));
+}
+
 #[test]
 fn same_key_stress_16_keys_6_threads() {
     concurrent::same_key_stress(&growth_subject(), SameKeyPlan::standard(16, 6, 0x5A_C016));
@@ -355,6 +392,11 @@ fn linearizable_histories_4_threads() {
 #[test]
 fn linearizable_histories_8_threads_growing() {
     concurrent::linearizable_histories(&growth_subject(), HistoryPlan::standard(8, 0x11_C008));
+}
+
+#[test]
+fn linearizable_histories_4_threads_key_index() {
+    concurrent::linearizable_histories(&key_index_subject(), HistoryPlan::standard(4, 0x11_C104));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -464,7 +506,7 @@ fn max_key_len_is_accepted_and_one_more_refused() {
 #[test]
 fn with_config_rejects_each_out_of_range_field() {
     type Edit = fn(&mut Config);
-    let bad: [(&str, Edit); 12] = [
+    let bad: [(&str, Edit); 11] = [
         ("symbol_bits = 0", |c| c.symbol_bits = 0),
         ("symbol_bits = 6", |c| c.symbol_bits = 6),
         ("prefetch_depth = 0", |c| c.prefetch_depth = 0),
@@ -477,8 +519,6 @@ fn with_config_rejects_each_out_of_range_field() {
         }),
         ("max_load_factor = 1", |c| c.max_load_factor = 1.0),
         ("initial_buckets = 0", |c| c.initial_buckets = 0),
-        // The key index is the single-threaded map's alone for now.
-        ("key_index = true", |c| c.key_index = true),
         ("all at once", |c| {
             c.symbol_bits = 0;
             c.prefetch_depth = 0;
@@ -780,7 +820,16 @@ fn reserve_and_shrink_to_fit_keep_every_key_while_readers_and_a_writer_run() {
 /// answer is `get`'s.
 #[test]
 fn batched_lookups_under_growth_and_churn() {
-    let map: Map<u64> = ctrie(growth_config());
+    batched_lookups_under_growth_and_churn_with(growth_config());
+}
+
+#[test]
+fn batched_lookups_under_growth_and_churn_key_index() {
+    batched_lookups_under_growth_and_churn_with(key_index_config());
+}
+
+fn batched_lookups_under_growth_and_churn_with(cfg: Config) {
+    let map: Map<u64> = ctrie(cfg);
     let keys = growth_keys(24_000);
     let (fixed, rest) = keys.split_at(8_000);
     let (grown, absent) = rest.split_at(12_000);

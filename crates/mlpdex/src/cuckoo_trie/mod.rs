@@ -174,8 +174,8 @@ pub struct Config {
     /// instead of descending the trie: their cost stops growing with the depth of the key's
     /// leaf, which on keys with long shared prefixes (paths, URLs) is most of it. Costs one
     /// more 15-byte entry per key and its upkeep on every insert and remove; seeks and scans
-    /// are unchanged. Default `false`. Not supported by [`ConcurrentCuckooTrie`] yet: its
-    /// constructor refuses it.
+    /// are unchanged. Default `false`. [`ConcurrentCuckooTrie`] keeps it the same way: its
+    /// `get` probes the index in one read session.
     pub key_index: bool,
 }
 
