@@ -341,6 +341,13 @@ pub const INDEXES: &[Entry] = &[
         run: exec::serve::<ConcurrentCuckoo<true>>,
     },
     Entry {
+        name: "cuckoo-trie-concurrent-keyed",
+        about: "the concurrent map with its key index (Config::key_index): point lookups probe a hash of the whole key",
+        kind: ONE_OFF,
+        keys: KeyWidth::Any,
+        run: exec::serve::<ConcurrentCuckoo<false, true>>,
+    },
+    Entry {
         name: "mlp-index",
         about: "mlpdex MlpIndex (mlp-data-structures.txt §4), 8-byte keys, default layout",
         kind: Kind::Main,
@@ -774,6 +781,7 @@ mod tests {
                 "cuckoo-trie-keyed",
                 "cuckoo-trie-concurrent",
                 "cuckoo-trie-concurrent-growing",
+                "cuckoo-trie-concurrent-keyed",
                 "mlp-index-concurrent",
                 "mlp-index-concurrent-growing",
                 "{eh,ht,hti,ch}",

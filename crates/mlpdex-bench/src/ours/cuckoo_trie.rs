@@ -1,6 +1,7 @@
 //! `cuckoo-trie` (and `cuckoo-trie-dN`, `cuckoo-trie-keyed`): [`mlpdex::cuckoo_trie::CuckooTrie`]
 //! with `u64` values;
-//! `cuckoo-trie-concurrent` (and `-growing`): [`mlpdex::cuckoo_trie::ConcurrentCuckooTrie`].
+//! `cuckoo-trie-concurrent` (and `-growing`, `-keyed`):
+//! [`mlpdex::cuckoo_trie::ConcurrentCuckooTrie`].
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -90,8 +91,10 @@ impl<const D: usize, const KEYED: bool> BenchIndex for Cuckoo<D, KEYED> {
 ///
 /// With `GROWING` (`cuckoo-trie-concurrent-growing`), every run is measured while a resize
 /// driver ([`Rebuilds`]) doubles the table and shrinks it back, again and again; comparing
-/// the two indexes' `p999_ns` and `max_ns` on `c` says what a resize costs a lookup.
-pub struct ConcurrentCuckoo<const GROWING: bool> {
+/// the two indexes' `p999_ns` and `max_ns` on `c` says what a resize costs a lookup. With
+/// `KEYED` (`cuckoo-trie-concurrent-keyed`), the map keeps its key index
+/// ([`Config::key_index`]).
+pub struct ConcurrentCuckoo<const GROWING: bool, const KEYED: bool = false> {
     map: Arc<ConcurrentCuckooTrie<u64>>,
     resizes: Rebuilds,
 }
@@ -111,16 +114,17 @@ impl Resizable for ConcurrentCuckooTrie<u64> {
     }
 }
 
-impl<const GROWING: bool> std::fmt::Debug for ConcurrentCuckoo<GROWING> {
+impl<const GROWING: bool, const KEYED: bool> std::fmt::Debug for ConcurrentCuckoo<GROWING, KEYED> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ConcurrentCuckoo")
             .field("len", &self.map.len())
             .field("growing", &GROWING)
+            .field("keyed", &KEYED)
             .finish()
     }
 }
 
-impl<const GROWING: bool> ConcurrentCuckoo<GROWING> {
+impl<const GROWING: bool, const KEYED: bool> ConcurrentCuckoo<GROWING, KEYED> {
     #[inline]
     fn put(&self, key: &[u8], value: u64) -> Option<u64> {
         self.map
@@ -129,7 +133,7 @@ impl<const GROWING: bool> ConcurrentCuckoo<GROWING> {
     }
 }
 
-impl<const GROWING: bool> BenchIndex for ConcurrentCuckoo<GROWING> {
+impl<const GROWING: bool, const KEYED: bool> BenchIndex for ConcurrentCuckoo<GROWING, KEYED> {
     const CAPS: Caps = Caps {
         writes: true,
         ordered: true,
@@ -137,8 +141,12 @@ impl<const GROWING: bool> BenchIndex for ConcurrentCuckoo<GROWING> {
     };
 
     fn create(_load_set: &Keys) -> anyhow::Result<Self> {
+        let config = Config {
+            key_index: KEYED,
+            ..Config::default()
+        };
         Ok(ConcurrentCuckoo {
-            map: Arc::new(ConcurrentCuckooTrie::new()),
+            map: Arc::new(ConcurrentCuckooTrie::with_config(config)?),
             resizes: Rebuilds::default(),
         })
     }
