@@ -1,5 +1,6 @@
 //! Adversarial key shapes (`KeyShape`) and their generators: small universes of random bytes,
-//! shared prefixes, prefix chains, 0x00/0xFF strings, multi-KiB keys and 8-byte integers; plus
+//! shared prefixes, prefix chains, 0x00/0xFF strings, multi-KiB keys, file-system paths and
+//! 8-byte integers; plus
 //! `permutations`, for tests that try every insertion order of a few keys.
 
 use super::rng::TestRng;
@@ -24,6 +25,12 @@ pub enum KeyShape {
     /// Keys of 1 to 8 KiB built on three long patterns, differing late (one of the last 8 bytes)
     /// or only by length.
     Long,
+    /// File-system paths of 1 to 5 levels under two long stems: names that extend one another
+    /// (`lib`, `lib64`), differ in one late byte, hold 0x00 or 0xFF, or are 60 bytes long; every
+    /// directory is itself a key, a prefix of its files; sometimes a path cut mid-name. Sorted
+    /// neighbours share long prefixes, branching at every depth: the shape of issue 23's
+    /// `paths` dataset, small.
+    Paths,
     /// 8-byte big-endian integers: 0, 1, `u64::MAX` and other edges, dense small ranges, runs
     /// differing only in the last byte, and some random values. For integer-only maps: probe
     /// keys derived from these stay 8 bytes wide.
@@ -40,6 +47,7 @@ impl KeyShape {
         KeyShape::PrefixChains,
         KeyShape::ZeroFf,
         KeyShape::Long,
+        KeyShape::Paths,
         KeyShape::Mixed,
     ];
 
@@ -50,6 +58,7 @@ impl KeyShape {
         KeyShape::PrefixChains,
         KeyShape::ZeroFf,
         KeyShape::Long,
+        KeyShape::Paths,
         KeyShape::Mixed,
         KeyShape::U64,
     ];
@@ -62,13 +71,21 @@ impl KeyShape {
             KeyShape::PrefixChains => prefix_chain_key(rng),
             KeyShape::ZeroFf => zero_ff_key(rng),
             KeyShape::Long => long_key(rng),
+            KeyShape::Paths => {
+                let mut key = path_key(rng.below(PATHS_UNIVERSE));
+                if rng.chance(0.05) {
+                    key.truncate(rng.index(key.len() + 1));
+                }
+                key
+            }
             KeyShape::U64 => u64_key(rng).to_vec(),
             KeyShape::Mixed => {
-                let shape = match rng.below(25) {
+                let shape = match rng.below(31) {
                     0..=5 => KeyShape::RandomBytes,
                     6..=11 => KeyShape::SharedPrefix,
                     12..=17 => KeyShape::PrefixChains,
                     18..=23 => KeyShape::ZeroFf,
+                    24..=29 => KeyShape::Paths,
                     _ => KeyShape::Long,
                 };
                 shape.gen_key(rng)
@@ -173,6 +190,51 @@ pub(super) fn zero_ff_key(rng: &mut TestRng) -> Vec<u8> {
     (0..len)
         .map(|_| if rng.chance(0.5) { 0x00 } else { 0xff })
         .collect()
+}
+
+/// Number of keys in the [`KeyShape::Paths`] universe.
+pub(super) const PATHS_UNIVERSE: u64 = 2048;
+
+/// The two stems every path starts with.
+const PATH_STEMS: [&[u8]; 2] = [
+    b"/home/alice/projects/mlpdex/crates",
+    b"/srv/www/htdocs/static/assets/images",
+];
+
+/// Names of path components: stems that extend one another, names differing in one late
+/// byte, 0x00 and 0xFF inside a name, and one long name.
+const PATH_NAMES: [&[u8]; 12] = [
+    b"usr",
+    b"user",
+    b"users",
+    b"lib",
+    b"lib64",
+    b"a",
+    b"config.yaml",
+    b"config.yml",
+    b"\x00",
+    b"\xff\xfe",
+    b"node_modules",
+    b"a-directory-name-long-enough-to-cross-every-jump-0000000000",
+];
+
+/// Key `i` of the paths universe: the path of its parent `i / 6` (a stem for `i < 6`), a
+/// slash and a name, sometimes with a number after it. At most 5 levels, under 400 bytes.
+pub(super) fn path_key(i: u64) -> Vec<u8> {
+    let mut r = TestRng::new(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x9A75);
+    let mut key = if i < 6 {
+        PATH_STEMS[(i % 2) as usize].to_vec()
+    } else {
+        path_key(i / 6)
+    };
+    key.push(b'/');
+    let name: &&[u8] = r.pick(&PATH_NAMES);
+    key.extend_from_slice(name);
+    if r.chance(0.5) {
+        key.push(b'-');
+        key.push(b'0' + r.below(4) as u8);
+    }
+    key
 }
 
 pub(super) const LONG_LENGTHS: [usize; 9] = [1024, 1025, 2047, 2048, 4095, 4096, 6000, 8191, 8192];

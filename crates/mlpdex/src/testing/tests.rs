@@ -99,6 +99,27 @@ fn shapes_respect_their_constraints() {
 }
 
 #[test]
+fn paths_share_long_prefixes_and_hold_their_directories() {
+    let keys: BTreeSet<Vec<u8>> = draw(KeyShape::Paths, 8, 5_000).into_iter().collect();
+    let sorted: Vec<&Vec<u8>> = keys.iter().collect();
+    let shared: usize = sorted
+        .windows(2)
+        .map(|w| {
+            w[0].iter()
+                .zip(w[1].iter())
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
+        .sum();
+    let mean = shared / (sorted.len() - 1);
+    assert!(mean >= 40, "mean shared prefix {mean}");
+    let prefixes = sorted.windows(2).filter(|w| w[1].starts_with(w[0])).count();
+    assert!(prefixes > 100, "{prefixes} keys are prefixes of the next");
+    assert!(keys.iter().all(|k| k.len() < 400));
+    assert!(keys.iter().any(|k| k.contains(&0x00)) && keys.iter().any(|k| k.contains(&0xff)));
+}
+
+#[test]
 fn shapes_draw_adversarial_keys_from_small_universes() {
     let wanted_empty = [
         KeyShape::RandomBytes,
