@@ -53,8 +53,8 @@
 //! probes instead of descending (measured in
 //! [`docs/results/long-keys.md`](../../../../docs/results/long-keys.md)).
 //!
-//! When not: seeks and scans over keys with long shared prefixes, which still descend the
-//! trie; small maps that fit in cache, where a B-tree is as fast and simpler;
+//! When not: seeks to absent keys and scans over keys with long shared prefixes, which still
+//! descend the trie; small maps that fit in cache, where a B-tree is as fast and simpler;
 //! workloads dominated by long scans, where a B-tree's sorted leaves win; write-heavy
 //! loads, where an insert costs more than a `BTreeMap`'s (the `load` rows of the measured
 //! tables below).
@@ -173,9 +173,13 @@ pub struct Config {
     /// [`get_mut`](CuckooTrie::get_mut), [`get_batch`](CuckooTrie::get_batch)) probe it once
     /// instead of descending the trie: their cost stops growing with the depth of the key's
     /// leaf, which on keys with long shared prefixes (paths, URLs) is most of it. Costs one
-    /// more 15-byte entry per key and its upkeep on every insert and remove; seeks and scans
-    /// are unchanged. Default `false`. [`ConcurrentCuckooTrie`] keeps it the same way: its
-    /// `get` probes the index in one read session.
+    /// more 15-byte entry per key and its upkeep on every insert and remove. Seeks probe it
+    /// too when their bound is an included key the map holds
+    /// ([`lower_bound`](CuckooTrie::lower_bound) and
+    /// [`upper_bound`](CuckooTrie::upper_bound) of `Included(k)`: `k` answers itself), and
+    /// otherwise descend as before, a few hundred instructions later; ranges and scans are
+    /// unchanged. Default `false`. [`ConcurrentCuckooTrie`] keeps it the same way: its `get`
+    /// and seeks probe the index in one read session.
     pub key_index: bool,
 }
 
@@ -420,12 +424,23 @@ impl<V> CuckooTrie<V> {
     /// The first entry whose key is `>= k` for `Included(k)`, `> k` for `Excluded(k)`; the
     /// first entry for `Unbounded`.
     pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        // With the key index, a present key answers itself in one probe.
+        if let Bound::Included(k) = bound
+            && let Some(hit) = self.raw.seek_exact(k)
+        {
+            return Some(hit);
+        }
         self.raw.lower_bound(bound).map(Leaf::item)
     }
 
     /// The last entry whose key is `<= k` for `Included(k)`, `< k` for `Excluded(k)`; the
     /// last entry for `Unbounded`.
     pub fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        if let Bound::Included(k) = bound
+            && let Some(hit) = self.raw.seek_exact(k)
+        {
+            return Some(hit);
+        }
         self.raw.upper_bound(bound).map(Leaf::item)
     }
 

@@ -28,8 +28,8 @@ use crossbeam_epoch::{self as cb, Atomic, Owned};
 
 use super::Padded;
 use super::seqlock::Refused;
-use super::table::{FrozenRead, ReadSession, Torn, WriteSession};
-use super::trie::{Inserted, LeafRef, Lobby, Params, RawTrie, Retry, Scratch, Seek};
+use super::table::{Ent, FrozenRead, ReadSession, Torn, WriteSession};
+use super::trie::{Inserted, Lobby, Params, RawTrie, Retry, Scratch, Seek};
 use crate::Error;
 use crate::cuckoo_trie::record;
 use crate::epoch::Guard;
@@ -50,16 +50,17 @@ impl<V> Clone for Leaf<'_, V> {
 impl<V> Copy for Leaf<'_, V> {}
 
 impl<'g, V> Leaf<'g, V> {
-    /// Wraps a leaf read in a read session under `_guard`.
+    /// Wraps a leaf (or a key entry: leaf-shaped, naming the same record) read in a read
+    /// session under `_guard`.
     ///
     /// # Safety
     /// `leaf` was read in a session of a trie loaded under `_guard` that has validated (or will
     /// validate before the `Leaf` is used; an unvalidated one is discarded unused).
     #[inline(always)]
-    unsafe fn new(leaf: LeafRef, _guard: &'g Guard) -> Self {
+    unsafe fn new(leaf: Ent, _guard: &'g Guard) -> Self {
         Leaf {
-            rec: leaf.1.rec(),
-            key_len: leaf.1.key_len(),
+            rec: leaf.rec(),
+            key_len: leaf.key_len(),
             _live: PhantomData,
         }
     }
@@ -154,17 +155,25 @@ unsafe fn drop_record<V>(p: *mut u8, key_len: usize, bytes: &AtomicUsize) {
     bytes.fetch_sub(size, Relaxed);
 }
 
-/// The first leaf within `bound` from below (`forward`) or the last from above.
+/// The first leaf within `bound` from below (`forward`) or the last from above (or, with the
+/// key index, the key entry of an included bound's key).
 #[inline]
-fn seek_bound(t: &RawTrie, bound: Bound<&[u8]>, forward: bool) -> Result<Option<LeafRef>, Torn> {
-    match (bound, forward) {
+fn seek_bound(t: &RawTrie, bound: Bound<&[u8]>, forward: bool) -> Result<Option<Ent>, Torn> {
+    // With the key index, a present key answers `≥ key` and `≤ key` itself in one probe.
+    if let Bound::Included(k) = bound
+        && let Some(e) = t.seek_exact(k)
+    {
+        return Ok(Some(e));
+    }
+    let found = match (bound, forward) {
         (Bound::Included(k), true) => t.seek(k, Seek::Ge),
         (Bound::Excluded(k), true) => t.seek(k, Seek::Gt),
         (Bound::Unbounded, true) => t.first(),
         (Bound::Included(k), false) => t.seek(k, Seek::Le),
         (Bound::Excluded(k), false) => t.seek(k, Seek::Lt),
         (Bound::Unbounded, false) => t.last(),
-    }
+    };
+    Ok(found?.map(|(_, e)| e))
 }
 
 impl<V> SharedTrie<V> {
@@ -288,7 +297,7 @@ impl<V> SharedTrie<V> {
                 // SAFETY: read under `guard`; if this session fails to validate, `read`
                 // runs the closure again, which clears `out` first, so only leaves of the
                 // validated session are left.
-                out.push(unsafe { Leaf::new(l, guard) });
+                out.push(unsafe { Leaf::new(l.1, guard) });
                 if out.len() == max {
                     return Ok(false);
                 }

@@ -317,6 +317,20 @@ impl<V> TypedTrie<V> {
         stable(self.raw.last()).map(Leaf::of)
     }
 
+    /// With the key index, `key`'s entry when the map holds it: the answer of `lower_bound`
+    /// and `upper_bound` for `Included(key)` ([`RawTrie::seek_exact`]).
+    pub(crate) fn seek_exact(&self, key: &[u8]) -> Option<(&[u8], &V)> {
+        let e = self.raw.seek_exact(key)?;
+        // SAFETY: the live record of a key entry, whose key has `e.key_len()` bytes, borrowed
+        // with `&self`.
+        Some(unsafe {
+            (
+                record::key::<V>(e.rec(), e.key_len()),
+                record::value::<V>(e.rec()),
+            )
+        })
+    }
+
     /// The first leaf within the start bound `bound` (`>= k`, `> k`, or the first leaf).
     pub(crate) fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<Leaf<'_, V>> {
         let r = match bound {

@@ -3,7 +3,9 @@
 //! probes it once instead of descending the trie, so its cost no longer grows with the depth
 //! of the key's leaf: on keys with long shared prefixes (file paths: leaves about 84 symbols
 //! deep, 40 nodes on the way) the descent costs about 10,000 instructions, the probe a few
-//! hundred. Seeks, scans and writes still walk the trie; writes also keep the index.
+//! hundred. A seek whose bound is an included key the trie holds is answered by that key's
+//! entry too (`RawTrie::seek_exact`). Other seeks, scans and writes still walk the trie;
+//! writes also keep the index.
 //!
 //! The index holds exactly one key entry per leaf, naming the leaf's record (checked by
 //! [`RawTrie::audit`]). In a shared table the key entries are written in the same write

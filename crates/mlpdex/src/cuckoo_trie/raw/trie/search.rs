@@ -287,6 +287,28 @@ impl RawTrie {
         if self.has_key_index() {
             return self.prefetch_indexed(key);
         }
+        self.prefetch_levels(key);
+    }
+
+    /// With the key index, the key entry of `key` (its record and length) when the trie holds
+    /// `key`: then `key` itself answers a seek to `≥ key` or `≤ key`, found with one probe
+    /// instead of a descent. `None` without an index or for an absent key. The probe's buckets
+    /// are fetched together with the first levels of the descent that a miss goes on to, so
+    /// a miss costs the probe's instructions, not a round trip of its own.
+    #[inline]
+    pub(crate) fn seek_exact(&self, key: &[u8]) -> Option<Ent> {
+        if !self.has_key_index() {
+            return None;
+        }
+        self.prefetch_indexed(key);
+        self.prefetch_levels(key);
+        self.indexed(key)
+    }
+
+    /// Prefetches the buckets of `key`'s prefixes down to the average leaf depth (see
+    /// [`prefetch_descent`](Self::prefetch_descent)).
+    #[inline]
+    fn prefetch_levels(&self, key: &[u8]) {
         let (syms, t) = (self.syms, &self.table);
         let avg_depth = self
             .horizon
