@@ -319,6 +319,7 @@ impl<V> TypedTrie<V> {
 
     /// With the key index, `key`'s entry when the map holds it: the answer of `lower_bound`
     /// and `upper_bound` for `Included(key)` ([`RawTrie::seek_exact`]).
+    #[inline]
     pub(crate) fn seek_exact(&self, key: &[u8]) -> Option<(&[u8], &V)> {
         let e = self.raw.seek_exact(key)?;
         // SAFETY: the live record of a key entry, whose key has `e.key_len()` bytes, borrowed
