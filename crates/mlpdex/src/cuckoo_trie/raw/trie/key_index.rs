@@ -31,7 +31,12 @@ impl RawTrie {
     /// The key entry of `key` (leaf-shaped: its record and key length).
     #[inline]
     pub(super) fn indexed(&self, key: &[u8]) -> Option<Ent> {
-        let h = self.table.hasher.key_hash(key);
+        self.indexed_under(self.table.hasher.key_hash(key), key)
+    }
+
+    /// [`indexed`](Self::indexed) for a caller that has hashed `key` already (`h`).
+    #[inline]
+    pub(super) fn indexed_under(&self, h: u64, key: &[u8]) -> Option<Ent> {
         // SAFETY: key entries name live records of this trie, read under `&self`.
         let found = self
             .table

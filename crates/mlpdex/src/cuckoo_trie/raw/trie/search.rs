@@ -300,9 +300,11 @@ impl RawTrie {
         if !self.has_key_index() {
             return None;
         }
-        self.prefetch_indexed(key);
+        // One hash of the whole key serves the prefetch and the probe.
+        let h = self.table.hasher.key_hash(key);
+        self.table.prefetch(h);
         self.prefetch_levels(key);
-        self.indexed(key)
+        self.indexed_under(h, key)
     }
 
     /// Prefetches the buckets of `key`'s prefixes down to the average leaf depth (see
