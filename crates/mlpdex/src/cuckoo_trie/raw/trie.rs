@@ -47,6 +47,28 @@ mod search;
 
 pub(crate) use migrate::Lobby;
 
+/// `END_MASK[s][r]` keeps the bytes of a symbol group ([`Syms::group`]) of width `s` whose
+/// symbols start in the first `r` bytes of the group (`r < 8`); the others are end symbols.
+const END_MASK: [[u64; 8]; 6] = {
+    let mut m = [[0; 8]; 6];
+    let mut s = 1;
+    while s <= 5 {
+        let mut r = 0;
+        while r < 8 {
+            let mut k = 0;
+            while k < 8 {
+                if k * s < 8 * r {
+                    m[s][r] |= 0xFF << (8 * k);
+                }
+                k += 1;
+            }
+            r += 1;
+        }
+        s += 1;
+    }
+    m
+};
+
 /// Reads keys as symbol strings; see the module docs.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Syms {
@@ -82,21 +104,53 @@ impl Syms {
             return self.group_at_end(key, j);
         };
         // The group's `8s` bits, as the top bits of a big-endian word.
-        let w = u64::from_be_bytes(word.try_into().expect("8 bytes"));
-        let mut out = 0;
-        for k in 0..8 {
-            let chunk = (w >> (64 - s * (k + 1))) & u64::from(self.mask);
-            out |= (chunk + 1) << (8 * k);
-        }
-        out
+        self.spread(u64::from_be_bytes(word.try_into().expect("8 bytes")))
     }
 
-    /// [`group`](Self::group) near the end of the key, where fewer than 8 bytes remain.
-    #[cold]
+    /// The eight `s`-bit chunks at the top of `w`, each plus one, in bytes `0..8` (the first
+    /// chunk in byte 0). One arm per width, so every shift is a constant.
+    #[inline(always)]
+    fn spread(self, w: u64) -> u64 {
+        #[inline(always)]
+        fn by<const S: u32>(w: u64) -> u64 {
+            let mut out = 0x0101_0101_0101_0101;
+            for k in 0..8 {
+                out += ((w >> (64 - S * (k + 1))) & ((1 << S) - 1)) << (8 * k);
+            }
+            out
+        }
+        match self.bits {
+            1 => by::<1>(w),
+            2 => by::<2>(w),
+            3 => by::<3>(w),
+            4 => by::<4>(w),
+            _ => by::<5>(w),
+        }
+    }
+
+    /// [`group`](Self::group) near the end of the key, where fewer than 8 bytes remain: the
+    /// same shifts over a word holding the key's last bytes at its top and zeros below, with
+    /// the symbols from the end symbol on cleared.
+    #[inline(never)]
     fn group_at_end(self, key: &[u8], j: usize) -> u64 {
-        (0..8).fold(0, |out, k| {
-            out | u64::from(self.at(key, 8 * j + k)) << (8 * k)
-        })
+        let s = self.bits as usize;
+        let b = j * s;
+        let len = key.len();
+        if b >= len {
+            return 0;
+        }
+        let w = if len >= 8 {
+            // Bytes `len - 8..len`, shifted so byte `b` is the top one (`b > len - 8`).
+            let last = u64::from_be_bytes(key[len - 8..].try_into().expect("8 bytes"));
+            last << (8 * (b + 8 - len))
+        } else {
+            key[b..]
+                .iter()
+                .enumerate()
+                .fold(0, |w, (i, &x)| w | u64::from(x) << (56 - 8 * i))
+        };
+        // Symbols whose first bit is past the key are end symbols (0).
+        self.spread(w) & END_MASK[s][len - b]
     }
 
     /// Symbol `i` of `key`'s string (`0`, the end symbol, from the last position on).
