@@ -423,6 +423,7 @@ impl<V> CuckooTrie<V> {
 
     /// The first entry whose key is `>= k` for `Included(k)`, `> k` for `Excluded(k)`; the
     /// first entry for `Unbounded`.
+    #[inline]
     pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
         // With the key index, a present key answers itself in one probe.
         if let Bound::Included(k) = bound
@@ -435,6 +436,7 @@ impl<V> CuckooTrie<V> {
 
     /// The last entry whose key is `<= k` for `Included(k)`, `< k` for `Excluded(k)`; the
     /// last entry for `Unbounded`.
+    #[inline]
     pub fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
         if let Bound::Included(k) = bound
             && let Some(hit) = self.raw.seek_exact(k)
