@@ -6,11 +6,12 @@
 //!   popcount) for the LOUDS-Dense bitmaps, `W = 8` (512-bit blocks, one cache line, 6.25%
 //!   overhead) for LOUDS-Sparse.
 //! - [`SelectBits`]: sampled select, the position of every 64th one stored as a `u32`;
-//!   `select1(k)` starts at the sample and popcounts forward, finishing inside a word with a
-//!   branch-free broadword select ([`select_in_word`]).
+//!   `select1(k)` starts at the sample and popcounts forward, finishing inside a word with
+//!   PDEP or a branch-free broadword select ([`select_in_word`]).
 //!
-//! Popcounts run on the POPCNT instruction where the CPU has it, detected at run time (see
-//! [`super::popcount`]): one check per `rank1` or `select1` call, none per word.
+//! Popcounts run on the POPCNT instruction and selects in a word on PDEP where the CPU has
+//! them, detected at run time (see [`super::popcount`]): one check per `rank1` or `select1`
+//! call (or per query, for callers that pass the token down), none per word.
 //!
 //! Both are built once over a finished bit vector (the succinct structures are static) and
 //! hold positions as `u32`: a vector of 2^32 bits or more is refused at build time.
@@ -329,9 +330,15 @@ pub fn select_in_word(w: u64, r: u32) -> u32 {
     dispatch!(p => select_in_word_with(p, w, r))
 }
 
-/// [`select_in_word`] with the popcount of `p`.
+/// [`select_in_word`] with the popcount (and select) of `p`.
 #[inline(always)]
 pub(crate) fn select_in_word_with<P: Popcount>(p: P, w: u64, r: u32) -> u32 {
+    p.select(w, r)
+}
+
+/// The broadword [`select_in_word`], for tokens without a select instruction.
+#[inline(always)]
+pub(crate) fn select_broadword<P: Popcount>(p: P, w: u64, r: u32) -> u32 {
     let mut s = w - ((w >> 1) & 0x5555_5555_5555_5555);
     s = (s & 0x3333_3333_3333_3333) + ((s >> 2) & 0x3333_3333_3333_3333);
     s = (s + (s >> 4)) & 0x0F0F_0F0F_0F0F_0F0F;
