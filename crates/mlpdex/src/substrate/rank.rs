@@ -1,10 +1,12 @@
 //! Rank and select over a [`BitVec`], tuned as in memory-efficient-search-trees.txt §3.6.
 //!
-//! - [`RankBits`]: a single-level rank directory, one `u32` per basic block holding the number
-//!   of ones before the block. `rank1(i)` is one directory read plus at most `W` popcounts,
-//!   where `W` is the block size in 64-bit words: `W = 1` (64-bit blocks, 50% overhead, one
-//!   popcount) for the LOUDS-Dense bitmaps, `W = 8` (512-bit blocks, one cache line, 6.25%
-//!   overhead) for LOUDS-Sparse.
+//! - [`RankBits`]: a rank directory, one `u32` per basic block holding the number of ones
+//!   before the block, where the block is `W` 64-bit words: `W = 1` (64-bit blocks, 50%
+//!   overhead) for the LOUDS-Dense bitmaps, `W = 8` (512-bit blocks) for LOUDS-Sparse. The
+//!   512-bit blocks also keep the ones before each of their words in 9-bit fields of one `u64`
+//!   (as Vigna's rank9 does; 18.75% overhead in all, against 6.25% with the paper's popcount
+//!   loop), so `rank1(i)` is two directory reads and one popcount for either block size: on
+//!   `paths` the loop over up to seven words was an eighth of an FST `get`'s instructions.
 //! - [`SelectBits`]: sampled select, the position of every 64th one stored as a `u32`;
 //!   `select1(k)` starts at the sample and popcounts forward, finishing inside a word with
 //!   PDEP or a branch-free broadword select ([`select_in_word`]).
@@ -30,6 +32,10 @@ pub struct RankBits<const W: usize> {
     bits: FrozenBits,
     /// `lut[b]` = ones in blocks `0..b`; one entry past the last block.
     lut: Vec<u32>,
+    /// With 8-word blocks, `sub[b]` holds in bits `9(k - 1)..9k` the ones in words `0..k` of
+    /// block `b`, for `k` in `1..8` (at most 448, so 9 bits each): a rank reads it instead of
+    /// popcounting up to seven whole words. Empty with 1-word blocks.
+    sub: Vec<u64>,
 }
 
 impl<const W: usize> RankBits<W> {
@@ -51,17 +57,32 @@ impl<const W: usize> RankBits<W> {
         let words = bits.words();
         let blocks = words.len().div_ceil(W);
         let mut lut = Vec::with_capacity(blocks + 1);
+        let mut sub = Vec::with_capacity(if W == 8 { blocks } else { 0 });
         let mut ones = 0u32;
         for b in 0..blocks {
             lut.push(ones);
             let end = ((b + 1) * W).min(words.len());
-            ones += words[b * W..end]
-                .iter()
-                .map(|w| w.count_ones())
-                .sum::<u32>();
+            let mut packed = 0u64;
+            let mut in_block = 0u64;
+            for (k, w) in words[b * W..end].iter().enumerate() {
+                if k > 0 {
+                    packed |= in_block << (9 * (k - 1));
+                }
+                in_block += u64::from(w.count_ones());
+            }
+            if W == 8 {
+                // Words past the end (a partial last block) hold no ones.
+                for k in end - b * W..W {
+                    if k > 0 {
+                        packed |= in_block << (9 * (k - 1));
+                    }
+                }
+                sub.push(packed);
+            }
+            ones += in_block as u32;
         }
         lut.push(ones);
-        Some(RankBits { bits, lut })
+        Some(RankBits { bits, lut, sub })
     }
 
     /// The underlying bits.
@@ -100,8 +121,15 @@ impl<const W: usize> RankBits<W> {
         let mut r = self.lut[block] as usize;
         let words = self.bits.words();
         let wi = i / 64;
-        for &w in &words[block * W..wi] {
-            r += p.count(w) as usize;
+        if W == 8 {
+            let k = wi % 8;
+            if k > 0 {
+                r += (self.sub[block] >> (9 * (k - 1)) & 0x1FF) as usize;
+            }
+        } else {
+            for &w in &words[block * W..wi] {
+                r += p.count(w) as usize;
+            }
         }
         let rem = i % 64;
         if rem != 0 {
@@ -123,11 +151,14 @@ impl<const W: usize> RankBits<W> {
         use super::prefetch::prefetch_read;
         prefetch_read(self.bits.words().as_ptr().wrapping_add(i / 64));
         prefetch_read(self.lut.as_ptr().wrapping_add(i / Self::BLOCK_BITS));
+        if W == 8 {
+            prefetch_read(self.sub.as_ptr().wrapping_add(i / Self::BLOCK_BITS));
+        }
     }
 
     /// Bytes of heap memory owned: bits and directory.
     pub fn memory_usage(&self) -> usize {
-        self.bits.memory_usage() + self.lut.capacity() * 4
+        self.bits.memory_usage() + self.lut.capacity() * 4 + self.sub.capacity() * 8
     }
 }
 
