@@ -898,9 +898,12 @@ mod tests {
         // Every symbol width, key lengths around every group and load boundary, bytes that
         // set every bit pattern; groups past the end hold end symbols.
         let mut rng = TestRng::new(7);
+        // Under miri (no unsafe code here, but its callers' reads depend on it): the lengths
+        // around the first two groups of every width.
+        let lens = if cfg!(miri) { 0..12 } else { 0..24 };
         for bits in 1..=5 {
             let syms = raw::trie::Syms::new(bits);
-            for len in 0..24 {
+            for len in lens.clone() {
                 let key: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
                 for key in [key.clone(), vec![0; len], vec![0xFF; len]] {
                     for j in 0..syms.count(len).div_ceil(8) + 2 {
