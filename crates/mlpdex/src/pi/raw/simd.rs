@@ -41,6 +41,8 @@ impl Rank for Scalar {
 
 /// The backends a CPU may offer, fastest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Under miri, which runs no vector code, only `Scalar` is ever chosen.
+#[cfg_attr(miri, allow(dead_code))]
 pub(crate) enum Kind {
     /// One 256-bit compare an entry.
     Avx2,
@@ -159,6 +161,7 @@ mod tests {
 
     /// Every backend this CPU runs, as a rank function.
     fn backends() -> Vec<(Kind, RankFn)> {
+        #[cfg_attr(miri, allow(unused_mut))]
         let mut out: Vec<(Kind, RankFn)> = vec![(Kind::Scalar, |k, q| Scalar.rank(k, q))];
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         {
