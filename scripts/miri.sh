@@ -70,7 +70,7 @@ flags="-Zmiri-tree-borrows ${MIRIFLAGS:-}"
 # modules of SHARD_A, then the epoch tests of EPOCH_A; shard B: everything else, then the
 # other epoch tests (leak check off). Balanced by wall-clock times (2026-11-28: per shard
 # part, and each epoch test alone; miri's own `--report-time` clock counts interpreted steps,
-# not time, and underrates the threaded tests about threefold): SHARD_A's tests 254 s, the
+# not time, and underrates the threaded tests about fourfold): SHARD_A's tests 254 s, the
 # rest 277 s; the epoch tests: ConcurrentMlpIndex's growing-writer race 267 s (since cut to
 # about two thirds), the Cuckoo Trie's two races 24 s each, the skip list's 9 s.
 SHARD_A=(cuckoo_trie:: pi::)
