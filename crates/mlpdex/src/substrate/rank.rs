@@ -5,7 +5,7 @@
 //!   overhead) for the LOUDS-Dense bitmaps, `W = 8` (512-bit blocks) for LOUDS-Sparse. The
 //!   512-bit blocks also keep the ones before each of their words in 9-bit fields of one `u64`
 //!   (as Vigna's rank9 does; 18.75% overhead in all, against 6.25% with the paper's popcount
-//!   loop), so `rank1(i)` is two directory reads and one popcount for either block size: on
+//!   loop), so `rank1(i)` is one popcount after one directory read (64-bit blocks) or two: on
 //!   `paths` the loop over up to seven words was an eighth of an FST `get`'s instructions.
 //! - [`SelectBits`]: sampled select, the position of every 64th one stored as a `u32`;
 //!   `select1(k)` starts at the sample and popcounts forward, finishing inside a word with
