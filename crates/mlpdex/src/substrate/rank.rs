@@ -61,22 +61,19 @@ impl<const W: usize> RankBits<W> {
         let mut ones = 0u32;
         for b in 0..blocks {
             lut.push(ones);
-            let end = ((b + 1) * W).min(words.len());
+            // Ones before word k of the block, for k in 1..W; words past the end (a partial
+            // last block) hold none.
             let mut packed = 0u64;
             let mut in_block = 0u64;
-            for (k, w) in words[b * W..end].iter().enumerate() {
+            for k in 0..W {
                 if k > 0 {
                     packed |= in_block << (9 * (k - 1));
                 }
-                in_block += u64::from(w.count_ones());
+                in_block += words
+                    .get(b * W + k)
+                    .map_or(0, |w| u64::from(w.count_ones()));
             }
             if W == 8 {
-                // Words past the end (a partial last block) hold no ones.
-                for k in end - b * W..W {
-                    if k > 0 {
-                        packed |= in_block << (9 * (k - 1));
-                    }
-                }
                 sub.push(packed);
             }
             ones += in_block as u32;
