@@ -302,6 +302,26 @@ pub fn next_one(words: &[u64], from: usize) -> Option<usize> {
     }
 }
 
+/// The first clear bit at a position `≥ from` in `words`; bits past the words count as clear.
+#[inline]
+pub fn next_zero(words: &[u64], from: usize) -> usize {
+    let mut wi = from / 64;
+    let Some(&w) = words.get(wi) else {
+        return from;
+    };
+    let mut w = !w & (u64::MAX << (from % 64));
+    loop {
+        if w != 0 {
+            return wi * 64 + w.trailing_zeros() as usize;
+        }
+        wi += 1;
+        match words.get(wi) {
+            Some(&x) => w = !x,
+            None => return wi * 64,
+        }
+    }
+}
+
 /// The last set bit at a position `≤ at` in `words` (`at` may lie past the end).
 #[inline]
 pub fn prev_one(words: &[u64], at: usize) -> Option<usize> {
@@ -420,6 +440,9 @@ mod tests {
                 assert_eq!(sel.next_one(i), next, "next_one({i})");
                 let prev = (0..=i).rev().find(|&j| bits[j]);
                 assert_eq!(sel.prev_one(i), prev, "prev_one({i})");
+                let zero = (i..bits.len()).find(|&j| !bits[j]).unwrap_or(bits.len());
+                let words = sel.bits().words();
+                assert_eq!(next_zero(words, i), zero, "next_zero({i})");
                 ones += bits[i] as usize;
             }
         }
