@@ -523,7 +523,7 @@ pub fn load_both<T: PartialEq, E: std::fmt::Debug>(
     }
 }
 
-/// The byte ranges of the ten sections of an FST or SuRF image (format version 2, see
+/// The byte ranges of the eleven sections of an FST or SuRF image (format version 3, see
 /// `fst::raw::format`: each a u64 count then its items, after a 64-byte header), or `None`
 /// when `img` does not parse that far.
 pub fn fst_sections(img: &[u8]) -> Option<Vec<Range<usize>>> {
@@ -538,9 +538,9 @@ pub fn fst_sections(img: &[u8]) -> Option<Vec<Range<usize>>> {
     use Items::*;
     let end = img.len().checked_sub(8)?;
     let mut at = 64usize;
-    let mut out = Vec::with_capacity(10);
+    let mut out = Vec::with_capacity(11);
     for items in [
-        Bits, Bits, Bits, Labels, Bits, Bits, Words, Bytes, Bits, Bits,
+        Bits, Bits, Bits, Labels, Bits, Bits, Bits, Words, Bytes, Bits, Bits,
     ] {
         let n = usize::try_from(u64::from_le_bytes(img.get(at..at + 8)?.try_into().ok()?)).ok()?;
         let len = match items {
@@ -560,9 +560,10 @@ pub fn fst_sections(img: &[u8]) -> Option<Vec<Range<usize>>> {
 }
 
 /// The sections `graft` moves together, as they must agree with each other to load at all:
-/// the three LOUDS-Dense bitmaps, the three LOUDS-Sparse sequences, the values, the suffix
-/// records with their end markers, the fixed-width suffix bits.
-const GRAFT_GROUPS: [&[usize]; 5] = [&[0, 1, 2], &[3, 4, 5], &[6], &[7, 8], &[9]];
+/// the three LOUDS-Dense bitmaps, the four LOUDS-Sparse sequences (labels, child, LOUDS and
+/// chain bits), the values, the suffix records with their end markers, the fixed-width suffix
+/// bits.
+const GRAFT_GROUPS: [&[usize]; 5] = [&[0, 1, 2], &[3, 4, 5, 6], &[7], &[8, 9], &[10]];
 
 /// Replaces sections of the FST/SuRF image `img` by the same sections of `donor` (an image
 /// of other keys): for each `w`, group `w % 6` of [`GRAFT_GROUPS`], 5 standing for the

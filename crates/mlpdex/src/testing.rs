@@ -142,7 +142,9 @@ mod rng;
 mod static_map;
 mod strategies;
 
-pub use self::format::{damage_keeping_checksum, first_sparse_label_at, reseal};
+pub use self::format::{
+    damage_keeping_checksum, first_sparse_label_at, reseal, sparse_chain_bits_at,
+};
 pub use self::keys::{KeyShape, permutations};
 pub use self::model::{ModelMap, ModelRange};
 pub use self::ops::{MapOp, Walk};

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage};
 use mlpdex::testing::{
     KeyShape, TestRng, check_builder_rejects, check_static, first_sparse_label_at, reseal,
+    sparse_chain_bits_at,
 };
 use mlpdex::{Error, RangeCursor, StaticMap};
 
@@ -134,6 +135,13 @@ fn corrupt_and_truncated_images_are_errors() {
             assert!(matches!(
                 Fst::from_bytes(&v),
                 Err(Error::Version { found: 9, .. })
+            ));
+            // Images from before path compression (version 2) are refused, not misread.
+            v[8] = 2;
+            reseal(&mut v);
+            assert!(matches!(
+                Fst::from_bytes(&v),
+                Err(Error::Version { found: 2, .. })
             ));
             let mut m = img.clone();
             m[0] = b'X';
@@ -601,6 +609,118 @@ fn forged_dense_root_prefix_key_is_rejected() {
     });
     assert_eq!(Fst::from_bytes(&bad), want);
     assert_eq!(Fst::from_shared(bad), want);
+}
+
+/// Keys sharing prefixes of 1 byte to 4 KiB with one another, cut at and around word
+/// boundaries of the chain bits, each continued by nothing (a prefix key), 0x00, 0xFF or
+/// letters: chains of every length from 0 to 3 KiB, ending at terminators, at the smallest
+/// and largest bytes, and at the trie's dense boundary for some dense ratio.
+fn chain_keys() -> BTreeMap<Vec<u8>, u64> {
+    let stem: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8 + 1).collect();
+    let mut set = BTreeMap::new();
+    for cut in [1usize, 2, 3, 63, 64, 65, 127, 1024, 4095, 4096] {
+        for tail in [&b""[..], b"\x00", b"\xff", b"a", b"ab", b"b\x00\xff"] {
+            let v = set.len() as u64;
+            set.insert([&stem[..cut], tail].concat(), v);
+        }
+    }
+    set
+}
+
+/// Path compression: chains of single-child nodes fold into the node below, so a trie over
+/// keys sharing KiB-long prefixes has a handful of levels, and answers like the oracle under
+/// every dense ratio (the chains then start at different depths, below the dense levels).
+#[test]
+fn long_shared_prefixes_fold_into_chains() {
+    let set = chain_keys();
+    for ratio in [0, 1, 64, u32::MAX] {
+        for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
+            let fst = build(
+                &set,
+                Config {
+                    dense_ratio: ratio,
+                    keys,
+                },
+            );
+            let stats = fst.stats();
+            // Ratio 0 makes every level dense, where nothing folds.
+            assert!(
+                ratio == 0 || (stats.chain_bytes > 3000 && stats.levels < stats.dense_levels + 16),
+                "ratio {ratio}: {stats:?}"
+            );
+            let back = Fst::from_bytes(&fst.to_bytes()).unwrap();
+            assert_eq!(back, fst);
+            if keys == KeyStorage::Complete {
+                check_static(&fst, &set, KeyShape::Long, 77 + ratio as u64, 400);
+            }
+            let probes: Vec<Vec<u8>> = set.keys().cloned().collect();
+            if let Err(e) = check_self_consistent(&fst, &probes) {
+                panic!("ratio {ratio}, {keys:?}: {e}");
+            }
+        }
+    }
+}
+
+/// Chain bits of an image moved (one set bit cleared and a clear one near it set, so the
+/// key count still agrees; checksum resealed): a chain byte turned into an item, an item
+/// into a chain byte, a chain that swallows its node or starts inside one. Each damaged image
+/// is refused with a format error, or loads (by copy and in place alike) as a self-consistent
+/// map.
+#[test]
+fn damaged_chain_bits_are_refused_or_consistent() {
+    let set = chain_keys();
+    let probes: Vec<Vec<u8>> = set.keys().cloned().collect();
+    let mut rng = TestRng::new(46);
+    for ratio in [1, u32::MAX] {
+        let fst = build(
+            &set,
+            Config {
+                dense_ratio: ratio,
+                keys: KeyStorage::Complete,
+            },
+        );
+        let img = fst.to_bytes();
+        let (at, bits) = sparse_chain_bits_at(&img);
+        assert_eq!(bits, fst.stats().sparse_labels, "chain bits not found");
+        let bit = |i: usize| img[at + i / 8] >> (i % 8) & 1;
+        let mut refused = 0;
+        for round in 0..600 {
+            // Around node starts and chain ends at both ends, then anywhere.
+            let i = match round {
+                0..200 => round % bits,
+                200..400 => bits - 1 - round % bits,
+                _ => rng.index(bits),
+            };
+            let Some(j) = (1..70)
+                .flat_map(|d| [i.checked_sub(d), Some(i + d)])
+                .flatten()
+                .find(|&j| j < bits && bit(j) != bit(i))
+            else {
+                continue;
+            };
+            let mut bad = img.clone();
+            for k in [i, j] {
+                bad[at + k / 8] ^= 1 << (k % 8);
+            }
+            reseal(&mut bad);
+            let copied = Fst::from_bytes(&bad);
+            assert_eq!(
+                copied,
+                Fst::from_shared(bad.clone()),
+                "{i}, {j}: loaders disagree"
+            );
+            match copied {
+                Err(Error::Format { .. }) => refused += 1,
+                Err(e) => panic!("bits {i}, {j}: {e:?}"),
+                Ok(m) => {
+                    if let Err(e) = check_self_consistent(&m, &probes) {
+                        panic!("ratio {ratio}, bits {i}, {j}: {e}");
+                    }
+                }
+            }
+        }
+        assert!(refused > 0, "ratio {ratio}: no moved chain bit was refused");
+    }
 }
 
 /// Every entry from the front (at most `len + 1`: a cursor that does not end is a failure).

@@ -318,6 +318,14 @@ fn serialization_round_trips_and_rejects_damage() {
             }
             bad[i] = img[i];
         }
+        // Images from before path compression (version 2) are refused, not misread.
+        let mut old = img.clone();
+        old[8] = 2;
+        mlpdex::testing::reseal(&mut old);
+        assert!(matches!(
+            Surf::from_bytes(&old),
+            Err(Error::Version { found: 2, .. })
+        ));
         // An FST image is not a SuRF image.
         let f = mlpdex::fst::Fst::from_sorted(set.iter().map(|k| (k, 1u64))).unwrap();
         assert!(matches!(

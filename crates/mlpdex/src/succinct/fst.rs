@@ -52,6 +52,13 @@
 //! `substrate::labels`). The dense/sparse cut is the most levels whose dense size
 //! times [`Config::dense_ratio`] (R, default 64) stays within the sparse size of the rest.
 //!
+//! Beyond the paper, LOUDS-Sparse is path-compressed: a run of nodes with a single branch (a
+//! prefix many keys share, `/usr/share/doc/`) is stored once, as a chain of bytes in front of
+//! the node it leads to, and checked with one comparison. A lookup then takes one level per
+//! node where keys branch, not one per byte (long keys measured against the `fst` crate and a
+//! B-tree: [`docs/results/long-keys.md`](../../../../docs/results/long-keys.md)). The chains
+//! cost one bit per sparse position (see `raw::compress`).
+//!
 //! By default each leaf also keeps the rest of its key after the unique prefix
 //! ([`KeyStorage::Complete`]): the map holds every key exactly, `get` answers exactly, and
 //! iteration yields whole keys. [`KeyStorage::UniquePrefixes`] drops those suffixes, for use
@@ -83,7 +90,8 @@
 //! 2. A LOUDS-Sparse node's labels strictly increase after an optional terminator (0xFF without
 //!    a child, first in a node of two or more labels); see `raw::trie` for why a real 0xFF byte
 //!    is never mistaken for it.
-//! 3. The empty key is kept beside the trie, never in it: the root holds no prefix key.
+//! 3. The empty key is kept beside the trie, never in it: the root holds no prefix key (unless
+//!    a chain leads to it: that prefix key is the chain).
 //! 4. A prefix key's suffix is empty (its whole key is the path to its node).
 //!
 //! All are checked on load, with the trie's shape (`raw::trie`, invariants 1–7).
@@ -188,8 +196,7 @@ impl FstBuilder {
 
     /// Finishes the map.
     pub fn finish(mut self) -> Result<Fst, Error> {
-        self.levels.finish_levels();
-        let trie = Trie::from_levels(&self.levels.levels, self.config.dense_ratio)?;
+        let trie = self.levels.finish_trie(self.config.dense_ratio)?;
         // Exact sizes up front: no growth by copies, no shrinking copy at the end.
         let lvs = &self.levels.levels;
         let mut values = Vec::with_capacity(lvs.iter().map(|lv| lv.values.len()).sum());
@@ -283,13 +290,13 @@ impl Fst {
         if key.is_empty() {
             return self.empty;
         }
-        let (leaf, depth, level) = self.trie.lookup(key)?;
+        let hit = self.trie.lookup(key)?;
         match &self.suffixes {
             Some(s) => {
-                let (value, suffix) = s.get_at(level, leaf);
-                (suffix == &key[depth..]).then_some(value)
+                let (value, suffix) = s.get_at(hit.level, hit.leaf);
+                (suffix == &key[hit.depth..]).then_some(value)
             }
-            None => self.values.get(leaf).copied(),
+            None => self.values.get(hit.leaf).copied(),
         }
     }
 
@@ -313,11 +320,11 @@ impl Fst {
             self.trie.lookup_batch(ks, hits);
             if let Some(s) = &self.suffixes {
                 for (h, d) in hits.iter().zip(direct.iter_mut()) {
-                    *d = h.is_some_and(|(leaf, _, level)| s.prefetch_at(level, leaf));
+                    *d = h.is_some_and(|h| s.prefetch_at(h.level, h.leaf));
                 }
                 for (h, &d) in hits.iter().zip(direct.iter()) {
-                    if let (Some((leaf, _, _)), false) = (h, d) {
-                        s.prefetch_record(*leaf);
+                    if let (Some(h), false) = (h, d) {
+                        s.prefetch_record(h.leaf);
                     }
                 }
             }
@@ -325,12 +332,12 @@ impl Fst {
                 *o = match h {
                     _ if k.is_empty() => self.empty,
                     None => None,
-                    Some((leaf, depth, level)) => match &self.suffixes {
+                    Some(h) => match &self.suffixes {
                         Some(s) => {
-                            let (value, suffix) = s.get_at(*level, *leaf);
-                            (suffix == &k[*depth..]).then_some(value)
+                            let (value, suffix) = s.get_at(h.level, h.leaf);
+                            (suffix == &k[h.depth..]).then_some(value)
                         }
-                        None => self.values.get(*leaf).copied(),
+                        None => self.values.get(h.leaf).copied(),
                     },
                 };
             }
@@ -435,7 +442,7 @@ impl Fst {
     /// When `out` is shorter than `bounds`.
     pub fn lower_bound_value_batch(&self, bounds: &[Bound<&[u8]>], out: &mut [Option<u64>]) {
         assert!(out.len() >= bounds.len(), "output shorter than the batch");
-        let cmp = |key: &[u8], level, pos| self.leaf_cmp(key, level, pos);
+        let cmp = |key: &[u8], level, depth, pos| self.leaf_cmp(key, level, depth, pos);
         self.trie.seek_ge_many(
             bounds.len(),
             |i| bounds[i],
@@ -578,13 +585,19 @@ impl Fst {
         }
     }
 
-    /// Orders the key of the leaf at `pos` on `level` against `key`, whose first `level + 1`
-    /// bytes the trie matched (see `raw::trie::LeafCmp`).
+    /// Orders the key of the leaf at `pos` on `level` against `key`, whose first `depth` bytes
+    /// the trie matched (see `raw::trie::LeafCmp`).
     #[inline]
-    fn leaf_cmp(&self, key: &[u8], level: usize, pos: usize) -> Option<core::cmp::Ordering> {
+    fn leaf_cmp(
+        &self,
+        key: &[u8],
+        level: usize,
+        depth: usize,
+        pos: usize,
+    ) -> Option<core::cmp::Ordering> {
         let s = self.suffixes.as_ref()?;
         let suffix = s.get_at(level, self.trie.leaf(level, pos)).1;
-        Some(suffix.cmp(key.get(level + 1..).unwrap_or(&[])))
+        Some(suffix.cmp(key.get(depth..).unwrap_or(&[])))
     }
 
     /// Positions `p` at the first trie key within `bound` from below.
@@ -592,7 +605,7 @@ impl Fst {
         let Some((k, strict)) = bound_key(bound) else {
             return p.first(&self.trie);
         };
-        let cmp = |level, pos| self.leaf_cmp(k, level, pos);
+        let cmp = |level, depth, pos| self.leaf_cmp(k, level, depth, pos);
         p.seek_ge(&self.trie, k, strict, &cmp)
     }
 
@@ -601,7 +614,7 @@ impl Fst {
         let Some((k, strict)) = bound_key(bound) else {
             return p.last(&self.trie);
         };
-        let cmp = |level, pos| self.leaf_cmp(k, level, pos);
+        let cmp = |level, depth, pos| self.leaf_cmp(k, level, depth, pos);
         p.seek_le(&self.trie, k, strict, &cmp)
     }
 

@@ -164,8 +164,7 @@ impl SurfBuilder {
 
     /// Finishes the filter.
     pub fn finish(mut self) -> Result<Surf, Error> {
-        self.levels.finish_levels();
-        let trie = Trie::from_levels(&self.levels.levels, self.ratio)?;
+        let trie = self.levels.finish_trie(self.ratio)?;
         let fixed = match self.kind {
             SurfKind::Base => None,
             _ => {
@@ -254,7 +253,7 @@ impl Surf {
         }
         match self.trie.lookup(key) {
             None => false,
-            Some((leaf, depth, level)) => self.leaf_may_match(leaf, key, depth, level),
+            Some(h) => self.leaf_may_match(h.leaf, key, h.depth, h.term),
         }
     }
 
@@ -276,14 +275,14 @@ impl Surf {
             self.trie.lookup_batch(ks, hits);
             if let Some(f) = &self.fixed {
                 for h in hits.iter().flatten() {
-                    f.prefetch(h.0);
+                    f.prefetch(h.leaf);
                 }
             }
             for ((k, h), o) in ks.iter().zip(hits.iter()).zip(os.iter_mut()) {
                 *o = match h {
                     _ if k.is_empty() => self.has_empty,
                     None => false,
-                    Some((leaf, depth, level)) => self.leaf_may_match(*leaf, k, *depth, *level),
+                    Some(h) => self.leaf_may_match(h.leaf, k, h.depth, h.term),
                 };
             }
         }
@@ -301,7 +300,7 @@ impl Surf {
     /// When `out` is shorter than `ranges`.
     pub fn may_contain_range_batch(&self, ranges: &[ByteRange<'_>], out: &mut [bool]) {
         assert!(out.len() >= ranges.len(), "output shorter than the batch");
-        let cmp = |key: &[u8], level, pos| self.leaf_cmp(key, level, pos);
+        let cmp = |key: &[u8], level, depth, pos| self.leaf_cmp(key, level, depth, pos);
         self.trie.seek_ge_many(
             ranges.len(),
             |i| ranges[i].0,
@@ -493,18 +492,17 @@ impl Surf {
         })
     }
 
-    /// Whether the leaf a lookup of `key` reached (`depth` bytes consumed, on `level`) may
-    /// hold it. A lookup that consumed no label on the leaf's level ended at a prefix key equal
-    /// to `key`: a match without reading the leaf's bits (a valid image stores exactly the
-    /// hash and real bits of that key there, so this changes no answer, and a damaged image
-    /// cannot make the filter deny a key its cursor visits).
+    /// Whether the leaf a lookup of `key` reached (`depth` bytes consumed) may hold it. A
+    /// lookup that ended at a prefix key (`term`) matched the whole of `key`: a match without
+    /// reading the leaf's bits (a valid image stores exactly the hash and real bits of that
+    /// key there, so this changes no answer, and a damaged image cannot make the filter deny a
+    /// key its cursor visits).
     #[inline]
-    fn leaf_may_match(&self, leaf: usize, key: &[u8], depth: usize, level: usize) -> bool {
-        depth == level
-            || self
-                .fixed
-                .as_ref()
-                .is_none_or(|f| f.may_match(leaf, key, depth))
+    fn leaf_may_match(&self, leaf: usize, key: &[u8], depth: usize, term: bool) -> bool {
+        term || self
+            .fixed
+            .as_ref()
+            .is_none_or(|f| f.may_match(leaf, key, depth))
             || self.is_degraded(leaf)
     }
 
@@ -515,15 +513,15 @@ impl Surf {
     }
 
     /// Orders the key of the leaf at `pos` on `level` against `key` by real bits, when the trie
-    /// matched `key`'s first `level + 1` bytes (see `succinct::raw::trie::LeafCmp`).
+    /// matched `key`'s first `depth` bytes (see `succinct::raw::trie::LeafCmp`).
     #[inline]
-    fn leaf_cmp(&self, key: &[u8], level: usize, pos: usize) -> Option<Ordering> {
+    fn leaf_cmp(&self, key: &[u8], level: usize, depth: usize, pos: usize) -> Option<Ordering> {
         let f = self.fixed.as_ref().filter(|f| f.has_real())?;
         let leaf = self.trie.leaf(level, pos);
         if self.is_degraded(leaf) {
             return None;
         }
-        f.cmp_real(leaf, key, level + 1)
+        f.cmp_real(leaf, key, depth)
     }
 }
 
@@ -611,7 +609,7 @@ impl SurfCursor<'_> {
             return key == prefix;
         }
         self.surf
-            .leaf_may_match(self.leaf(), key, prefix.len(), self.path.level())
+            .leaf_may_match(self.leaf(), key, prefix.len(), false)
     }
 }
 
@@ -773,8 +771,8 @@ impl SurfCursor<'_> {
             };
         };
         let unknown = core::cell::Cell::new(false);
-        let cmp = |level, pos| {
-            let o = self.surf.leaf_cmp(k, level, pos);
+        let cmp = |level, depth, pos| {
+            let o = self.surf.leaf_cmp(k, level, depth, pos);
             unknown.set(o.is_none());
             o
         };

@@ -39,7 +39,7 @@ pub fn reseal(img: &mut [u8]) {
     img[body..].copy_from_slice(&sum);
 }
 
-/// Byte offset of the first LOUDS-Sparse label of an FST or SuRF image (format version 2: a
+/// Byte offset of the first LOUDS-Sparse label of an FST or SuRF image (format version 3: a
 /// 64-byte header, three dense bit vectors each a `u64` bit count and its words, then the
 /// label count).
 pub fn first_sparse_label_at(img: &[u8]) -> usize {
@@ -49,4 +49,19 @@ pub fn first_sparse_label_at(img: &[u8]) -> usize {
         at += 8 + u64_at(at).div_ceil(64) * 8;
     }
     at + 8
+}
+
+/// Byte offset of the words of the LOUDS-Sparse chain bits (`s_chain`) of an FST or SuRF image,
+/// and their bit count: after the labels (a count, then the labels zero-padded to a multiple of
+/// 8 that leaves at least 16 bytes) come `s_has_child`, `s_louds` and `s_chain`, each a `u64`
+/// bit count and its words.
+pub fn sparse_chain_bits_at(img: &[u8]) -> (usize, usize) {
+    let u64_at = |at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap()) as usize;
+    let mut at = first_sparse_label_at(img) - 8;
+    let labels = u64_at(at);
+    at += 8 + (labels + crate::substrate::labels::LABEL_PAD).next_multiple_of(8);
+    for _ in 0..2 {
+        at += 8 + u64_at(at).div_ceil(64) * 8;
+    }
+    (at + 8, u64_at(at))
 }

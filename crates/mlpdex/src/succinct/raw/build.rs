@@ -14,7 +14,9 @@
 
 use core::cmp::Ordering;
 
+use super::compress;
 use super::suffix::SuffixKind;
+use super::trie::{Trie, choose_dense_height};
 use crate::Error;
 use crate::substrate::BitVec;
 
@@ -26,8 +28,10 @@ pub(crate) const TERMINATOR: u8 = 0xFF;
 pub(crate) struct Level {
     pub(crate) labels: Vec<u8>,
     pub(crate) has_child: BitVec,
-    /// One at the first label of each node.
+    /// One at the first position of each node.
     pub(crate) louds: BitVec,
+    /// One at each chain byte (see `compress`); empty before compression, meaning none.
+    pub(crate) chain: BitVec,
     /// Leaves of this level, in order: value and suffix payload.
     pub(crate) values: Vec<u64>,
     pub(crate) suffix_bytes: Vec<u8>,
@@ -156,6 +160,19 @@ impl LevelBuilder {
         }
     }
 
+    /// Places the last key, folds the chains of single-child sparse nodes (see `compress`)
+    /// and encodes the trie, levels `0..h` in LOUDS-Dense where `h` is chosen by `ratio` (see
+    /// [`choose_dense_height`]). The levels are left holding the leaf payloads in the trie's
+    /// leaf order, level by level.
+    pub(crate) fn finish_trie(&mut self, ratio: u32) -> Result<Trie, Error> {
+        self.finish_levels();
+        let dense = choose_dense_height(&self.levels, ratio);
+        if compress::has_chains(&self.levels, dense) {
+            self.levels = compress::compress(core::mem::take(&mut self.levels), dense);
+        }
+        Trie::from_levels(&self.levels, dense)
+    }
+
     fn level(&mut self, l: usize) -> &mut Level {
         if self.levels.len() <= l {
             self.levels.resize_with(l + 1, Level::default);
@@ -196,12 +213,7 @@ impl LevelBuilder {
                 lv.suffix_bytes.extend_from_slice(&value.to_le_bytes());
                 lv.suffix_bytes.extend_from_slice(rest);
                 // The suffix's bytes as zeros, then its end marker.
-                let mut zeros = rest.len();
-                while zeros >= 64 {
-                    lv.suffix_ends.push_bits(0, 64);
-                    zeros -= 64;
-                }
-                lv.suffix_ends.push_bits(1 << zeros, zeros as u32 + 1);
+                compress::push_ends(&mut lv.suffix_ends, rest.len());
             }
             _ if given_hash => lv.fixed.push(kind.entry_with_hash(key, depth, value)),
             _ => lv.fixed.push(kind.entry(key, depth)),

@@ -1,9 +1,9 @@
-//! The serialized form of an FST or a SuRF (format version 2). All integers little-endian.
+//! The serialized form of an FST or a SuRF (format version 3). All integers little-endian.
 //!
 //! ```text
 //! offset  size  field
 //! 0       8     magic: "MLPDXFST" (FST) or "MLPDSURF" (SuRF)
-//! 8       4     format version (2)
+//! 8       4     format version (3)
 //! 12      1     suffix kind: 0 none, 1 full, 2 hash, 3 real, 4 mixed
 //! 13      1     hash bits (0 unless hash or mixed)
 //! 14      1     real bits (0 unless real or mixed)
@@ -20,7 +20,7 @@
 //!         s_labels                               u64 label count n, then the labels and
 //!                                                zeros up to (n + 16) rounded up to 8
 //!                                                (the SIMD label search reads 16 bytes)
-//!         s_has_child, s_louds                   bit vectors
+//!         s_has_child, s_louds, s_chain          bit vectors
 //!         values                                 u64 count, then u64s (unique-prefix FST only)
 //!         suffix records                         u64 byte count, bytes, zero-padded to 8: per
 //!                                                leaf its value (u64) and its suffix
@@ -35,7 +35,8 @@
 //!   reserved fields (flag bits; the empty key's value is 0 when it is absent, and always in a
 //!   SuRF);
 //! - the trie's invariants 1–6 (see `super::trie`: sizes, LOUDS shape level by level, a label
-//!   in every node, `d_has_child ⊆ d_labels`, no prefix key at the root, strictly increasing
+//!   in every node, chains only at the start of a node and never with a child,
+//!   `d_has_child ⊆ d_labels`, no prefix key at a root without a chain, strictly increasing
 //!   labels after an optional terminator), via [`Trie::validate`];
 //! - the payloads against the trie: the key count is its leaves (plus the empty key), one
 //!   value per leaf (unique-prefix FST) or none, one suffix record per leaf with every suffix
@@ -54,8 +55,8 @@
 //! Every section starts at a multiple of 8 bytes, so a buffer whose start is 8-aligned is used
 //! in place ([`Shared::section`]): loading reads the image once to check it and allocates only
 //! the rank and select directories (rebuilt rather than stored, which keeps the image compact
-//! and leaves nothing unverified), a few percent of the structure. Version 1 images (before the
-//! label padding) are refused with [`Error::Version`].
+//! and leaves nothing unverified), a few percent of the structure. Images of versions 1 (before
+//! the label padding) and 2 (before path compression) are refused with [`Error::Version`].
 
 use super::suffix::{FixedSuffixes, FullSuffixes, SuffixKind};
 use super::trie::{Flaw, Part, Trie};
@@ -66,7 +67,7 @@ use crate::substrate::labels::LABEL_PAD;
 use crate::substrate::{Frozen, FrozenBits, Shared};
 
 /// Version written and the newest one read.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
 /// Magic of a serialized FST.
 pub(crate) const FST_MAGIC: [u8; 8] = *b"MLPDXFST";
 /// Magic of a serialized SuRF.
@@ -149,6 +150,7 @@ pub(crate) fn write(
     w.bytes(&parts.s_labels[..parts.s_len], LABEL_PAD);
     w.bits(parts.s_has_child);
     w.bits(parts.s_louds);
+    w.bits(parts.s_chain);
     w.u64(values.len() as u64);
     for &v in values {
         w.u64(v);
@@ -264,7 +266,7 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
     let height = rd.count("truncated header")?;
     let dense_nodes = rd.count("truncated header")?;
     // Where each section's data starts (after its length), to locate flaws.
-    let mut data = [0usize; 9];
+    let mut data = [0usize; 10];
     data[Part::DLabels as usize] = rd.at + 8;
     let d_labels = rd.bits("truncated d_labels")?;
     data[Part::DHasChild as usize] = rd.at + 8;
@@ -281,6 +283,8 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
     let s_has_child = rd.bits("truncated s_has_child")?;
     data[Part::SLouds as usize] = rd.at + 8;
     let s_louds = rd.bits("truncated s_louds")?;
+    data[Part::SChain as usize] = rd.at + 8;
+    let s_chain = rd.bits("truncated s_chain")?;
     let at = rd.at;
     let nvalues = rd.count("truncated values")?;
     let values = rd.words(nvalues, "truncated values")?;
@@ -310,6 +314,7 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
         s_len,
         s_has_child,
         s_louds,
+        s_chain,
     )
     .map_err(|_| bad("trie too large", 24))?;
     let leaves = trie.leaves();

@@ -2,6 +2,7 @@
 //! encoding and its cursors, leaf suffix stores, and the serialized format.
 
 pub(crate) mod build;
+pub(crate) mod compress;
 pub(crate) mod format;
 pub(crate) mod suffix;
 pub(crate) mod trie;

@@ -7,21 +7,29 @@
 //!   d_labels[p]     the node has a branch for this byte          rank, 64-bit blocks
 //!   d_has_child[p]  that branch leads to a node (else a leaf)    rank, 64-bit blocks
 //!   d_is_prefix[n]  the path to n is itself a key                rank, 64-bit blocks
-//! LOUDS-Sparse, per label p:
-//!   s_labels[p]     the byte (sorted within a node; a terminator first)
-//!   s_has_child[p]  as above                                     rank, 512-bit blocks
-//!   s_louds[p]      p is the first label of its node             select, every 64th one
+//! LOUDS-Sparse, per position p (a node: its chain bytes, then its labels):
+//!   s_labels[p]     the byte (labels sorted within a node; a terminator first)
+//!   s_has_child[p]  as above (never on a chain byte)             rank, 512-bit blocks
+//!   s_louds[p]      p is the first position of its node          select, every 64th one
+//!   s_chain[p]      p is a chain byte                            rank, 512-bit blocks
 //! ```
 //!
 //! Nodes are numbered in level order over both parts (the root is 0); the child of the branch
 //! at `p` is node `1 + (branches with a child before p)`, found with one rank, and a sparse
-//! node's first label with one select. Leaves are numbered in the same level order: dense
+//! node's first position with one select. Leaves are numbered in the same level order: dense
 //! leaves first (a node's prefix key before its labels), then sparse ones; leaf `i` owns value
-//! and suffix `i`.
+//! and suffix `i`. A sparse leaf's number discounts the branches and the chain bytes before it.
+//!
+//! Path compression (see `compress`): a run of sparse nodes that each have one label, with a
+//! child, is stored as a *chain* in front of the node it leads to: the run's labels, read with
+//! one comparison instead of a rank, a select and a label search per byte. So a level is a
+//! node depth, not a byte depth: a lookup keeps its depth in the key beside its level (on the
+//! dense levels, which hold no chain, the two agree).
 //!
 //! Terminator rule (§3.3, made unambiguous): in LOUDS-Sparse a prefix key is a 0xFF label
-//! without a child placed first in its node. A real 0xFF byte sorts last, so it can be first
-//! only as the node's single label; hence a node's first label is a terminator exactly when it
+//! without a child placed first among its node's labels (after its chain). A real 0xFF byte
+//! sorts last, so it can be first only as the node's single label; hence a node's first label
+//! is a terminator exactly when it
 //! is 0xFF, has no child, and the node has another label (a node that holds a prefix key always
 //! has a longer key below it). The empty key is never in the trie.
 //!
@@ -29,16 +37,19 @@
 //! loaded image never gives a wrong answer, see `format`):
 //!
 //! 1. Sizes agree: 256 bits of `d_labels` and `d_has_child` per dense node, one bit of
-//!    `s_has_child` and `s_louds` per sparse label; dense height ≤ height; a trie of height 0
-//!    has no node.
+//!    `s_has_child`, `s_louds` and `s_chain` per sparse position; dense height ≤ height; a
+//!    trie of height 0 has no node.
 //! 2. LOUDS shape: level 0 is one node; level `l + 1` has exactly as many nodes as level `l`
 //!    has branches with a child; the dense levels use exactly the dense nodes; each sparse node
 //!    starts at a one of `s_louds` where the previous one ended; the last level has no branch
 //!    with a child and nothing follows it. So every rank-and-select child step lands on a node
 //!    of the next level, the one the per-level cursors of [`Path`] step to.
-//! 3. Every node has a label (a dense node may also hold its prefix key).
+//! 3. Every node has a label (a dense node may also hold its prefix key). A sparse node's
+//!    chain bytes are its first positions, followed by at least one label; no other position
+//!    is a chain byte, and no chain byte has a child.
 //! 4. `d_has_child ⊆ d_labels`.
-//! 5. The root holds no prefix key: the empty key lives beside the trie.
+//! 5. The root holds no prefix key unless it has a chain (the chain is then that key): the
+//!    empty key lives beside the trie.
 //! 6. A sparse node's labels strictly increase after its optional terminator (dense bitmaps
 //!    are ordered by construction). With 2 and 5, the leaves in leaf order spell strictly
 //!    increasing keys, which lookups, seeks and iteration both ways agree on.
@@ -48,7 +59,8 @@
 //!
 //! One file per operation over the shared [`Trie`] and [`Path`]:
 //!
-//! - `encode`: encoding finished levels ([`Trie::from_levels`]) and assembling loaded parts;
+//! - `encode`: encoding finished (path-compressed) levels ([`Trie::from_levels`]) and
+//!   assembling loaded parts;
 //! - `audit`: [`Trie::validate`], the load-time check of the invariants above, and its
 //!   [`Flaw`] / [`Part`];
 //! - `nav`: the navigation primitives every query is made of (labels, children, leaf numbers);
@@ -69,6 +81,7 @@ mod stats;
 
 pub(crate) use self::audit::{Flaw, Part};
 pub(crate) use self::cursor::Path;
+pub(crate) use self::encode::choose_dense_height;
 pub(crate) use self::seek::bound_key;
 pub use self::stats::TrieStats;
 
@@ -93,6 +106,9 @@ pub(crate) struct Trie {
     s_len: usize,
     s_has_child: RankBits<8>,
     s_louds: SelectBits,
+    /// One at each chain byte: the labels of a folded single-child chain, in front of the
+    /// labels of the node they lead to (see `compress`).
+    s_chain: RankBits<8>,
     leaves: usize,
 }
 
@@ -123,6 +139,7 @@ impl Trie {
             s_len: self.s_len,
             s_has_child: self.s_has_child.bits(),
             s_louds: self.s_louds.bits(),
+            s_chain: self.s_chain.bits(),
         }
     }
 }
@@ -139,4 +156,5 @@ pub(crate) struct TrieParts<'a> {
     pub(crate) s_len: usize,
     pub(crate) s_has_child: &'a FrozenBits,
     pub(crate) s_louds: &'a FrozenBits,
+    pub(crate) s_chain: &'a FrozenBits,
 }

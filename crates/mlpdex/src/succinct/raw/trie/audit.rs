@@ -17,6 +17,7 @@ pub(crate) enum Part {
     /// The LOUDS-Sparse bit vectors; the index is a bit.
     SHasChild,
     SLouds,
+    SChain,
     /// The full suffixes' end markers; the index is a bit.
     SuffixEnds,
     /// The fixed-width suffix bits; the index is a bit.
@@ -78,6 +79,19 @@ impl Trie {
                 0,
             ));
         }
+        if self.s_chain.len() != self.s_len {
+            return Err(Flaw::new(
+                "LOUDS-Sparse sequence sizes disagree",
+                Part::SChain,
+                0,
+            ));
+        }
+        // A chain byte is no branch: it has no child (child numbers count branches only).
+        let (sc, sx) = (self.s_has_child.bits().words(), self.s_chain.bits().words());
+        if let Some(w) = sc.iter().zip(sx).position(|(c, x)| c & x != 0) {
+            let what = "chain byte with a child";
+            return Err(Flaw::new(what, Part::SChain, w * 64));
+        }
         if self.height < self.dense_height {
             return Err(Flaw::new(
                 "dense height above trie height",
@@ -97,7 +111,11 @@ impl Trie {
             if self.d_is_prefix.get(0) {
                 return Err(Flaw::new("root holds a prefix key", Part::DIsPrefix, 0));
             }
-        } else if self.s_len > 0 && self.sparse_terminator(0, self.sparse_end(0)) {
+        } else if self.s_len > 0
+            && self.chain_len(0) == 0
+            && self.sparse_terminator(0, self.sparse_end(0))
+        {
+            // (Behind a chain, the root's prefix key is the chain: not the empty key.)
             return Err(Flaw::new("root holds a prefix key", Part::SLabels, 0));
         }
         let mut nodes = 1usize;
@@ -149,23 +167,40 @@ impl Trie {
                 return Err(Flaw::new("trie level without nodes", Part::Header, 48));
             }
             let level_start = at;
+            let mut chained = 0usize;
             for _ in 0..nodes {
                 if at >= self.s_len || !self.s_louds.get(at) {
                     return Err(Flaw::new("sparse node missing", Part::SLouds, at));
                 }
                 let end = self.sparse_end(at);
-                let term = self.sparse_terminator(at, end);
-                if term {
-                    prefix_key(self.dense_leaves + at - self.s_has_child.rank1(at))?;
+                // A chain opens the node and leaves it at least one item.
+                let chain = self.chain_len(at);
+                let items = at + chain;
+                if items >= end {
+                    return Err(Flaw::new("chain without a node", Part::SChain, at));
                 }
-                let s = at + term as usize;
+                chained += chain;
+                let term = self.sparse_terminator(items, end);
+                if term {
+                    let before = self.s_has_child.rank1(items) + self.s_chain.rank1(items);
+                    prefix_key(self.dense_leaves + items - before)?;
+                }
+                let s = items + term as usize;
                 if let Some(i) = self.s_labels[s..end].windows(2).position(|w| w[0] >= w[1]) {
                     let what = "sparse node labels out of order";
                     return Err(Flaw::new(what, Part::SLabels, s + i + 1));
                 }
                 at = end;
             }
-            // Two ranks per level, not per node: the level's nodes are contiguous.
+            // Two ranks per level, not per node: the level's nodes are contiguous. Chain bytes
+            // lie only where a node's chain was counted.
+            if self.s_chain.rank1(at) - self.s_chain.rank1(level_start) != chained {
+                return Err(Flaw::new(
+                    "chain byte inside a node",
+                    Part::SChain,
+                    level_start,
+                ));
+            }
             nodes = self.s_has_child.rank1(at) - self.s_has_child.rank1(level_start);
         }
         if at != self.s_len {

@@ -37,7 +37,9 @@ impl Trie {
         } else {
             let s = self.node_pos(level, first);
             let p = p.max(s);
-            (p - s) - (self.s_has_child.rank1(p) - self.s_has_child.rank1(s))
+            let children = self.s_has_child.rank1(p) - self.s_has_child.rank1(s);
+            let chains = self.s_chain.rank1(p) - self.s_chain.rank1(s);
+            (p - s) - children - chains
         }
     }
 

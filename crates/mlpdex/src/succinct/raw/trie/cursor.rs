@@ -12,8 +12,11 @@ pub(crate) struct Path {
     pub(super) pos: Vec<usize>,
     /// The leaf is the prefix key of the node at `pos[last]`.
     pub(super) term: bool,
-    /// Labels on the path (the leaf's label included unless `term`).
+    /// Labels and chains on the path (the leaf's label included unless `term`).
     key: Vec<u8>,
+    /// Per level entered: the length of `key` up to the items of that level's node (its chain
+    /// included), where the level's label goes.
+    bases: Vec<usize>,
     /// Start of the node last entered on each level since the path was positioned, moving in
     /// `dir`. At least as long as `pos`; deeper entries are nodes of subtrees already left.
     /// Moving on through the trie in key order enters the nodes of each level in level order,
@@ -43,6 +46,7 @@ impl Path {
             pos: Vec::new(),
             term: false,
             key: Vec::new(),
+            bases: Vec::new(),
             nodes: Vec::new(),
             dir: Dir::Unmoved,
         }
@@ -67,20 +71,40 @@ impl Path {
     pub(crate) fn clear(&mut self) {
         self.pos.clear();
         self.key.clear();
+        self.bases.clear();
         self.term = false;
         self.nodes.clear();
         self.dir = Dir::Unmoved;
     }
 
-    /// Records entering the node starting at `start` on `level` (one below the path).
+    /// Records entering the node starting at `start` on `level` (one below the path), its
+    /// chain appended to the key; returns the chain's length. Entering the same node again
+    /// changes nothing.
     #[inline]
-    pub(super) fn enter(&mut self, level: usize, start: usize) {
+    pub(super) fn enter(&mut self, t: &Trie, level: usize, start: usize) -> usize {
         debug_assert!(level <= self.nodes.len() && level == self.pos.len());
         if level < self.nodes.len() {
             self.nodes[level] = start;
         } else {
             self.nodes.push(start);
         }
+        // The key so far: up to the label above (none above the root).
+        let above = match level.checked_sub(1) {
+            Some(l) => self.bases[l] + 1,
+            None => 0,
+        };
+        self.key.truncate(above);
+        let chain = if level < t.dense_height {
+            0
+        } else {
+            t.chain_len(start)
+        };
+        if chain > 0 {
+            self.key.extend_from_slice(t.chain(start, chain));
+        }
+        self.bases.truncate(level);
+        self.bases.push(self.key.len());
+        chain
     }
 
     /// Turns the path to move in `dir`: a change of direction forgets the nodes below the path
@@ -133,7 +157,7 @@ impl Path {
         start
     }
 
-    /// The labels on the path: the key's unique prefix.
+    /// The labels and chains on the path: the key's unique prefix.
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
     }
@@ -159,20 +183,24 @@ impl Path {
         })
     }
 
+    /// Takes item `pos` of the node entered last (its prefix key when `term`).
     pub(super) fn push(&mut self, t: &Trie, pos: usize, term: bool) {
         let level = self.pos.len();
+        debug_assert!(level < self.bases.len(), "push before entering the level");
         self.pos.push(pos);
         self.term = term;
+        self.key.truncate(self.bases[level]);
         if !term {
             self.key.push(t.label(level, pos));
         }
     }
 
+    /// Leaves the item of the deepest level (the node's chain stays on the key).
     fn pop(&mut self) -> (usize, bool) {
         let p = self.pos.pop().unwrap_or(0);
         let t = self.term;
-        if !t {
-            self.key.pop();
+        if let Some(&base) = self.bases.get(self.pos.len()) {
+            self.key.truncate(base);
         }
         self.term = false;
         (p, t)
@@ -180,7 +208,7 @@ impl Path {
 
     pub(super) fn leftmost(&mut self, t: &Trie, mut level: usize, mut start: usize) {
         loop {
-            self.enter(level, start);
+            self.enter(t, level, start);
             let (p, term) = t.first_item(level, start);
             self.push(t, p, term);
             if term || !t.has_child(level, p) {
@@ -193,7 +221,7 @@ impl Path {
 
     pub(super) fn rightmost(&mut self, t: &Trie, mut level: usize, mut start: usize) {
         loop {
-            self.enter(level, start);
+            self.enter(t, level, start);
             let p = t.last_item(level, start);
             self.push(t, p, false);
             if !t.has_child(level, p) {
@@ -275,8 +303,7 @@ pub(crate) mod tests {
         for (i, k) in keys.iter().enumerate() {
             b.push(k, i as u64).unwrap();
         }
-        b.finish_levels();
-        Trie::from_levels(&b.levels, ratio).unwrap()
+        b.finish_trie(ratio).unwrap()
     }
 
     #[test]

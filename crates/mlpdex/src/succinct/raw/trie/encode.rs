@@ -12,10 +12,15 @@ fn capacity(what: &'static str) -> Error {
 }
 
 impl Trie {
-    /// Encodes finished levels; levels `0..h` go to LOUDS-Dense, where `h` is the most levels
-    /// whose dense size times `ratio` stays within the sparse size of the rest.
-    pub(crate) fn from_levels(levels: &[Level], ratio: u32) -> Result<Trie, Error> {
-        let dense_height = choose_dense_height(levels, ratio);
+    /// Encodes finished levels, levels `0..dense_height` in LOUDS-Dense (which holds no chain).
+    pub(crate) fn from_levels(levels: &[Level], dense_height: usize) -> Result<Trie, Error> {
+        let dense_height = dense_height.min(levels.len());
+        debug_assert!(
+            levels[..dense_height]
+                .iter()
+                .all(|lv| lv.chain.count_ones() == 0),
+            "a chain on a dense level"
+        );
         let dense_nodes: usize = levels[..dense_height].iter().map(Level::nodes).sum();
         let dense_bits = dense_nodes
             .checked_mul(256)
@@ -47,10 +52,17 @@ impl Trie {
         let mut s_labels = Vec::new();
         let mut s_has_child = BitVec::new();
         let mut s_louds = BitVec::new();
+        let mut s_chain = BitVec::new();
         for lv in &levels[dense_height..] {
             s_labels.extend_from_slice(&lv.labels);
             append(&mut s_has_child, &lv.has_child);
             append(&mut s_louds, &lv.louds);
+            if lv.chain.len() == 0 {
+                // An uncompressed level: no chain byte.
+                append(&mut s_chain, &BitVec::zeros(lv.labels.len()));
+            } else {
+                append(&mut s_chain, &lv.chain);
+            }
         }
         let s_len = s_labels.len();
         Self::assemble(
@@ -63,6 +75,7 @@ impl Trie {
             s_len,
             s_has_child.into(),
             s_louds.into(),
+            s_chain.into(),
         )
     }
 
@@ -81,6 +94,7 @@ impl Trie {
         s_len: usize,
         s_has_child: FrozenBits,
         s_louds: FrozenBits,
+        s_chain: FrozenBits,
     ) -> Result<Trie, Error> {
         if s_len > crate::substrate::rank::MAX_BITS {
             return Err(capacity("LOUDS-Sparse exceeds 2^32 labels"));
@@ -96,13 +110,16 @@ impl Trie {
         let d_is_prefix = RankBits::over(d_is_prefix).ok_or(capacity("LOUDS-Dense too large"))?;
         let s_has_child = RankBits::over(s_has_child).ok_or(capacity("LOUDS-Sparse too large"))?;
         let s_louds = SelectBits::over(s_louds).ok_or(capacity("LOUDS-Sparse too large"))?;
+        let s_chain = RankBits::over(s_chain).ok_or(capacity("LOUDS-Sparse too large"))?;
         let dense_nodes = d_is_prefix.len();
         let dense_children = d_has_child.count_ones();
         // Saturating: a loaded image is only validated after assembly (a valid trie never
         // saturates, since every branch with a child is a labelled branch).
         let dense_leaves =
             (d_labels.count_ones() + d_is_prefix.count_ones()).saturating_sub(dense_children);
-        let leaves = (dense_leaves + s_len).saturating_sub(s_has_child.count_ones());
+        let leaves = (dense_leaves + s_len)
+            .saturating_sub(s_has_child.count_ones())
+            .saturating_sub(s_chain.count_ones());
         Ok(Trie {
             dense_height,
             height,
@@ -116,6 +133,7 @@ impl Trie {
             s_len,
             s_has_child,
             s_louds,
+            s_chain,
             leaves,
         })
     }
@@ -138,8 +156,9 @@ fn append(dst: &mut BitVec, src: &BitVec) {
 /// which either keeps the dense part within `1/ratio` of the sparse rest (§3.4's cutoff R) or
 /// is no larger dense than sparse (§3.5: nodes with more than about 51 branches; with rank
 /// directories counted, about 76). The second rule only ever saves space, and a dense level
-/// costs one bitmap probe where a sparse one costs a select and a label search.
-fn choose_dense_height(levels: &[Level], ratio: u32) -> usize {
+/// costs one bitmap probe where a sparse one costs a select and a label search. Chosen on the
+/// levels before path compression, which then folds chains below the dense levels only.
+pub(crate) fn choose_dense_height(levels: &[Level], ratio: u32) -> usize {
     // Bits with directories: dense two 256-bit maps with 50% rank tables and a prefix bit per
     // node; sparse a label byte, a child bit with a 6.25% rank table, and a LOUDS bit.
     let dense = |l: &Level| l.nodes() as u128 * 770;

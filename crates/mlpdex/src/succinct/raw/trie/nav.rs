@@ -6,7 +6,7 @@ use super::Trie;
 use crate::substrate::labels;
 use crate::substrate::popcount::{Popcount, dispatch};
 use crate::substrate::prefetch::prefetch_read;
-use crate::substrate::rank::{next_one, prev_one};
+use crate::substrate::rank::{next_one, next_zero, prev_one};
 
 impl Trie {
     #[inline]
@@ -14,20 +14,28 @@ impl Trie {
         self.s_louds.next_one(start + 1).unwrap_or(self.s_len)
     }
 
-    /// Whether the sparse node `[start, end)` begins with a terminator.
+    /// Number of chain bytes the sparse node starting at `start` opens with (see `compress`).
     #[inline]
-    pub(super) fn sparse_terminator(&self, start: usize, end: usize) -> bool {
-        end - start > 1 && self.s_labels[start] == TERMINATOR && !self.s_has_child.get(start)
+    pub(crate) fn chain_len(&self, start: usize) -> usize {
+        next_zero(self.s_chain.bits().words(), start) - start
     }
 
-    /// Whether the node starting at `start` on `level` holds a prefix key.
+    /// The `len` chain bytes of the sparse node starting at `start`.
     #[inline]
-    pub(crate) fn has_prefix_key(&self, level: usize, start: usize) -> bool {
-        if level < self.dense_height {
-            self.d_is_prefix.get(start / 256)
-        } else {
-            self.sparse_terminator(start, self.sparse_end(start))
-        }
+    pub(crate) fn chain(&self, start: usize, len: usize) -> &[u8] {
+        &self.s_labels[start..start + len]
+    }
+
+    /// Position of the first item (after the chain) of the node starting at `start`.
+    #[inline]
+    pub(super) fn sparse_items(&self, start: usize) -> usize {
+        start + self.chain_len(start)
+    }
+
+    /// Whether the sparse node whose items are `[items, end)` begins with a terminator.
+    #[inline]
+    pub(super) fn sparse_terminator(&self, items: usize, end: usize) -> bool {
+        end - items > 1 && self.s_labels[items] == TERMINATOR && !self.s_has_child.get(items)
     }
 
     #[inline]
@@ -81,6 +89,13 @@ impl Trie {
                     .as_ptr()
                     .wrapping_add(start / 64),
             );
+            prefetch_read(
+                self.s_chain
+                    .bits()
+                    .words()
+                    .as_ptr()
+                    .wrapping_add(start / 64),
+            );
             start
         }
     }
@@ -98,12 +113,14 @@ impl Trie {
             self.d_labels.rank1_with(p, pos) - self.d_has_child.rank1_with(p, pos)
                 + self.d_is_prefix.rank1_with(p, pos / 256 + 1)
         } else {
-            self.dense_leaves + pos - self.s_has_child.rank1_with(p, pos)
+            self.dense_leaves + pos
+                - self.s_has_child.rank1_with(p, pos)
+                - self.s_chain.rank1_with(p, pos)
         }
     }
 
-    /// Leaf number of the prefix key of the node starting at `start` on `level`, with the
-    /// popcount chosen by the caller.
+    /// Leaf number of the prefix key of the node starting at `start` on `level` (a sparse
+    /// node's terminator position: its first item), with the popcount chosen by the caller.
     #[inline(always)]
     pub(super) fn prefix_leaf_with<P: Popcount>(&self, p: P, level: usize, start: usize) -> usize {
         if level < self.dense_height {
@@ -139,7 +156,8 @@ impl Trie {
                 (self.dense_next(start, 0).unwrap_or(start), false)
             }
         } else {
-            (start, self.sparse_terminator(start, self.sparse_end(start)))
+            let items = self.sparse_items(start);
+            (items, self.sparse_terminator(items, self.sparse_end(start)))
         }
     }
 
@@ -178,12 +196,13 @@ impl Trie {
             }
             self.d_is_prefix.get(start / 256).then_some((start, true))
         } else {
-            if self.s_louds.get(pos) {
+            // `pos` is the node's first item when a node or its chain ends before it.
+            if self.s_louds.get(pos) || self.s_chain.get(pos - 1) {
                 return None;
             }
             let p = pos - 1;
-            let term =
-                self.s_louds.get(p) && self.s_labels[p] == TERMINATOR && !self.s_has_child.get(p);
+            let first = self.s_louds.get(p) || (p > 0 && self.s_chain.get(p - 1));
+            let term = first && self.s_labels[p] == TERMINATOR && !self.s_has_child.get(p);
             Some((p, term))
         }
     }
@@ -194,8 +213,8 @@ impl Trie {
         if level < self.dense_height {
             self.dense_next(start, b as usize)
         } else {
-            let end = self.sparse_end(start);
-            let s = start + self.sparse_terminator(start, end) as usize;
+            let (items, end) = (self.sparse_items(start), self.sparse_end(start));
+            let s = items + self.sparse_terminator(items, end) as usize;
             labels::find_ge(&self.s_labels, s, end, b).map(|i| s + i)
         }
     }
@@ -206,8 +225,8 @@ impl Trie {
         if level < self.dense_height {
             self.dense_prev(start, b as usize)
         } else {
-            let end = self.sparse_end(start);
-            let s = start + self.sparse_terminator(start, end) as usize;
+            let (items, end) = (self.sparse_items(start), self.sparse_end(start));
+            let s = items + self.sparse_terminator(items, end) as usize;
             let first_above = if b == u8::MAX {
                 None
             } else {

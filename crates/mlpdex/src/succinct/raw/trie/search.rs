@@ -5,54 +5,100 @@ use crate::substrate::labels;
 use crate::substrate::popcount::{Popcount, dispatch};
 use crate::substrate::prefetch::prefetch_read;
 
+/// Where a lookup ended: a leaf that may hold the key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hit {
+    /// The leaf's number.
+    pub(crate) leaf: usize,
+    /// Bytes of the key the trie matched to reach it (its suffix starts there).
+    pub(crate) depth: usize,
+    /// The leaf's level.
+    pub(crate) level: usize,
+    /// The leaf is a prefix key, equal to the whole key.
+    pub(crate) term: bool,
+}
+
 impl Trie {
-    /// Exact search: the leaf where `key` (non-empty) would end, the length of the prefix of
-    /// `key` the trie consumed to reach it, and the leaf's level; `None` when no key can match.
+    /// Exact search: the leaf where `key` (non-empty) would end; `None` when no key can match.
     #[inline]
-    pub(crate) fn lookup(&self, key: &[u8]) -> Option<(usize, usize, usize)> {
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<Hit> {
         dispatch!(pc => self.lookup_with(pc, key))
+    }
+
+    /// The chain of the sparse node starting at `start`, if it has one, matched against `key`
+    /// from `depth`: the node's items and the depth after the chain, `None` on a mismatch.
+    #[inline(always)]
+    fn match_chain(&self, start: usize, key: &[u8], depth: usize) -> Option<(usize, usize)> {
+        let n = self.chain_len(start);
+        if n == 0 {
+            return Some((start, depth));
+        }
+        let k = key.get(depth..depth + n)?;
+        (k == self.chain(start, n)).then_some((start + n, depth + n))
     }
 
     /// [`lookup`](Self::lookup) with one popcount for the whole walk.
     #[inline(always)]
-    fn lookup_with<P: Popcount>(&self, pc: P, key: &[u8]) -> Option<(usize, usize, usize)> {
+    fn lookup_with<P: Popcount>(&self, pc: P, key: &[u8]) -> Option<Hit> {
         debug_assert!(!key.is_empty());
         if self.height == 0 {
             return None;
         }
         let mut level = 0;
         let mut pos = 0;
+        // Dense levels hold no chain: there the depth is the level.
         while level < self.dense_height {
             if level == key.len() {
                 let node = pos / 256;
-                return self
-                    .d_is_prefix
-                    .get(node)
-                    .then(|| (self.prefix_leaf_with(pc, level, pos), level, level));
+                return self.d_is_prefix.get(node).then(|| Hit {
+                    leaf: self.prefix_leaf_with(pc, level, pos),
+                    depth: level,
+                    level,
+                    term: true,
+                });
             }
             let p = pos + key[level] as usize;
             if !self.d_labels.get(p) {
                 return None;
             }
             if !self.d_has_child.get(p) {
-                return Some((self.leaf_with(pc, level, p), level + 1, level));
+                return Some(Hit {
+                    leaf: self.leaf_with(pc, level, p),
+                    depth: level + 1,
+                    level,
+                    term: false,
+                });
             }
             pos = self.child_with(pc, level, p);
             level += 1;
         }
+        let mut depth = level;
         loop {
             let end = self.sparse_end(pos);
-            let term = self.sparse_terminator(pos, end);
-            if level == key.len() {
-                return term.then(|| (self.leaf_with(pc, level, pos), level, level));
+            let items;
+            (items, depth) = self.match_chain(pos, key, depth)?;
+            let term = self.sparse_terminator(items, end);
+            if depth == key.len() {
+                return term.then(|| Hit {
+                    leaf: self.leaf_with(pc, level, items),
+                    depth,
+                    level,
+                    term: true,
+                });
             }
-            let s = pos + term as usize;
-            let p = s + labels::find_eq(&self.s_labels, s, end, key[level])?;
+            let s = items + term as usize;
+            let p = s + labels::find_eq(&self.s_labels, s, end, key[depth])?;
             if !self.s_has_child.get(p) {
-                return Some((self.leaf_with(pc, level, p), level + 1, level));
+                return Some(Hit {
+                    leaf: self.leaf_with(pc, level, p),
+                    depth: depth + 1,
+                    level,
+                    term: false,
+                });
             }
             pos = self.child_with(pc, level, p);
             level += 1;
+            depth += 1;
         }
     }
 }
@@ -79,20 +125,16 @@ impl Trie {
     /// the cache misses of different queries overlap instead of queueing (the MLP of
     /// mlp-data-structures.txt applied to the succinct trie). `out[i]` gets the answer for
     /// `keys[i]` (empty keys get `None`; callers answer them beside the trie).
-    pub(crate) fn lookup_batch(&self, keys: &[&[u8]], out: &mut [Option<(usize, usize, usize)>]) {
+    pub(crate) fn lookup_batch(&self, keys: &[&[u8]], out: &mut [Option<Hit>]) {
         dispatch!(pc => self.lookup_batch_with(pc, keys, out))
     }
 
     /// [`lookup_batch`](Self::lookup_batch) with one popcount for the whole batch.
     #[inline(always)]
-    fn lookup_batch_with<P: Popcount>(
-        &self,
-        pc: P,
-        keys: &[&[u8]],
-        out: &mut [Option<(usize, usize, usize)>],
-    ) {
+    fn lookup_batch_with<P: Popcount>(&self, pc: P, keys: &[&[u8]], out: &mut [Option<Hit>]) {
         debug_assert_eq!(keys.len(), out.len());
-        let mut lanes = [(0usize, 0usize, Step::Idle); LANES];
+        // Per lane: the query, its level, its depth in the key, and its step.
+        let mut lanes = [(0usize, 0usize, 0usize, Step::Idle); LANES];
         let mut next = 0;
         let mut active = 0;
         let root = if self.dense_height > 0 {
@@ -102,35 +144,37 @@ impl Trie {
         };
         loop {
             for lane in lanes.iter_mut() {
-                if let Step::Idle = lane.2 {
+                if let Step::Idle = lane.3 {
                     // Refill with the next non-trivial query.
                     while next < keys.len() {
                         let q = next;
                         next += 1;
                         out[q] = None;
                         if !keys[q].is_empty() && self.height > 0 {
-                            *lane = (q, 0, root);
+                            *lane = (q, 0, 0, root);
                             active += 1;
                             break;
                         }
                     }
-                    if let Step::Idle = lane.2 {
+                    if let Step::Idle = lane.3 {
                         continue;
                     }
                 }
-                let (q, level, step) = *lane;
+                let (q, level, depth, step) = *lane;
                 let key = keys[q];
-                let done = |lane: &mut (usize, usize, Step), active: &mut usize| {
-                    lane.2 = Step::Idle;
+                let done = |lane: &mut (usize, usize, usize, Step), active: &mut usize| {
+                    lane.3 = Step::Idle;
                     *active -= 1;
                 };
                 match step {
                     Step::Dense(pos) => {
                         if level == key.len() {
-                            out[q] = self
-                                .d_is_prefix
-                                .get(pos / 256)
-                                .then(|| (self.prefix_leaf_with(pc, level, pos), level, level));
+                            out[q] = self.d_is_prefix.get(pos / 256).then(|| Hit {
+                                leaf: self.prefix_leaf_with(pc, level, pos),
+                                depth: level,
+                                level,
+                                term: true,
+                            });
                             done(lane, &mut active);
                             continue;
                         }
@@ -140,22 +184,28 @@ impl Trie {
                             continue;
                         }
                         if !self.d_has_child.get(p) {
-                            out[q] = Some((self.leaf_with(pc, level, p), level + 1, level));
+                            out[q] = Some(Hit {
+                                leaf: self.leaf_with(pc, level, p),
+                                depth: level + 1,
+                                level,
+                                term: false,
+                            });
                             done(lane, &mut active);
                             continue;
                         }
                         let node = self.d_has_child.rank1_with(pc, p + 1);
                         lane.1 = level + 1;
+                        lane.2 = level + 1;
                         if level + 1 < self.dense_height {
                             let np = node * 256;
                             let b = key.get(level + 1).map_or(0, |&b| b as usize);
                             self.d_labels.prefetch(np + b);
                             self.d_has_child.prefetch(np + b);
-                            lane.2 = Step::Dense(np);
+                            lane.3 = Step::Dense(np);
                         } else {
                             self.s_louds
                                 .prefetch_select(node.wrapping_sub(self.dense_nodes));
-                            lane.2 = Step::Select(node);
+                            lane.3 = Step::Select(node);
                         }
                     }
                     Step::Select(node) => {
@@ -165,24 +215,39 @@ impl Trie {
                             .unwrap_or(self.s_len);
                         prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
                         self.s_has_child.prefetch(start);
-                        lane.2 = Step::Sparse(start);
+                        self.s_chain.prefetch(start);
+                        lane.3 = Step::Sparse(start);
                     }
                     Step::Sparse(pos) => {
                         let end = self.sparse_end(pos);
-                        let term = self.sparse_terminator(pos, end);
-                        if level == key.len() {
-                            out[q] = term.then(|| (self.leaf_with(pc, level, pos), level, level));
+                        let Some((items, depth)) = self.match_chain(pos, key, depth) else {
+                            done(lane, &mut active);
+                            continue;
+                        };
+                        let term = self.sparse_terminator(items, end);
+                        if depth == key.len() {
+                            out[q] = term.then(|| Hit {
+                                leaf: self.leaf_with(pc, level, items),
+                                depth,
+                                level,
+                                term: true,
+                            });
                             done(lane, &mut active);
                             continue;
                         }
-                        let s = pos + term as usize;
-                        let Some(i) = labels::find_eq(&self.s_labels, s, end, key[level]) else {
+                        let s = items + term as usize;
+                        let Some(i) = labels::find_eq(&self.s_labels, s, end, key[depth]) else {
                             done(lane, &mut active);
                             continue;
                         };
                         let p = s + i;
                         if !self.s_has_child.get(p) {
-                            out[q] = Some((self.leaf_with(pc, level, p), level + 1, level));
+                            out[q] = Some(Hit {
+                                leaf: self.leaf_with(pc, level, p),
+                                depth: depth + 1,
+                                level,
+                                term: false,
+                            });
                             done(lane, &mut active);
                             continue;
                         }
@@ -190,7 +255,8 @@ impl Trie {
                         self.s_louds
                             .prefetch_select(node.wrapping_sub(self.dense_nodes));
                         lane.1 = level + 1;
-                        lane.2 = Step::Select(node);
+                        lane.2 = depth + 1;
+                        lane.3 = Step::Select(node);
                     }
                     Step::Idle => {}
                 }

@@ -7,14 +7,42 @@ use super::{Path, Trie, search::LANES};
 use crate::substrate::popcount::{Popcount, dispatch};
 use crate::substrate::prefetch::prefetch_read;
 
-/// What a leaf's stored suffix says about a probe, given the leaf's level and position (the
-/// trie matched the probe's first `level + 1` bytes): the order of the stored key against the
-/// probe, or `None` when the store cannot tell. Taking the position rather than the leaf
-/// number lets a store without suffixes skip the rank that numbers the leaf.
-pub(crate) type LeafCmp<'a> = &'a dyn Fn(usize, usize) -> Option<Ordering>;
+/// What a leaf's stored suffix says about a probe, given the leaf's level, the number of the
+/// probe's bytes the trie matched to reach it (the leaf's label included) and its position:
+/// the order of the stored key against the probe, or `None` when the store cannot tell.
+/// Taking the position rather than the leaf number lets a store without suffixes skip the
+/// rank that numbers the leaf.
+pub(crate) type LeafCmp<'a> = &'a dyn Fn(usize, usize, usize) -> Option<Ordering>;
 
 /// A [`LeafCmp`] that also takes the probe key first, for seeks of many keys.
-pub(crate) type KeyLeafCmp<'a> = &'a dyn Fn(&[u8], usize, usize) -> Option<Ordering>;
+pub(crate) type KeyLeafCmp<'a> = &'a dyn Fn(&[u8], usize, usize, usize) -> Option<Ordering>;
+
+/// How a node's chain orders against the probe's bytes that remain.
+enum Chain {
+    /// The chain matches: the probe goes on into the node's items at the new depth.
+    Matches(usize),
+    /// Every key below the node is greater than the probe (the chain is greater, or the probe
+    /// ends inside it).
+    Above,
+    /// Every key below the node is less than the probe.
+    Below,
+}
+
+/// Orders the `len` chain bytes of the sparse node at `start` against `key` from `depth`.
+#[inline]
+fn order_chain(t: &Trie, start: usize, len: usize, key: &[u8], depth: usize) -> Chain {
+    if len == 0 {
+        return Chain::Matches(depth);
+    }
+    let rest = key.get(depth..).unwrap_or(&[]);
+    let n = len.min(rest.len());
+    match t.chain(start, len)[..n].cmp(&rest[..n]) {
+        Ordering::Less => Chain::Below,
+        Ordering::Greater => Chain::Above,
+        Ordering::Equal if n < len => Chain::Above,
+        Ordering::Equal => Chain::Matches(depth + len),
+    }
+}
 
 std::thread_local! {
     /// Spare paths for batched seeks, so they reuse their buffers (see [`Path::spare`]).
@@ -61,6 +89,7 @@ impl Trie {
     /// directly (its label word prefetched), a sparse one after a select step (its LOUDS word
     /// prefetched now).
     fn seek_child(&self, level: usize, pos: usize, key: &[u8], leftmost: bool) -> Seek {
+        // A dense child's byte is `key[level + 1]`: dense levels hold no chain.
         let node = if level < self.dense_height {
             self.d_has_child.rank1(pos + 1)
         } else {
@@ -99,31 +128,32 @@ impl Trie {
         strict: &[bool],
         paths: &mut [Path],
         found: &mut [bool],
-        cmp: &dyn Fn(usize, usize, usize) -> Option<Ordering>,
+        cmp: &dyn Fn(usize, usize, usize, usize) -> Option<Ordering>,
     ) {
-        let mut lanes = [(0usize, 0usize, Seek::Done); LANES];
+        // Per lane: the query, its level, its depth in the key, and its step.
+        let mut lanes = [(0usize, 0usize, 0usize, Seek::Done); LANES];
         let mut next = 0;
         let mut active = 0;
         let root = Seek::Descend(0);
         loop {
             for lane in lanes.iter_mut() {
-                if let Seek::Done = lane.2 {
+                if let Seek::Done = lane.3 {
                     while next < keys.len() {
                         let q = next;
                         next += 1;
                         paths[q].clear();
                         found[q] = false;
                         if self.height > 0 {
-                            *lane = (q, 0, root);
+                            *lane = (q, 0, 0, root);
                             active += 1;
                             break;
                         }
                     }
-                    if let Seek::Done = lane.2 {
+                    if let Seek::Done = lane.3 {
                         continue;
                     }
                 }
-                let (q, level, mode) = *lane;
+                let (q, level, depth, mode) = *lane;
                 let key = keys[q];
                 let path = &mut paths[q];
                 let outcome: Option<bool> = match mode {
@@ -134,7 +164,8 @@ impl Trie {
                             .unwrap_or(self.s_len);
                         prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
                         self.s_has_child.prefetch(start);
-                        lane.2 = if leftmost {
+                        self.s_chain.prefetch(start);
+                        lane.3 = if leftmost {
                             Seek::Leftmost(start)
                         } else {
                             Seek::Descend(start)
@@ -142,51 +173,57 @@ impl Trie {
                         None
                     }
                     Seek::Leftmost(start) => {
-                        path.enter(level, start);
+                        path.enter(self, level, start);
                         let (p, term) = self.first_item(level, start);
                         path.push(self, p, term);
                         if term || !self.has_child(level, p) {
                             Some(true)
                         } else {
                             lane.1 = level + 1;
-                            lane.2 = self.seek_child(level, p, key, true);
+                            lane.3 = self.seek_child(level, p, key, true);
                             None
                         }
                     }
                     Seek::Descend(start) => {
-                        path.enter(level, start);
-                        if level == key.len() {
-                            path.leftmost(self, level, start);
-                            if strict[q] && path.term && path.pos.len() == level + 1 {
-                                Some(path.next(self))
-                            } else {
+                        let chain = path.enter(self, level, start);
+                        match order_chain(self, start, chain, key, depth) {
+                            Chain::Below => Some(path.next(self)),
+                            Chain::Above => {
+                                path.leftmost(self, level, start);
                                 Some(true)
                             }
-                        } else {
-                            let b = key[level];
-                            match self.find_ge(level, start, b) {
-                                None => Some(path.next(self)),
-                                Some(p) => {
-                                    path.push(self, p, false);
-                                    let child = self.has_child(level, p);
-                                    if self.label(level, p) > b {
+                            Chain::Matches(depth) if depth == key.len() => {
+                                path.leftmost(self, level, start);
+                                if strict[q] && path.term && path.pos.len() == level + 1 {
+                                    Some(path.next(self))
+                                } else {
+                                    Some(true)
+                                }
+                            }
+                            Chain::Matches(depth) => {
+                                let b = key[depth];
+                                match self.find_ge(level, start, b) {
+                                    None => Some(path.next(self)),
+                                    Some(p) => {
+                                        path.push(self, p, false);
+                                        let child = self.has_child(level, p);
+                                        let above = self.label(level, p) > b;
                                         if child {
                                             lane.1 = level + 1;
-                                            lane.2 = self.seek_child(level, p, key, true);
+                                            lane.2 = depth + 1;
+                                            lane.3 = self.seek_child(level, p, key, above);
                                             None
-                                        } else {
+                                        } else if above {
                                             Some(true)
+                                        } else {
+                                            Some(match cmp(q, level, depth + 1, p) {
+                                                Some(Ordering::Less) => path.next(self),
+                                                Some(Ordering::Equal) if strict[q] => {
+                                                    path.next(self)
+                                                }
+                                                _ => true,
+                                            })
                                         }
-                                    } else if child {
-                                        lane.1 = level + 1;
-                                        lane.2 = self.seek_child(level, p, key, false);
-                                        None
-                                    } else {
-                                        Some(match cmp(q, level, p) {
-                                            Some(Ordering::Less) => path.next(self),
-                                            Some(Ordering::Equal) if strict[q] => path.next(self),
-                                            _ => true,
-                                        })
                                     }
                                 }
                             }
@@ -196,7 +233,7 @@ impl Trie {
                 };
                 if let Some(f) = outcome {
                     found[q] = f;
-                    lane.2 = Seek::Done;
+                    lane.3 = Seek::Done;
                     active -= 1;
                 }
             }
@@ -230,7 +267,7 @@ impl Trie {
                 // No bound seeks like `≥` the empty key: the trie's first key.
                 (starts[i], strict[i]) = bound_key(bound(base + i)).unwrap_or((&[], false));
             }
-            let leaf_cmp = |q: usize, level, pos| cmp(starts[q], level, pos);
+            let leaf_cmp = |q: usize, level, depth, pos| cmp(starts[q], level, depth, pos);
             self.seek_ge_batch(
                 &starts[..m],
                 &strict[..m],
@@ -270,9 +307,18 @@ impl Path {
         }
         let mut level = 0;
         let mut start = 0;
+        let mut depth = 0;
         loop {
-            self.enter(level, start);
-            if level == key.len() {
+            let chain = self.enter(t, level, start);
+            match order_chain(t, start, chain, key, depth) {
+                Chain::Matches(d) => depth = d,
+                Chain::Above => {
+                    self.leftmost(t, level, start);
+                    return true;
+                }
+                Chain::Below => return self.next(t),
+            }
+            if depth == key.len() {
                 // Everything below is ≥ key; the prefix key, if any, equals it.
                 self.leftmost(t, level, start);
                 if strict && self.term && self.pos.len() == level + 1 {
@@ -280,7 +326,7 @@ impl Path {
                 }
                 return true;
             }
-            let b = key[level];
+            let b = key[depth];
             let Some(p) = t.find_ge(level, start, b) else {
                 // Every key of this node is < key: continue after the branch above.
                 return self.next(t);
@@ -296,9 +342,10 @@ impl Path {
             if child {
                 start = t.child_with(pc, level, p);
                 level += 1;
+                depth += 1;
                 continue;
             }
-            return match cmp(level, p) {
+            return match cmp(level, depth + 1, p) {
                 Some(Ordering::Less) => self.next(t),
                 Some(Ordering::Equal) if strict => self.next(t),
                 _ => true,
@@ -328,21 +375,32 @@ impl Path {
         }
         let mut level = 0;
         let mut start = 0;
+        let mut depth = 0;
         loop {
-            self.enter(level, start);
-            if level == key.len() {
+            let chain = self.enter(t, level, start);
+            match order_chain(t, start, chain, key, depth) {
+                Chain::Matches(d) => depth = d,
+                Chain::Above => return self.prev(t),
+                Chain::Below => {
+                    self.rightmost(t, level, start);
+                    return true;
+                }
+            }
+            if depth == key.len() {
                 // Everything below is > key except the prefix key, which equals it.
-                if !strict && t.has_prefix_key(level, start) {
-                    self.push(t, start, true);
+                let (first, term) = t.first_item(level, start);
+                if !strict && term {
+                    self.push(t, first, true);
                     return true;
                 }
                 return self.prev(t);
             }
-            let b = key[level];
+            let b = key[depth];
             let Some(p) = t.find_le(level, start, b) else {
-                if t.has_prefix_key(level, start) {
-                    // The prefix key is key[..level], shorter than key.
-                    self.push(t, start, true);
+                let (first, term) = t.first_item(level, start);
+                if term {
+                    // The prefix key is key[..depth], shorter than key.
+                    self.push(t, first, true);
                     return true;
                 }
                 return self.prev(t);
@@ -358,9 +416,10 @@ impl Path {
             if child {
                 start = t.child_with(pc, level, p);
                 level += 1;
+                depth += 1;
                 continue;
             }
-            return match cmp(level, p) {
+            return match cmp(level, depth + 1, p) {
                 Some(Ordering::Greater) => self.prev(t),
                 Some(Ordering::Equal) if strict => self.prev(t),
                 _ => true,

@@ -13,8 +13,11 @@ pub struct TrieStats {
     pub dense_nodes: usize,
     /// Nodes in LOUDS-Sparse.
     pub sparse_nodes: usize,
-    /// Labels (branches and terminators) in LOUDS-Sparse.
+    /// Labels (branches and terminators) and chain bytes in LOUDS-Sparse.
     pub sparse_labels: usize,
+    /// Chain bytes in LOUDS-Sparse: labels of single-child nodes folded into the node below
+    /// (path compression), each read by one comparison instead of one level.
+    pub chain_bytes: usize,
     /// Bits of LOUDS-Dense: bitmaps and rank directories.
     pub dense_bits: usize,
     /// Bits of LOUDS-Sparse: labels, bit vectors, rank and select directories.
@@ -36,12 +39,16 @@ impl Trie {
             dense_nodes: self.dense_nodes,
             sparse_nodes: self.s_louds.count_ones(),
             sparse_labels: self.s_len,
+            chain_bytes: self.s_chain.count_ones(),
             dense_bits: 8
                 * (self.d_labels.memory_usage()
                     + self.d_has_child.memory_usage()
                     + self.d_is_prefix.memory_usage()),
             sparse_bits: 8
-                * (self.s_len + self.s_has_child.memory_usage() + self.s_louds.memory_usage()),
+                * (self.s_len
+                    + self.s_has_child.memory_usage()
+                    + self.s_louds.memory_usage()
+                    + self.s_chain.memory_usage()),
         }
     }
 
@@ -52,5 +59,6 @@ impl Trie {
             + self.s_labels.bytes()
             + self.s_has_child.memory_usage()
             + self.s_louds.memory_usage()
+            + self.s_chain.memory_usage()
     }
 }
