@@ -57,7 +57,8 @@
 //! the node it leads to, and checked with one comparison. A lookup then takes one level per
 //! node where keys branch, not one per byte (long keys measured against the `fst` crate and a
 //! B-tree: [`docs/results/long-keys.md`](../../../../docs/results/long-keys.md)). The chains
-//! cost one bit per sparse position (see `raw::compress`).
+//! cost about a bit per sparse position, so a trie where they are rare (short random keys) is
+//! left as the paper builds it (see `raw::compress`).
 //!
 //! By default each leaf also keeps the rest of its key after the unique prefix
 //! ([`KeyStorage::Complete`]): the map holds every key exactly, `get` answers exactly, and

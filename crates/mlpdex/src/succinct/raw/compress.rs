@@ -18,6 +18,9 @@
 //! `chain` bits, with no child and only the first of a node's positions opening the node: so
 //! child numbers (ranks of `has_child`) and node starts (selects of `louds`) are unchanged in
 //! meaning, and a leaf's number discounts the chain bytes before it.
+//!
+//! The pass runs only where it pays ([`worth_folding`]); a trie it leaves alone keeps no chain
+//! bits at all.
 
 use super::build::Level;
 use crate::substrate::BitVec;
@@ -44,18 +47,23 @@ fn is_link(lv: &Level, start: usize) -> bool {
     node_end(lv, start) == start + 1 && lv.has_child.get(start) == Some(true)
 }
 
-/// True when some sparse node (on a level `≥ dense_height`) is a link of a chain.
-pub(crate) fn has_chains(levels: &[Level], dense_height: usize) -> bool {
-    levels.iter().skip(dense_height).any(|lv| {
+/// Whether folding the chains of the sparse levels (`≥ dense_height`) pays: when at least one
+/// sparse label in 64 is a link of a chain. Folding costs every sparse position a bit (the
+/// chain bits and their rank directory, about 1.2 bits against a label's 10) and every
+/// lookup a rank, and saves a level of lookup per link on its path; where links are rarer
+/// (random short keys: about one label in a thousand on `rand-8`), the trie stays as built
+/// and keeps no chain bits.
+pub(crate) fn worth_folding(levels: &[Level], dense_height: usize) -> bool {
+    let (mut links, mut labels) = (0usize, 0usize);
+    for lv in levels.iter().skip(dense_height) {
+        labels += lv.labels.len();
         let mut s = 0;
         while s < lv.labels.len() {
-            if is_link(lv, s) {
-                return true;
-            }
+            links += is_link(lv, s) as usize;
             s = node_end(lv, s);
         }
-        false
-    })
+    }
+    links > 0 && links * 64 >= labels
 }
 
 /// Folds every chain of single-child sparse nodes into the node below it (see the module
@@ -191,7 +199,7 @@ mod tests {
         // "abcd1", "abcd2", "abx": root {a} → {b} → {c, x} → {d} → {1, 2}.
         let levels = levels_of(&[b"abcd1", b"abcd2", b"abx"]);
         assert_eq!(levels.len(), 5);
-        assert!(has_chains(&levels, 0));
+        assert!(worth_folding(&levels, 0));
         let out = compress(levels, 0);
         // Root: chain "ab", labels {c, x}; then chain "d", labels {1, 2}.
         assert_eq!(out.len(), 2);
@@ -219,8 +227,21 @@ mod tests {
         assert_eq!(out[1].labels, b"b");
         assert_eq!(out[2].labels, b"cx");
         assert_eq!(out[3].labels, b"d12");
-        assert!(has_chains(&levels_of(&[b"ab", b"ac"]), 0));
-        assert!(!has_chains(&levels_of(&[b"ab", b"ac"]), 1));
-        assert!(!has_chains(&levels_of(&[b"ab", b"b"]), 0));
+        assert!(worth_folding(&levels_of(&[b"ab", b"ac"]), 0));
+        assert!(!worth_folding(&levels_of(&[b"ab", b"ac"]), 1));
+        assert!(!worth_folding(&levels_of(&[b"ab", b"b"]), 0));
+        // One link among 64 labels pays; among 65 it does not.
+        let many = |n: u8| -> Vec<Vec<u8>> {
+            let mut keys: Vec<Vec<u8>> = (0..n).map(|i| vec![i, 0]).collect();
+            keys[0] = vec![0, 1, 2];
+            keys.push(vec![0, 1, 3]);
+            keys.sort();
+            keys
+        };
+        let refs = |v: &[Vec<u8>]| -> Vec<Level> {
+            levels_of(&v.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        };
+        assert!(worth_folding(&refs(&many(61)), 0));
+        assert!(!worth_folding(&refs(&many(62)), 0));
     }
 }

@@ -37,8 +37,8 @@
 //! loaded image never gives a wrong answer, see `format`):
 //!
 //! 1. Sizes agree: 256 bits of `d_labels` and `d_has_child` per dense node, one bit of
-//!    `s_has_child`, `s_louds` and `s_chain` per sparse position; dense height ≤ height; a
-//!    trie of height 0 has no node.
+//!    `s_has_child`, `s_louds` and `s_chain` per sparse position (or no `s_chain` at all: a
+//!    trie without chains); dense height ≤ height; a trie of height 0 has no node.
 //! 2. LOUDS shape: level 0 is one node; level `l + 1` has exactly as many nodes as level `l`
 //!    has branches with a child; the dense levels use exactly the dense nodes; each sparse node
 //!    starts at a one of `s_louds` where the previous one ended; the last level has no branch
@@ -107,8 +107,12 @@ pub(crate) struct Trie {
     s_has_child: RankBits<8>,
     s_louds: SelectBits,
     /// One at each chain byte: the labels of a folded single-child chain, in front of the
-    /// labels of the node they lead to (see `compress`).
+    /// labels of the node they lead to (see `compress`). Empty when the trie has no chain:
+    /// then every chain length is 0 and every rank 0, with no test on the way.
     s_chain: RankBits<8>,
+    /// `s_chain` is not empty: lookups in a trie without chains skip every chain test (one
+    /// predictable branch a level instead of a bit scan, and no rank at the leaf).
+    folded: bool,
     leaves: usize,
 }
 

@@ -79,7 +79,8 @@ impl Trie {
                 0,
             ));
         }
-        if self.s_chain.len() != self.s_len {
+        // (No chain bits at all: a trie without chains.)
+        if self.s_chain.len() != self.s_len && self.s_chain.len() != 0 {
             return Err(Flaw::new(
                 "LOUDS-Sparse sequence sizes disagree",
                 Part::SChain,

@@ -52,13 +52,18 @@ impl Trie {
         let mut s_labels = Vec::new();
         let mut s_has_child = BitVec::new();
         let mut s_louds = BitVec::new();
+        // A trie without chains keeps no chain bits (see `compress::worth_folding`).
+        let folded = levels[dense_height..].iter().any(|lv| lv.chain.len() > 0);
         let mut s_chain = BitVec::new();
         for lv in &levels[dense_height..] {
             s_labels.extend_from_slice(&lv.labels);
             append(&mut s_has_child, &lv.has_child);
             append(&mut s_louds, &lv.louds);
+            if !folded {
+                continue;
+            }
             if lv.chain.len() == 0 {
-                // An uncompressed level: no chain byte.
+                // A level without a chain byte.
                 append(&mut s_chain, &BitVec::zeros(lv.labels.len()));
             } else {
                 append(&mut s_chain, &lv.chain);
@@ -133,6 +138,7 @@ impl Trie {
             s_len,
             s_has_child,
             s_louds,
+            folded: s_chain.len() != 0,
             s_chain,
             leaves,
         })

@@ -17,6 +17,9 @@ impl Trie {
     /// Number of chain bytes the sparse node starting at `start` opens with (see `compress`).
     #[inline]
     pub(crate) fn chain_len(&self, start: usize) -> usize {
+        if !self.folded {
+            return 0;
+        }
         next_zero(self.s_chain.bits().words(), start) - start
     }
 
@@ -113,9 +116,12 @@ impl Trie {
             self.d_labels.rank1_with(p, pos) - self.d_has_child.rank1_with(p, pos)
                 + self.d_is_prefix.rank1_with(p, pos / 256 + 1)
         } else {
-            self.dense_leaves + pos
-                - self.s_has_child.rank1_with(p, pos)
-                - self.s_chain.rank1_with(p, pos)
+            let chained = if self.folded {
+                self.s_chain.rank1_with(p, pos)
+            } else {
+                0
+            };
+            self.dense_leaves + pos - self.s_has_child.rank1_with(p, pos) - chained
         }
     }
 

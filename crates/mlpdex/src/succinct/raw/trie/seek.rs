@@ -164,7 +164,9 @@ impl Trie {
                             .unwrap_or(self.s_len);
                         prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
                         self.s_has_child.prefetch(start);
-                        self.s_chain.prefetch(start);
+                        if self.folded {
+                            self.s_chain.prefetch(start);
+                        }
                         lane.3 = if leftmost {
                             Seek::Leftmost(start)
                         } else {
