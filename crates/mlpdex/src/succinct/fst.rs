@@ -419,8 +419,19 @@ impl Fst {
 
     /// The first key within `bound` from below and its value (`≥ k`, `> k`, or the first key).
     pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(Vec<u8>, u64)> {
-        let mut c = Cursor::new(self, bound, Bound::Unbounded);
-        c.next().map(|(k, v)| (k.to_vec(), v))
+        if let Some(v) = self.empty.filter(|_| after_start(b"", bound)) {
+            return Some((Vec::new(), v));
+        }
+        // This thread's spare path, not a cursor's own: a seek allocates nothing but the key
+        // it returns.
+        let mut p = Path::spare();
+        let found = self.seek_front(&mut p, bound).then(|| {
+            let mut key = Vec::new();
+            let value = self.entry_at(&p, &mut key);
+            (key, value)
+        });
+        p.recycle();
+        found
     }
 
     /// The value of the first key within `bound` from below, without building the key.

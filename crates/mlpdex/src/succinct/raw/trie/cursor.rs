@@ -80,7 +80,7 @@ impl Path {
     /// Records entering the node starting at `start` on `level` (one below the path), its
     /// chain appended to the key; returns the chain's length. Entering the same node again
     /// changes nothing.
-    #[inline]
+    #[inline(always)]
     pub(super) fn enter(&mut self, t: &Trie, level: usize, start: usize) -> usize {
         debug_assert!(level <= self.nodes.len() && level == self.pos.len());
         if level < self.nodes.len() {
@@ -88,6 +88,16 @@ impl Path {
         } else {
             self.nodes.push(start);
         }
+        if !t.folded {
+            // No chain anywhere: the key holds one label a level, as the levels say.
+            debug_assert_eq!(self.key.len(), level);
+            return 0;
+        }
+        self.enter_chain(t, level, start)
+    }
+
+    /// [`enter`](Self::enter)'s key and bases in a trie with chains.
+    fn enter_chain(&mut self, t: &Trie, level: usize, start: usize) -> usize {
         // The key so far: up to the label above (none above the root).
         let above = match level.checked_sub(1) {
             Some(l) => self.bases[l] + 1,
@@ -183,27 +193,41 @@ impl Path {
         })
     }
 
-    /// Takes item `pos` of the node entered last (its prefix key when `term`).
+    /// Takes item `pos` of the node entered last (its prefix key when `term`). The key then
+    /// ends where that node's items start (its label goes there).
+    #[inline]
     pub(super) fn push(&mut self, t: &Trie, pos: usize, term: bool) {
         let level = self.pos.len();
-        debug_assert!(level < self.bases.len(), "push before entering the level");
+        debug_assert_eq!(
+            Some(&self.key.len()),
+            if t.folded {
+                self.bases.get(level)
+            } else {
+                Some(&level)
+            },
+            "push before entering the level"
+        );
         self.pos.push(pos);
         self.term = term;
-        self.key.truncate(self.bases[level]);
         if !term {
             self.key.push(t.label(level, pos));
         }
     }
 
     /// Leaves the item of the deepest level (the node's chain stays on the key).
-    fn pop(&mut self) -> (usize, bool) {
+    #[inline]
+    fn pop(&mut self, t: &Trie) -> (usize, bool) {
         let p = self.pos.pop().unwrap_or(0);
-        let t = self.term;
-        if let Some(&base) = self.bases.get(self.pos.len()) {
-            self.key.truncate(base);
+        let term = self.term;
+        if t.folded {
+            if let Some(&base) = self.bases.get(self.pos.len()) {
+                self.key.truncate(base);
+            }
+        } else if !term {
+            self.key.pop();
         }
         self.term = false;
-        (p, t)
+        (p, term)
     }
 
     pub(super) fn leftmost(&mut self, t: &Trie, mut level: usize, mut start: usize) {
@@ -257,7 +281,7 @@ impl Path {
         self.turn(Dir::Forward);
         while self.is_valid() {
             let level = self.pos.len() - 1;
-            let (p, term) = self.pop();
+            let (p, term) = self.pop(t);
             if let Some(n) = t.next_item(level, p, term) {
                 self.push(t, n, false);
                 if t.has_child(level, n) {
@@ -275,7 +299,7 @@ impl Path {
         self.turn(Dir::Backward);
         while self.is_valid() {
             let level = self.pos.len() - 1;
-            let (p, term) = self.pop();
+            let (p, term) = self.pop(t);
             if term {
                 continue;
             }
