@@ -229,12 +229,21 @@ impl LevelBuilder {
                 lv.suffix_bytes.extend_from_slice(&value.to_le_bytes());
                 lv.suffix_bytes.extend_from_slice(rest);
                 // The suffix's bytes as zeros, then its end marker.
-                compress::push_ends(&mut lv.suffix_ends, rest.len());
+                push_ends(&mut lv.suffix_ends, rest.len());
             }
             _ if given_hash => lv.fixed.push(kind.entry_with_hash(key, depth, value)),
             _ => lv.fixed.push(kind.entry(key, depth)),
         }
     }
+}
+
+/// Appends the end markers of a full suffix of `len` bytes: `len` zeros, then a one.
+pub(crate) fn push_ends(ends: &mut BitVec, mut len: usize) {
+    while len >= 64 {
+        ends.push_bits(0, 64);
+        len -= 64;
+    }
+    ends.push_bits(1 << len, len as u32 + 1);
 }
 
 /// Length of the common prefix of `a` and `b`.

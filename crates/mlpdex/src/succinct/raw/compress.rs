@@ -22,8 +22,7 @@
 //! The pass runs only where it pays ([`worth_folding`]); a trie it leaves alone keeps no chain
 //! bits at all.
 
-use super::build::Level;
-use crate::substrate::BitVec;
+use super::build::{Level, push_ends};
 use crate::substrate::rank::next_one;
 
 /// Where the walk stands on one level of the uncompressed trie: the next node it will meet
@@ -168,15 +167,6 @@ fn emit(lv: &Level, at: &mut Cursor, chain: &[u8], out: &mut Level) -> (usize, u
         at.leaf += 1;
     }
     (start, end)
-}
-
-/// Appends the end markers of a suffix of `len` bytes: `len` zeros, then a one.
-pub(crate) fn push_ends(ends: &mut BitVec, mut len: usize) {
-    while len >= 64 {
-        ends.push_bits(0, 64);
-        len -= 64;
-    }
-    ends.push_bits(1 << len, len as u32 + 1);
 }
 
 #[cfg(test)]

@@ -59,13 +59,9 @@ impl Trie {
             s_labels.extend_from_slice(&lv.labels);
             append(&mut s_has_child, &lv.has_child);
             append(&mut s_louds, &lv.louds);
-            if !folded {
-                continue;
-            }
-            if lv.chain.len() == 0 {
-                // A level without a chain byte.
-                append(&mut s_chain, &BitVec::zeros(lv.labels.len()));
-            } else {
+            if folded {
+                // `compress` marks every position of every level it writes.
+                debug_assert_eq!(lv.chain.len(), lv.labels.len());
                 append(&mut s_chain, &lv.chain);
             }
         }

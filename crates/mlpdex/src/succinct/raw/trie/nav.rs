@@ -92,13 +92,15 @@ impl Trie {
                     .as_ptr()
                     .wrapping_add(start / 64),
             );
-            prefetch_read(
-                self.s_chain
-                    .bits()
-                    .words()
-                    .as_ptr()
-                    .wrapping_add(start / 64),
-            );
+            if self.folded {
+                prefetch_read(
+                    self.s_chain
+                        .bits()
+                        .words()
+                        .as_ptr()
+                        .wrapping_add(start / 64),
+                );
+            }
             start
         }
     }
