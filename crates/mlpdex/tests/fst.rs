@@ -36,6 +36,17 @@ fn build(set: &BTreeMap<Vec<u8>, u64>, config: Config) -> Fst {
     b.finish().unwrap()
 }
 
+/// [`build`] with dense ratio `ratio` and key storage `keys`.
+fn build_as(set: &BTreeMap<Vec<u8>, u64>, ratio: u32, keys: KeyStorage) -> Fst {
+    build(
+        set,
+        Config {
+            dense_ratio: ratio,
+            keys,
+        },
+    )
+}
+
 const SHAPES: &[KeyShape] = KeyShape::ALL;
 
 #[test]
@@ -110,13 +121,7 @@ fn corrupt_and_truncated_images_are_errors() {
     for &shape in SHAPES {
         let set = key_set(shape, 11, 40);
         for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-            let fst = build(
-                &set,
-                Config {
-                    dense_ratio: 1,
-                    keys,
-                },
-            );
+            let fst = build_as(&set, 1, keys);
             let img = fst.to_bytes();
             for len in 0..img.len() {
                 assert!(Fst::from_bytes(&img[..len]).is_err(), "truncated to {len}");
@@ -216,13 +221,7 @@ fn seeks_match_the_oracle_with_every_bound_kind() {
     for &shape in SHAPES {
         let set = key_set(shape, 21, 800);
         for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-            let fst = build(
-                &set,
-                Config {
-                    dense_ratio: 64,
-                    keys,
-                },
-            );
+            let fst = build_as(&set, 64, keys);
             let mut rng = TestRng::new(5);
             let mut probes: Vec<Vec<u8>> = (0..300).map(|_| shape.gen_key(&mut rng)).collect();
             probes.extend(set.keys().take(100).cloned());
@@ -274,13 +273,7 @@ fn batched_lookups_answer_like_single_ones() {
         let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
         for ratio in [0, 64, u32::MAX] {
             for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-                let fst = build(
-                    &set,
-                    Config {
-                        dense_ratio: ratio,
-                        keys,
-                    },
-                );
+                let fst = build_as(&set, ratio, keys);
                 let mut out = vec![Some(0); refs.len()];
                 fst.get_batch(&refs, &mut out);
                 for (k, got) in refs.iter().zip(&out) {
@@ -380,13 +373,7 @@ fn batched_seeks_answer_like_single_ones() {
         }
         for ratio in [0, 64, u32::MAX] {
             for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-                let fst = build(
-                    &set,
-                    Config {
-                        dense_ratio: ratio,
-                        keys,
-                    },
-                );
+                let fst = build_as(&set, ratio, keys);
                 let mut out = vec![Some(0); bounds.len()];
                 fst.lower_bound_value_batch(&bounds, &mut out);
                 for (b, got) in bounds.iter().zip(&out) {
@@ -415,13 +402,7 @@ fn damaged_images_with_valid_checksums_never_panic() {
             (64, KeyStorage::Complete),
             (1, KeyStorage::UniquePrefixes),
         ] {
-            let fst = build(
-                &set,
-                Config {
-                    dense_ratio: ratio,
-                    keys,
-                },
-            );
+            let fst = build_as(&set, ratio, keys);
             let img = fst.to_bytes();
             let probes: Vec<Vec<u8>> = set
                 .keys()
@@ -482,13 +463,7 @@ fn zero_copy_loads_answer_like_the_built_map() {
             (64, KeyStorage::Complete),
             (u32::MAX, KeyStorage::UniquePrefixes),
         ] {
-            let fst = build(
-                &set,
-                Config {
-                    dense_ratio: ratio,
-                    keys,
-                },
-            );
+            let fst = build_as(&set, ratio, keys);
             let img = fst.to_bytes();
             let path = dir.join(format!(
                 "mlpdex-fst-test-{}-{shape:?}-{ratio}.img",
@@ -539,13 +514,7 @@ fn forged_root_terminator_is_rejected_by_both_loaders() {
         .map(|(k, v)| (k.to_vec(), v))
         .collect();
     for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-        let fst = build(
-            &set,
-            Config {
-                dense_ratio: u32::MAX,
-                keys,
-            },
-        );
+        let fst = build_as(&set, u32::MAX, keys);
         assert_eq!(fst.stats().dense_levels, 0, "the root must be sparse");
         let mut bad = fst.to_bytes();
         let at = first_sparse_label_at(&bad);
@@ -580,13 +549,7 @@ fn forged_root_terminator_is_rejected_by_both_loaders() {
 #[test]
 fn forged_dense_root_prefix_key_is_rejected() {
     let set: BTreeMap<Vec<u8>, u64> = [(b"a".to_vec(), 1), (b"b".to_vec(), 2)].into();
-    let fst = build(
-        &set,
-        Config {
-            dense_ratio: 0,
-            keys: KeyStorage::Complete,
-        },
-    );
+    let fst = build_as(&set, 0, KeyStorage::Complete);
     assert!(fst.stats().dense_levels > 0, "the root must be dense");
     let mut bad = fst.to_bytes();
     let u64_at =
@@ -635,13 +598,7 @@ fn long_shared_prefixes_fold_into_chains() {
     let set = chain_keys();
     for ratio in [0, 1, 64, u32::MAX] {
         for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-            let fst = build(
-                &set,
-                Config {
-                    dense_ratio: ratio,
-                    keys,
-                },
-            );
+            let fst = build_as(&set, ratio, keys);
             let stats = fst.stats();
             // Ratio 0 makes every level dense, where nothing folds.
             assert!(
@@ -672,13 +629,7 @@ fn damaged_chain_bits_are_refused_or_consistent() {
     let probes: Vec<Vec<u8>> = set.keys().cloned().collect();
     let mut rng = TestRng::new(46);
     for ratio in [1, u32::MAX] {
-        let fst = build(
-            &set,
-            Config {
-                dense_ratio: ratio,
-                keys: KeyStorage::Complete,
-            },
-        );
+        let fst = build_as(&set, ratio, KeyStorage::Complete);
         let img = fst.to_bytes();
         let (at, bits) = sparse_chain_bits_at(&img);
         assert_eq!(bits, fst.stats().sparse_labels, "chain bits not found");
@@ -889,13 +840,7 @@ fn damaged_images_that_load_answer_consistently() {
             .collect();
         for ratio in [0, 64, u32::MAX] {
             for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-                let fst = build(
-                    &set,
-                    Config {
-                        dense_ratio: ratio,
-                        keys,
-                    },
-                );
+                let fst = build_as(&set, ratio, keys);
                 let img = fst.to_bytes();
                 for round in 0..250 {
                     let bad = mlpdex::testing::damage_keeping_checksum(&img, &mut rng);
