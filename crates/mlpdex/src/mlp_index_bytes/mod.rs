@@ -1,0 +1,371 @@
+//! `MlpIndexBytes`: an ordered map for long byte-string keys whose searches probe many prefix
+//! lengths at once, over sorted leaves that scans read in runs.
+//!
+//! ```
+//! use mlpdex::mlp_index_bytes::MlpIndexBytes;
+//!
+//! let mut m = MlpIndexBytes::new();
+//! m.insert(b"/usr/lib/libc.so.6", 1);
+//! m.insert(b"/usr/lib/libm.so.6", 2);
+//! m.insert(b"/usr/share/doc/README", 3);
+//! assert_eq!(m.get(b"/usr/lib/libm.so.6"), Some(&2));
+//!
+//! // Everything under /usr/lib/, in order; no trait import, no turbofish.
+//! let lib: Vec<(&[u8], &i32)> = m.range(&b"/usr/lib/"[..]..&b"/usr/lib0"[..]).collect();
+//! assert_eq!(lib.len(), 2);
+//! // The first key at or after a point, and the last one before it.
+//! assert_eq!(m.lower_bound(std::ops::Bound::Included(b"/usr/m")).map(|e| *e.1), Some(3));
+//! assert_eq!(m.iter().next_back().map(|e| *e.1), Some(3));
+//! ```
+//!
+//! # What it is
+//!
+//! The MLP paper's index for byte strings (its §4 names string keys as future work), built the
+//! way Wormhole (Wu et al., EuroSys 2019) orders a hash table: keys live in sorted *leaves* of up
+//! to 64, each leaf starting at an *anchor* (a short string that separates it from the leaf
+//! before), and a hash table holds every prefix of every anchor. A search finds the longest
+//! prefix of its key in that table, a search over prefix lengths since the set is closed under
+//! taking prefixes; the node it lands on names the leaf. Where Wormhole probes one length at a
+//! time, each round here probes up to 16 lengths with their hash buckets prefetched together
+//! (memory-level parallelism), and the first round probes the window of lengths where recent
+//! searches ended, so most searches take one round. The leaf is then one more round: it keeps
+//! a one-byte hash tag per key for exact lookups and eight key bytes per key past the leaf's
+//! common prefix for seeks, so only the key that matches is read from the leaf's key arena.
+//!
+//! # When to use it
+//!
+//! Large maps of long keys with long shared prefixes (file paths, URLs, composite keys,
+//! e-mail addresses) that need both point lookups and ordered access: seeks and scans.
+//! A lookup costs about three DRAM round trips whatever the key's length; a scan reads each
+//! leaf's values sequentially, a DRAM round trip per 32–64 entries, where a trie walks a
+//! node per key.
+//!
+//! When not: short fixed-width keys (8-byte integers), where [`MlpIndex`](crate::mlp_index)
+//! and the [Cuckoo Trie](crate::cuckoo_trie) are smaller and faster; small maps that fit in
+//! cache, where a `BTreeMap` is as fast; concurrent writers (this map is single-writer).
+//!
+//! # Contract
+//!
+//! - [`MlpIndexBytes`] has the shape of `BTreeMap<Vec<u8>, V>` with `&[u8]` keys, as inherent
+//!   methods, and implements [`OrderedMap`] by forwarding to them. Writes
+//!   take `&mut self`; the map is `Send`/`Sync` when `V` is.
+//! - Any byte string is a key: the empty key, keys with 0x00 and 0xFF bytes, keys that are
+//!   prefixes of others, keys of any length up to 4 GiB.
+//! - The table stores hashes of prefixes, not their bytes; a search confirms the leaf it
+//!   reaches against the leaf's two fences before answering, and a collision (which a random
+//!   per-map hash seed makes improbable) costs a slower search, never a wrong answer.
+//! - Leaves are split when full; a leaf emptied by removals is unlinked and its anchor's
+//!   prefixes leave the table.
+//! - Invariants, checked by [`check_invariants`](MlpIndexBytes::check_invariants): leaves in key
+//!   order, each key between its leaf's fences, no empty leaf but the first, the table holding
+//!   exactly the anchors' prefixes with their leaf links.
+
+mod iter;
+mod raw;
+
+use core::fmt;
+use core::ops::Bound;
+
+pub use iter::Range;
+use raw::{Pos, RawMap};
+
+use crate::key::{KeyRange, is_empty_range};
+use crate::{Error, OrderedMap};
+
+/// An ordered map from byte strings to `V`. See the [module docs](self).
+pub struct MlpIndexBytes<V> {
+    raw: RawMap<V>,
+}
+
+/// A fresh random seed for the prefix hashes.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x6D6C_7064_6578);
+    h.finish()
+}
+
+impl<V> MlpIndexBytes<V> {
+    /// An empty map.
+    pub fn new() -> Self {
+        MlpIndexBytes {
+            raw: RawMap::new(random_seed()),
+        }
+    }
+
+    /// Number of keys stored.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// True when no key is stored.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.raw.len() == 0
+    }
+
+    /// The value stored under `key`.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        self.raw.find(key).map(|p| self.raw.entry(p).1)
+    }
+
+    /// The stored key equal to `key`, with its value.
+    #[inline]
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&[u8], &V)> {
+        self.raw.find(key).map(|p| self.raw.entry(p))
+    }
+
+    /// The value stored under `key`, mutably.
+    #[inline]
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        let p = self.raw.find(key)?;
+        Some(self.raw.val_mut(p))
+    }
+
+    /// True when `key` is stored.
+    #[inline]
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.raw.find(key).is_some()
+    }
+
+    /// Stores `value` under `key`; returns the value it replaces.
+    #[inline]
+    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
+        self.raw.insert(key, value)
+    }
+
+    /// Removes `key`; returns its value.
+    #[inline]
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        self.remove_entry(key).map(|(_, v)| v)
+    }
+
+    /// Removes `key`; returns the stored key and its value.
+    pub fn remove_entry(&mut self, key: &[u8]) -> Option<(Vec<u8>, V)> {
+        let p = self.raw.find(key)?;
+        Some(self.raw.remove_at(p))
+    }
+
+    /// Removes and returns the entry with the smallest key.
+    pub fn pop_first(&mut self) -> Option<(Vec<u8>, V)> {
+        let p = self.raw.settle_forward(self.raw.start())?;
+        Some(self.raw.remove_at(p))
+    }
+
+    /// Removes and returns the entry with the largest key.
+    pub fn pop_last(&mut self) -> Option<(Vec<u8>, V)> {
+        let p = self.raw.before(self.raw.end())?;
+        Some(self.raw.remove_at(p))
+    }
+
+    /// Entries whose keys lie in `range`, in key order (and backwards with `.rev()`); empty for
+    /// an empty or inverted range.
+    pub fn range<R: KeyRange>(&self, range: R) -> Range<'_, V> {
+        let (start, end) = range.key_bounds();
+        if is_empty_range(start, end) {
+            return Range::empty(&self.raw);
+        }
+        let front = match start {
+            Bound::Included(k) => self.raw.seek(k, true),
+            Bound::Excluded(k) => self.raw.seek(k, false),
+            Bound::Unbounded => self.raw.start(),
+        };
+        let back = match end {
+            Bound::Included(k) => self.raw.seek(k, false),
+            Bound::Excluded(k) => self.raw.seek(k, true),
+            Bound::Unbounded => self.raw.end(),
+        };
+        Range::new(&self.raw, front, back)
+    }
+
+    /// Every entry in key order.
+    pub fn iter(&self) -> Range<'_, V> {
+        Range::new(&self.raw, self.raw.start(), self.raw.end())
+    }
+
+    /// The keys in order.
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
+        self.iter().map(|(k, _)| k)
+    }
+
+    /// The values in key order.
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> + '_ {
+        self.iter().map(|(_, v)| v)
+    }
+
+    /// The entry with the smallest key.
+    pub fn first_key_value(&self) -> Option<(&[u8], &V)> {
+        self.raw
+            .settle_forward(self.raw.start())
+            .map(|p| self.raw.entry(p))
+    }
+
+    /// The entry with the largest key.
+    pub fn last_key_value(&self) -> Option<(&[u8], &V)> {
+        self.raw.before(self.raw.end()).map(|p| self.raw.entry(p))
+    }
+
+    /// The first entry after `bound`: the smallest key `>= k` (`Included(k)`), `> k`
+    /// (`Excluded(k)`), or the first entry (`Unbounded`).
+    #[inline]
+    pub fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        let p = match bound {
+            Bound::Included(k) => self.raw.seek(k, true),
+            Bound::Excluded(k) => self.raw.seek(k, false),
+            Bound::Unbounded => self.raw.start(),
+        };
+        self.raw.settle_forward(p).map(|p| self.raw.entry(p))
+    }
+
+    /// The last entry before `bound`: the largest key `<= k` (`Included(k)`), `< k`
+    /// (`Excluded(k)`), or the last entry (`Unbounded`).
+    #[inline]
+    pub fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        let p = match bound {
+            Bound::Included(k) => self.raw.seek(k, false),
+            Bound::Excluded(k) => self.raw.seek(k, true),
+            Bound::Unbounded => self.raw.end(),
+        };
+        self.raw.before(p).map(|p| self.raw.entry(p))
+    }
+
+    /// Keeps only the entries for which `keep` returns true.
+    pub fn retain<F: FnMut(&[u8], &mut V) -> bool>(&mut self, mut keep: F) {
+        let mut p = self.raw.settle_forward(self.raw.start());
+        while let Some(at) = p {
+            let key = self.raw.entry(at).0.to_vec();
+            if keep(&key, self.raw.val_mut(at)) {
+                p = self.raw.settle_forward(Pos { i: at.i + 1, ..at });
+            } else {
+                self.raw.remove_at(at);
+                // The entries after it moved up, or its leaf went away.
+                p = self.raw.settle_forward(self.raw.seek(&key, false));
+            }
+        }
+    }
+
+    /// Removes every entry.
+    pub fn clear(&mut self) {
+        self.raw.clear();
+    }
+
+    /// Bytes the map owns: leaves (keys and values included) and the prefix table.
+    pub fn memory_usage(&self) -> usize {
+        core::mem::size_of::<Self>() + self.raw.heap_bytes()
+    }
+
+    /// Checks the structure's invariants (see the module docs); for tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.raw.audit()
+    }
+}
+
+impl<V> Default for MlpIndexBytes<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V: fmt::Debug> fmt::Debug for MlpIndexBytes<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.iter().map(|(k, v)| (crate::key::Escaped(k), v)))
+            .finish()
+    }
+}
+
+impl<V: Clone> Clone for MlpIndexBytes<V> {
+    fn clone(&self) -> Self {
+        let mut m = MlpIndexBytes::new();
+        m.extend(self.iter().map(|(k, v)| (k, v.clone())));
+        m
+    }
+}
+
+impl<V: PartialEq> PartialEq for MlpIndexBytes<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl<V: Eq> Eq for MlpIndexBytes<V> {}
+
+impl<K: AsRef<[u8]>, V> Extend<(K, V)> for MlpIndexBytes<V> {
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k.as_ref(), v);
+        }
+    }
+}
+
+impl<K: AsRef<[u8]>, V> FromIterator<(K, V)> for MlpIndexBytes<V> {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut m = MlpIndexBytes::new();
+        m.extend(iter);
+        m
+    }
+}
+
+impl<'a, V> IntoIterator for &'a MlpIndexBytes<V> {
+    type Item = (&'a [u8], &'a V);
+    type IntoIter = Range<'a, V>;
+    fn into_iter(self) -> Range<'a, V> {
+        self.iter()
+    }
+}
+
+impl<V> core::ops::Index<&[u8]> for MlpIndexBytes<V> {
+    type Output = V;
+    /// # Panics
+    /// When `key` is not stored, as `BTreeMap` does.
+    fn index(&self, key: &[u8]) -> &V {
+        self.get(key).expect("key not in the map")
+    }
+}
+
+impl<V: fmt::Debug> OrderedMap<V> for MlpIndexBytes<V> {
+    type Key<'a>
+        = &'a [u8]
+    where
+        V: 'a;
+
+    type Value<'a>
+        = &'a V
+    where
+        V: 'a;
+
+    type Range<'a>
+        = Range<'a, V>
+    where
+        V: 'a;
+
+    fn get(&self, key: &[u8]) -> Option<&V> {
+        MlpIndexBytes::get(self, key)
+    }
+    fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        Ok(MlpIndexBytes::insert(self, key, value))
+    }
+    fn remove(&mut self, key: &[u8]) -> Option<V> {
+        MlpIndexBytes::remove(self, key)
+    }
+    fn len(&self) -> usize {
+        MlpIndexBytes::len(self)
+    }
+    fn range<R: KeyRange>(&self, range: R) -> Range<'_, V> {
+        MlpIndexBytes::range(self, range)
+    }
+    fn memory_usage(&self) -> usize {
+        MlpIndexBytes::memory_usage(self)
+    }
+    fn clear(&mut self) {
+        MlpIndexBytes::clear(self)
+    }
+    fn lower_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        MlpIndexBytes::lower_bound(self, bound)
+    }
+    fn upper_bound(&self, bound: Bound<&[u8]>) -> Option<(&[u8], &V)> {
+        MlpIndexBytes::upper_bound(self, bound)
+    }
+}

@@ -1,0 +1,573 @@
+//! A leaf: up to [`CAP`] entries in key order, with their keys in a leaf-local arena.
+//!
+//! What a search reads first sits in the leaf's first lines: the entry count, the fences (the
+//! leaf's anchor and the next leaf's), the keys' common prefix, a one-byte hash tag per entry
+//! (for exact lookups) and per entry the 8 key bytes after the common prefix, big-endian (for
+//! seeks: comparing two of them orders the keys unless they tie). Only an exact match or a tie
+//! reads a key from the arena. Values sit in their own array in key order, so a scan reads
+//! them sequentially.
+
+use core::cmp::Ordering;
+
+use super::NONE;
+use crate::substrate::prefetch::prefetch_read;
+
+/// Entries per leaf.
+pub(crate) const CAP: usize = 64;
+/// Inline bytes for the fences and the common prefix; more go to the heap.
+const FB: usize = 128;
+
+/// Length of the common prefix of `a` and `b`.
+#[inline]
+pub(crate) fn lcp(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8"));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// `key[at..at + 8]` big-endian, zero-padded past the key's end.
+#[inline(always)]
+fn slice_at(key: &[u8], at: usize) -> u64 {
+    if let Some(w) = key.get(at..at + 8) {
+        return u64::from_be_bytes(w.try_into().expect("8"));
+    }
+    let mut b = [0u8; 8];
+    if at < key.len() {
+        b[..key.len() - at].copy_from_slice(&key[at..]);
+    }
+    u64::from_be_bytes(b)
+}
+
+/// Orders `q` against the concatenation `a ‖ b`.
+#[inline]
+fn cmp_concat(q: &[u8], a: &[u8], b: &[u8]) -> Ordering {
+    let n = q.len().min(a.len());
+    match q[..n].cmp(&a[..n]) {
+        Ordering::Equal if q.len() < a.len() => Ordering::Less,
+        Ordering::Equal => q[n..].cmp(b),
+        o => o,
+    }
+}
+
+/// A leaf.
+#[repr(C, align(64))]
+pub(crate) struct Leaf<V> {
+    /// Entries.
+    pub(crate) n: u32,
+    /// Neighbours in key order ([`NONE`] at the ends).
+    pub(crate) prev: u32,
+    pub(crate) next: u32,
+    /// Length of the common prefix of the keys.
+    d: u32,
+    /// Length of the lower fence (the anchor).
+    lo_len: u32,
+    /// Length of the upper fence, or [`NONE`] for the last leaf.
+    up_len: u32,
+    /// Bytes the upper fence shares with the lower one (not stored twice).
+    up_shared: u32,
+    /// Bytes the common prefix shares with the lower fence (not stored twice).
+    pre_shared: u32,
+    /// Arena bytes of removed keys.
+    garbage: u32,
+    /// Fences and prefix, stored as `lower ‖ upper[up_shared..] ‖ prefix[pre_shared..]`, in
+    /// `fb` when they fit, else in `big`.
+    big: Box<[u8]>,
+    vals: Vec<V>,
+    /// Key bytes, back to back (removed keys leave garbage until a compaction).
+    arena: Vec<u8>,
+    tags: [u8; CAP],
+    fb: [u8; FB],
+    slices: [u64; CAP],
+    /// Entry `i`'s key is `arena[off[i]..off[i] + klen[i]]`.
+    off: [u32; CAP],
+    klen: [u32; CAP],
+}
+
+impl<V> Leaf<V> {
+    /// An empty leaf between `lower` (inclusive) and `upper` (exclusive; `None`: unbounded).
+    pub(crate) fn new(lower: &[u8], upper: Option<&[u8]>) -> Box<Self> {
+        let mut l = Box::new(Leaf {
+            n: 0,
+            prev: NONE,
+            next: NONE,
+            d: 0,
+            lo_len: 0,
+            up_len: NONE,
+            up_shared: 0,
+            pre_shared: 0,
+            garbage: 0,
+            big: Box::default(),
+            vals: Vec::new(),
+            arena: Vec::new(),
+            tags: [0; CAP],
+            fb: [0; FB],
+            slices: [0; CAP],
+            off: [0; CAP],
+            klen: [0; CAP],
+        });
+        l.set_fences(lower, upper);
+        l
+    }
+
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.n as usize
+    }
+
+    #[inline(always)]
+    fn hb(&self) -> &[u8] {
+        if self.big.is_empty() {
+            &self.fb
+        } else {
+            &self.big
+        }
+    }
+
+    /// The lower fence: every key of the leaf is `>=` it.
+    #[inline(always)]
+    pub(crate) fn lower(&self) -> &[u8] {
+        &self.hb()[..self.lo_len as usize]
+    }
+
+    /// The upper fence's bytes after those it shares with the lower one.
+    #[inline(always)]
+    fn upper_tail(&self) -> &[u8] {
+        let at = self.lo_len as usize;
+        let n = self.up_len as usize - self.up_shared as usize;
+        &self.hb()[at..at + n]
+    }
+
+    /// The upper fence (a copy): every key of the leaf is `<` it.
+    pub(crate) fn upper(&self) -> Option<Vec<u8>> {
+        (self.up_len != NONE).then(|| {
+            let mut u = self.lower()[..self.up_shared as usize].to_vec();
+            u.extend_from_slice(self.upper_tail());
+            u
+        })
+    }
+
+    /// The common prefix's bytes after those it shares with the lower fence.
+    #[inline(always)]
+    fn pre_tail(&self) -> &[u8] {
+        let up = if self.up_len == NONE {
+            0
+        } else {
+            (self.up_len - self.up_shared) as usize
+        };
+        let at = self.lo_len as usize + up;
+        &self.hb()[at..at + (self.d - self.pre_shared) as usize]
+    }
+
+    /// Whether `key` lies between the fences.
+    #[inline]
+    pub(crate) fn covers(&self, key: &[u8]) -> bool {
+        if key < self.lower() {
+            return false;
+        }
+        self.up_len == NONE
+            || cmp_concat(
+                key,
+                &self.lower()[..self.up_shared as usize],
+                self.upper_tail(),
+            ) == Ordering::Less
+    }
+
+    /// Whether `key` is below the upper fence.
+    #[inline]
+    pub(crate) fn below_upper(&self, key: &[u8]) -> bool {
+        self.up_len == NONE
+            || cmp_concat(
+                key,
+                &self.lower()[..self.up_shared as usize],
+                self.upper_tail(),
+            ) == Ordering::Less
+    }
+
+    /// Entry `i`'s key.
+    #[inline(always)]
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let at = self.off[i] as usize;
+        &self.arena[at..at + self.klen[i] as usize]
+    }
+
+    #[inline(always)]
+    pub(crate) fn val(&self, i: usize) -> &V {
+        &self.vals[i]
+    }
+
+    #[inline(always)]
+    pub(crate) fn val_mut(&mut self, i: usize) -> &mut V {
+        &mut self.vals[i]
+    }
+
+    /// Prefetches what [`find`](Self::find) reads first.
+    #[inline(always)]
+    pub(crate) fn prefetch_find(&self) {
+        let p = (self as *const Self).cast::<u8>();
+        // Header, tags and the start of the fences: lines 0–2; the offsets after the slices.
+        for line in [0usize, 64, 128] {
+            prefetch_read(p.wrapping_add(line));
+        }
+        for a in [self.off.as_ptr(), self.klen.as_ptr()] {
+            for line in (0..4 * self.len()).step_by(64) {
+                prefetch_read(a.cast::<u8>().wrapping_add(line));
+            }
+        }
+    }
+
+    /// Prefetches what [`seek`](Self::seek) reads first.
+    #[inline(always)]
+    pub(crate) fn prefetch_seek(&self) {
+        let p = (self as *const Self).cast::<u8>();
+        for line in (0..core::mem::offset_of!(Self, slices)).step_by(64) {
+            prefetch_read(p.wrapping_add(line));
+        }
+        let s = self.slices.as_ptr().cast::<u8>();
+        for line in (0..8 * self.len()).step_by(64) {
+            prefetch_read(s.wrapping_add(line));
+        }
+        let off = self.off.as_ptr().cast::<u8>();
+        for line in (0..4 * self.len()).step_by(64) {
+            prefetch_read(off.wrapping_add(line));
+        }
+    }
+
+    /// Prefetches the header (scans, a leaf ahead).
+    #[inline(always)]
+    pub(crate) fn prefetch_header(&self) {
+        prefetch_read((self as *const Self).cast::<u8>());
+    }
+
+    /// Prefetches what a scan reads of each entry: the values and the key offsets and
+    /// lengths (not the key bytes: the scan hands out slices without reading them).
+    #[inline(always)]
+    pub(crate) fn prefetch_scan(&self) {
+        let p = self.vals.as_ptr().cast::<u8>();
+        for line in (0..self.len() * core::mem::size_of::<V>()).step_by(64) {
+            prefetch_read(p.wrapping_add(line));
+        }
+        for a in [self.off.as_ptr(), self.klen.as_ptr()] {
+            for line in (0..4 * self.len()).step_by(64) {
+                prefetch_read(a.cast::<u8>().wrapping_add(line));
+            }
+        }
+    }
+
+    /// The entry whose key is `key`, whose hash tag is `tag`.
+    #[inline]
+    pub(crate) fn find(&self, key: &[u8], tag: u8) -> Option<usize> {
+        (0..self.len()).find(|&i| self.tags[i] == tag && self.key(i) == key)
+    }
+
+    /// The first entry whose key is `>= key` (`len()` when none), and whether it equals `key`.
+    #[inline]
+    pub(crate) fn seek(&self, key: &[u8]) -> (usize, bool) {
+        let n = self.len();
+        let d = self.d as usize;
+        let shared = self.pre_shared as usize;
+        match cmp_concat(
+            &key[..d.min(key.len())],
+            &self.lower()[..shared],
+            self.pre_tail(),
+        ) {
+            Ordering::Less => return (0, false),
+            Ordering::Greater => return (n, false),
+            Ordering::Equal if key.len() < d => return (0, false),
+            Ordering::Equal => {}
+        }
+        let q = slice_at(key, d);
+        let s = &self.slices[..n];
+        let a = s.partition_point(|&x| x < q);
+        let b = a + s[a..].partition_point(|&x| x == q);
+        if a == b {
+            return (a, false);
+        }
+        // Tied slices: their keys decide. Fetch them all at once.
+        for i in a..b {
+            prefetch_read(self.arena.as_ptr().wrapping_add(self.off[i] as usize));
+        }
+        let mut i = a;
+        while i < b {
+            match self.key(i).cmp(key) {
+                Ordering::Less => i += 1,
+                Ordering::Equal => return (i, true),
+                Ordering::Greater => break,
+            }
+        }
+        (i, false)
+    }
+
+    /// Stores the fences and rewrites the prefix and slices for them.
+    pub(crate) fn set_fences(&mut self, lower: &[u8], upper: Option<&[u8]>) {
+        let d = self.common_len();
+        let pre: Vec<u8> = if self.n == 0 {
+            Vec::new()
+        } else {
+            self.key(0)[..d].to_vec()
+        };
+        self.write_header(lower, upper, &pre);
+        self.rewrite_slices();
+    }
+
+    /// Length of the keys' common prefix.
+    fn common_len(&self) -> usize {
+        match self.len() {
+            0 => 0,
+            n => lcp(self.key(0), self.key(n - 1)),
+        }
+    }
+
+    fn write_header(&mut self, lower: &[u8], upper: Option<&[u8]>, pre: &[u8]) {
+        let up_shared = upper.map_or(0, |u| lcp(lower, u));
+        let pre_shared = lcp(lower, pre);
+        let mut buf = Vec::with_capacity(lower.len() + pre.len() + upper.map_or(0, <[u8]>::len));
+        buf.extend_from_slice(lower);
+        if let Some(u) = upper {
+            buf.extend_from_slice(&u[up_shared..]);
+        }
+        buf.extend_from_slice(&pre[pre_shared..]);
+        self.lo_len = lower.len() as u32;
+        self.up_len = upper.map_or(NONE, |u| u.len() as u32);
+        self.up_shared = up_shared as u32;
+        self.d = pre.len() as u32;
+        self.pre_shared = pre_shared as u32;
+        if buf.len() <= FB {
+            self.fb[..buf.len()].copy_from_slice(&buf);
+            self.big = Box::default();
+        } else {
+            self.big = buf.into_boxed_slice();
+        }
+    }
+
+    fn rewrite_slices(&mut self) {
+        let d = self.d as usize;
+        for i in 0..self.len() {
+            self.slices[i] = slice_at(self.key(i), d);
+        }
+    }
+
+    /// After the first or last key changed: a new common prefix, so new slices.
+    fn refresh_prefix(&mut self) {
+        let d = self.common_len();
+        if d == self.d as usize && self.n > 0 {
+            return;
+        }
+        let lower = self.lower().to_vec();
+        let upper = self.upper();
+        let pre: Vec<u8> = if self.n == 0 {
+            Vec::new()
+        } else {
+            self.key(0)[..d].to_vec()
+        };
+        self.write_header(&lower, upper.as_deref(), &pre);
+        self.rewrite_slices();
+    }
+
+    /// Inserts `key` (absent, between the fences, with hash tag `tag`) at `pos`. The leaf must
+    /// not be full.
+    pub(crate) fn insert_at(&mut self, pos: usize, key: &[u8], tag: u8, val: V) {
+        let n = self.len();
+        debug_assert!(n < CAP && pos <= n);
+        debug_assert!(self.covers(key));
+        let at = self.arena.len();
+        if self.arena.capacity() - at < key.len() {
+            // Grow by a quarter, not double: arenas are most of the map's bytes.
+            self.arena.reserve_exact(key.len().max(at / 4).max(64));
+        }
+        self.arena.extend_from_slice(key);
+        self.tags.copy_within(pos..n, pos + 1);
+        self.slices.copy_within(pos..n, pos + 1);
+        self.off.copy_within(pos..n, pos + 1);
+        self.klen.copy_within(pos..n, pos + 1);
+        self.tags[pos] = tag;
+        self.off[pos] = at as u32;
+        self.klen[pos] = key.len() as u32;
+        self.vals.insert(pos, val);
+        self.n += 1;
+        if pos == 0 || pos == n {
+            self.refresh_prefix();
+        }
+        self.slices[pos] = slice_at(key, self.d as usize);
+    }
+
+    /// Removes entry `pos`; returns its value.
+    pub(crate) fn remove_at(&mut self, pos: usize) -> V {
+        let n = self.len();
+        debug_assert!(pos < n);
+        self.garbage += self.klen[pos];
+        self.tags.copy_within(pos + 1..n, pos);
+        self.slices.copy_within(pos + 1..n, pos);
+        self.off.copy_within(pos + 1..n, pos);
+        self.klen.copy_within(pos + 1..n, pos);
+        let v = self.vals.remove(pos);
+        self.n -= 1;
+        if self.garbage as usize * 2 > self.arena.len() {
+            self.compact();
+        }
+        if pos == 0 || pos == n - 1 {
+            self.refresh_prefix();
+        }
+        v
+    }
+
+    /// Rewrites the arena without removed keys, in key order.
+    fn compact(&mut self) {
+        let live = self.arena.len() - self.garbage as usize;
+        let mut arena = Vec::with_capacity(live + live / 4);
+        for i in 0..self.len() {
+            let at = self.off[i] as usize;
+            self.off[i] = arena.len() as u32;
+            arena.extend_from_slice(&self.arena[at..at + self.klen[i] as usize]);
+        }
+        self.arena = arena;
+        self.garbage = 0;
+    }
+
+    /// Moves entries `from..` to a new leaf whose lower fence is `anchor` (which orders after
+    /// entry `from - 1` and not after entry `from`). This leaf's upper fence becomes `anchor`;
+    /// the new leaf's is this leaf's old one. Links are the caller's.
+    pub(crate) fn split_off(&mut self, from: usize, anchor: &[u8]) -> Box<Self> {
+        let n = self.len();
+        debug_assert!(0 < from && from < n);
+        let upper = self.upper();
+        let mut right = Leaf::new(anchor, upper.as_deref());
+        let bytes: usize = (from..n).map(|i| self.klen[i] as usize).sum();
+        right.arena.reserve_exact(bytes + bytes / 4);
+        for i in from..n {
+            let at = right.arena.len();
+            right.arena.extend_from_slice(self.key(i));
+            right.off[i - from] = at as u32;
+            right.klen[i - from] = self.klen[i];
+            right.tags[i - from] = self.tags[i];
+        }
+        right.vals = self.vals.split_off(from);
+        right.vals.reserve(CAP - right.vals.len());
+        right.n = (n - from) as u32;
+        self.n = from as u32;
+        self.garbage = 0;
+        self.compact();
+        let lower = self.lower().to_vec();
+        self.set_fences(&lower, Some(anchor));
+        let r_upper = right.upper();
+        right.set_fences(anchor, r_upper.as_deref());
+        right
+    }
+
+    /// Sets only the upper fence.
+    pub(crate) fn set_upper(&mut self, upper: Option<&[u8]>) {
+        let lower = self.lower().to_vec();
+        self.set_fences(&lower, upper);
+    }
+
+    /// Bytes on the heap.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + self.big.len()
+            + self.arena.capacity()
+            + self.vals.capacity() * core::mem::size_of::<V>()
+    }
+
+    /// Checks the leaf's own invariants.
+    pub(crate) fn audit(&self) -> Result<(), String> {
+        let n = self.len();
+        if n > CAP || self.vals.len() != n {
+            return Err(format!("{n} entries, {} values", self.vals.len()));
+        }
+        for i in 0..n {
+            if i > 0 && self.key(i - 1) >= self.key(i) {
+                return Err(format!("keys {} and {i} out of order", i - 1));
+            }
+            if !self.covers(self.key(i)) {
+                return Err(format!("key {i} outside the fences"));
+            }
+            if self.slices[i] != slice_at(self.key(i), self.d as usize) {
+                return Err(format!("slice {i} stale"));
+            }
+        }
+        if self.d as usize != self.common_len() {
+            return Err("stale common prefix".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concat_order_matches_the_joined_string() {
+        let cases: &[(&[u8], &[u8], &[u8])] = &[
+            (b"", b"", b""),
+            (b"a", b"", b""),
+            (b"", b"a", b""),
+            (b"ab", b"a", b"b"),
+            (b"a", b"a", b"b"),
+            (b"abc", b"a", b"b"),
+            (b"b", b"a", b"b"),
+            (b"a\0", b"a", b""),
+            (b"aa", b"ab", b"c"),
+            (b"ac", b"ab", b"c"),
+        ];
+        for &(q, a, b) in cases {
+            let joined: Vec<u8> = a.iter().chain(b).copied().collect();
+            assert_eq!(
+                cmp_concat(q, a, b),
+                q.cmp(&joined[..]),
+                "{q:?} vs {a:?}+{b:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn lcp_counts_shared_bytes() {
+        assert_eq!(lcp(b"", b"abc"), 0);
+        assert_eq!(lcp(b"abcdefghij", b"abcdefghiX"), 9);
+        assert_eq!(lcp(b"abcdefgh", b"abcdefgh"), 8);
+        assert_eq!(lcp(b"abcdefgh12", b"abcdefgh1"), 9);
+    }
+
+    #[test]
+    fn seek_finds_every_gap() {
+        let mut l: Box<Leaf<u32>> = Leaf::new(b"", None);
+        let keys: [&[u8]; 7] = [
+            b"p",
+            b"p\0",
+            b"pa",
+            b"pabcdefgh1",
+            b"pabcdefgh2",
+            b"pb",
+            b"q",
+        ];
+        for (i, k) in keys.iter().enumerate() {
+            l.insert_at(i, k, 0, i as u32);
+        }
+        l.audit().unwrap();
+        let probes: [&[u8]; 9] = [
+            b"",
+            b"p",
+            b"p\0\0",
+            b"pabcdefgh",
+            b"pabcdefgh15",
+            b"pb",
+            b"pc",
+            b"q",
+            b"r",
+        ];
+        for q in probes {
+            let want = keys.partition_point(|k| *k < q);
+            assert_eq!(l.seek(q), (want, keys.get(want) == Some(&q)), "{q:?}");
+        }
+    }
+}

@@ -1,0 +1,712 @@
+//! The map's core: leaves of up to [`CAP`] keys in key order, found through a hash table of
+//! the prefixes of their anchors.
+//!
+//! A leaf's *anchor* is a byte string that orders after every key of the leaf before it and not
+//! after any key of its own (its lower fence); the head leaf's anchor is empty. A key belongs to
+//! the leaf with the greatest anchor `<=` it. To find that leaf, a search looks for the longest
+//! prefix of the key that is a prefix of some anchor. The table holds every prefix of every
+//! anchor, a set closed under taking prefixes, so "is `key[..m]` in the table" is true up to
+//! that length and false after it: a search over `m`. Each round probes up to [`FANOUT`]
+//! lengths at once (their buckets are prefetched together, so a round costs about one DRAM
+//! round trip); the first round probes a window of [`WINDOW`] adjacent lengths where splits have
+//! seen most searches end, which finishes most searches in that one round. The node found then
+//! names the leaf (see [`meta::Nodes::leaf_of`]).
+//!
+//! Table slots hold hashes, not bytes, so a match is confirmed by the leaf: every leaf stores
+//! both fences, and a search checks that its key lies between them before trusting the leaf.
+//! A hash collision that misleads a search therefore costs a walk of the leaf list
+//! ([`RawMap::locate_slow`]), never a wrong answer.
+//!
+//! Invariants (checked by [`RawMap::audit`]):
+//! 1. Leaves are linked in key order from leaf [`HEAD`]; each leaf's keys are sorted and lie
+//!    between its fences; a leaf's upper fence is the next leaf's anchor (none for the last).
+//! 2. No leaf but the head is empty.
+//! 3. The table holds exactly the prefixes of the anchors, each node's fields as described in
+//!    [`meta`].
+
+mod hash;
+mod leaf;
+mod meta;
+
+use hash::PrefixHasher;
+use leaf::lcp;
+pub(crate) use leaf::{CAP, Leaf};
+use meta::Nodes;
+
+/// "No leaf", "no length".
+pub(crate) const NONE: u32 = u32::MAX;
+/// The first leaf, whose anchor is the empty string; never removed.
+pub(crate) const HEAD: u32 = 0;
+/// Lengths probed per search round after the first.
+const FANOUT: usize = 8;
+/// Lengths probed in the first round once a window is learned.
+const WINDOW: usize = 16;
+/// Splits between two choices of the first round's window.
+const RELEARN: u32 = 64;
+
+/// The first round's lengths: `WINDOW` adjacent lengths starting at `at` (or, when `from_end`,
+/// ending `at` bytes before the key's end).
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    on: bool,
+    from_end: bool,
+    at: usize,
+}
+
+/// Where searches end, sampled at splits: by prefix length and by distance from the key's end.
+#[derive(Clone, Debug)]
+struct Histogram {
+    abs: [u32; 256],
+    rel: [u32; 256],
+    splits: u32,
+}
+
+/// A position: entry `i` of leaf `leaf` (`i == len` is the gap after its last entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pos {
+    pub(crate) leaf: u32,
+    pub(crate) i: usize,
+}
+
+/// The core. See the module docs.
+pub(crate) struct RawMap<V> {
+    leaves: Vec<Option<Box<Leaf<V>>>>,
+    free: Vec<u32>,
+    nodes: Nodes,
+    len: usize,
+    tail: u32,
+    max_anchor: usize,
+    seed: u64,
+    window: Window,
+    hist: Box<Histogram>,
+}
+
+/// The one-byte tag of a key's hash kept beside each entry.
+#[inline(always)]
+fn tag_of(h: u64) -> u8 {
+    (h >> 56) as u8
+}
+
+impl<V> RawMap<V> {
+    pub(crate) fn new(seed: u64) -> Self {
+        let mut m = RawMap {
+            leaves: vec![Some(Leaf::new(b"", None))],
+            free: Vec::new(),
+            nodes: Nodes::new(),
+            len: 0,
+            tail: HEAD,
+            max_anchor: 0,
+            seed,
+            window: Window::default(),
+            hist: Box::new(Histogram {
+                abs: [0; 256],
+                rel: [0; 256],
+                splits: 0,
+            }),
+        };
+        let (s, _) = m.nodes.find_or_insert(hash::prefix_hash(b"", 0, seed), 0);
+        let root = m.nodes.node_mut(s);
+        root.anchor = HEAD;
+        root.rmost = HEAD;
+        root.nanch = 1;
+        m
+    }
+
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub(crate) fn leaf(&self, id: u32) -> &Leaf<V> {
+        self.leaves[id as usize].as_deref().expect("a live leaf")
+    }
+
+    #[inline(always)]
+    fn leaf_mut(&mut self, id: u32) -> &mut Leaf<V> {
+        self.leaves[id as usize]
+            .as_deref_mut()
+            .expect("a live leaf")
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.leaves.capacity() * core::mem::size_of::<Option<Box<Leaf<V>>>>()
+            + self.free.capacity() * 4
+            + self
+                .leaves
+                .iter()
+                .flatten()
+                .map(|l| l.heap_bytes())
+                .sum::<usize>()
+            + self.nodes.heap_bytes()
+            + core::mem::size_of::<Histogram>()
+    }
+
+    /// The leaf `key` belongs to, or two adjacent leaves it belongs to one of (second: [`NONE`]
+    /// when one), as the table says. A hint: see [`locate`](Self::locate).
+    #[inline]
+    fn route(&self, key: &[u8], h: &mut PrefixHasher<'_>) -> (u32, u32) {
+        let mut lo = 0usize;
+        let mut lo_slot = self.nodes.find(h.hash(0), 0).expect("the root node");
+        let mut hi = key.len().min(self.max_anchor);
+        let mut hashes = [0u64; WINDOW];
+        let mut lens = [0usize; WINDOW];
+        let mut first = self.window.on;
+        while lo < hi {
+            let span = hi - lo;
+            let k;
+            if first {
+                first = false;
+                let w = self.window;
+                let start = if w.from_end {
+                    key.len().saturating_sub(w.at + WINDOW - 1)
+                } else {
+                    w.at
+                };
+                let start = start.clamp(lo + 1, (hi + 1).saturating_sub(WINDOW).max(lo + 1));
+                k = (hi + 1 - start).min(WINDOW);
+                for (t, len) in lens[..k].iter_mut().enumerate() {
+                    *len = start + t;
+                }
+            } else {
+                k = span.min(FANOUT);
+                for (t, len) in lens[..k].iter_mut().enumerate() {
+                    *len = lo + ((t + 1) * span).div_ceil(k);
+                }
+            }
+            for t in 0..k {
+                hashes[t] = h.hash(lens[t]);
+                self.nodes.prefetch(hashes[t]);
+            }
+            for t in 0..k {
+                match self.nodes.find(hashes[t], lens[t] as u32) {
+                    Some(s) => {
+                        lo = lens[t];
+                        lo_slot = s;
+                    }
+                    None => {
+                        hi = lens[t] - 1;
+                        break;
+                    }
+                }
+            }
+            if lo < hi
+                && let Some(pair) = self.nodes.narrow(lo_slot)
+            {
+                return pair;
+            }
+        }
+        (self.nodes.leaf_of(lo_slot, key.get(lo).copied()), NONE)
+    }
+
+    /// The leaf `key` belongs to, checked against its fences. `seek` says which of the leaf's
+    /// lines to prefetch.
+    #[inline]
+    fn locate(&self, key: &[u8], h: &mut PrefixHasher<'_>, seek: bool) -> u32 {
+        let (a, b) = self.route(key, h);
+        let la = self.leaf(a);
+        let lb = (b != NONE).then(|| self.leaf(b));
+        for l in core::iter::once(la).chain(lb) {
+            if seek {
+                l.prefetch_seek();
+            } else {
+                l.prefetch_find();
+            }
+        }
+        if key >= la.lower() {
+            if la.below_upper(key) {
+                return a;
+            }
+            if lb.is_some_and(|lb| lb.below_upper(key) && la.next == b) {
+                return b;
+            }
+        }
+        self.locate_slow(key)
+    }
+
+    /// [`locate`](Self::locate) by walking the leaf list: after a hash collision misled the
+    /// table search.
+    #[cold]
+    #[inline(never)]
+    fn locate_slow(&self, key: &[u8]) -> u32 {
+        let mut x = HEAD;
+        loop {
+            let l = self.leaf(x);
+            if l.below_upper(key) {
+                return x;
+            }
+            x = l.next;
+        }
+    }
+
+    /// The entry whose key is `key`.
+    #[inline]
+    pub(crate) fn find(&self, key: &[u8]) -> Option<Pos> {
+        let mut h = PrefixHasher::new(key, self.seed);
+        let (a, b) = self.route(key, &mut h);
+        let la = self.leaf(a);
+        la.prefetch_find();
+        let lb = (b != NONE).then(|| self.leaf(b));
+        if let Some(lb) = lb {
+            lb.prefetch_find();
+        }
+        let tag = tag_of(h.hash(key.len()));
+        if let Some(i) = la.find(key, tag) {
+            return Some(Pos { leaf: a, i });
+        }
+        if let Some(i) = lb.and_then(|lb| lb.find(key, tag)) {
+            return Some(Pos { leaf: b, i });
+        }
+        // Absent, unless a collision misled the route.
+        if la.covers(key) || lb.is_some_and(|lb| lb.covers(key)) {
+            return None;
+        }
+        let x = self.locate_slow(key);
+        self.leaf(x).find(key, tag).map(|i| Pos { leaf: x, i })
+    }
+
+    /// The first entry `>= key` (`inclusive`) or `> key`, as a position that may be the gap
+    /// after a leaf's last entry.
+    #[inline]
+    pub(crate) fn seek(&self, key: &[u8], inclusive: bool) -> Pos {
+        let mut h = PrefixHasher::new(key, self.seed);
+        let x = self.locate(key, &mut h, true);
+        let (i, eq) = self.leaf(x).seek(key);
+        Pos {
+            leaf: x,
+            i: if eq && !inclusive { i + 1 } else { i },
+        }
+    }
+
+    /// The position of the first entry in key order (the gap of an empty map).
+    pub(crate) fn start(&self) -> Pos {
+        Pos { leaf: HEAD, i: 0 }
+    }
+
+    /// The gap after the last entry.
+    pub(crate) fn end(&self) -> Pos {
+        Pos {
+            leaf: self.tail,
+            i: self.leaf(self.tail).len(),
+        }
+    }
+
+    /// Moves `p` onto an entry at or after it; `None` past the last.
+    #[inline]
+    pub(crate) fn settle_forward(&self, mut p: Pos) -> Option<Pos> {
+        loop {
+            let l = self.leaf(p.leaf);
+            if p.i < l.len() {
+                return Some(p);
+            }
+            if l.next == NONE {
+                return None;
+            }
+            p = Pos { leaf: l.next, i: 0 };
+        }
+    }
+
+    /// The entry just before the gap `p`; `None` before the first.
+    #[inline]
+    pub(crate) fn before(&self, mut p: Pos) -> Option<Pos> {
+        loop {
+            if p.i > 0 {
+                return Some(Pos {
+                    leaf: p.leaf,
+                    i: p.i - 1,
+                });
+            }
+            let prev = self.leaf(p.leaf).prev;
+            if prev == NONE {
+                return None;
+            }
+            p = Pos {
+                leaf: prev,
+                i: self.leaf(prev).len(),
+            };
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn entry(&self, p: Pos) -> (&[u8], &V) {
+        let l = self.leaf(p.leaf);
+        (l.key(p.i), l.val(p.i))
+    }
+
+    #[inline(always)]
+    pub(crate) fn val_mut(&mut self, p: Pos) -> &mut V {
+        self.leaf_mut(p.leaf).val_mut(p.i)
+    }
+
+    /// Stores `val` under `key`; the previous value if there was one.
+    pub(crate) fn insert(&mut self, key: &[u8], val: V) -> Option<V> {
+        let mut h = PrefixHasher::new(key, self.seed);
+        let mut x = self.locate(key, &mut h, true);
+        let tag = tag_of(h.hash(key.len()));
+        let (mut i, eq) = self.leaf(x).seek(key);
+        if eq {
+            return Some(core::mem::replace(self.leaf_mut(x).val_mut(i), val));
+        }
+        if self.leaf(x).len() == CAP {
+            let z = self.split(x);
+            if key >= self.leaf(z).lower() {
+                x = z;
+            }
+            i = self.leaf(x).seek(key).0;
+        }
+        self.leaf_mut(x).insert_at(i, key, tag, val);
+        self.len += 1;
+        None
+    }
+
+    /// Removes the entry at `p`; its key and value.
+    pub(crate) fn remove_at(&mut self, p: Pos) -> (Vec<u8>, V) {
+        let key = self.leaf(p.leaf).key(p.i).to_vec();
+        let v = self.leaf_mut(p.leaf).remove_at(p.i);
+        self.len -= 1;
+        if p.leaf != HEAD && self.leaf(p.leaf).len() == 0 {
+            self.drop_leaf(p.leaf);
+        }
+        (key, v)
+    }
+
+    /// Splits full leaf `x` near its middle where the anchor comes out shortest; the new leaf.
+    fn split(&mut self, x: u32) -> u32 {
+        let l = self.leaf(x);
+        let n = l.len();
+        let (mut at, mut best) = (n / 2, usize::MAX);
+        for i in n / 4..=3 * n / 4 {
+            let c = lcp(l.key(i - 1), l.key(i));
+            if c < best || (c == best && i.abs_diff(n / 2) < at.abs_diff(n / 2)) {
+                (at, best) = (i, c);
+            }
+        }
+        let anchor = l.key(at)[..best + 1].to_vec();
+        self.sample(x);
+        let right = self.leaf_mut(x).split_off(at, &anchor);
+        let z = match self.free.pop() {
+            Some(z) => {
+                self.leaves[z as usize] = Some(right);
+                z
+            }
+            None => {
+                self.leaves.push(Some(right));
+                (self.leaves.len() - 1) as u32
+            }
+        };
+        let w = self.leaf(x).next;
+        self.leaf_mut(z).prev = x;
+        self.leaf_mut(z).next = w;
+        self.leaf_mut(x).next = z;
+        if w == NONE {
+            self.tail = z;
+        } else {
+            self.leaf_mut(w).prev = z;
+        }
+        self.add_anchor(&anchor, z, x, w);
+        z
+    }
+
+    /// Enters anchor `a` of new leaf `z`, which follows `x` and precedes `w`.
+    fn add_anchor(&mut self, a: &[u8], z: u32, x: u32, w: u32) {
+        let mut h = PrefixHasher::new(a, self.seed);
+        for m in 0..=a.len() {
+            let (s, made) = self.nodes.find_or_insert(h.hash(m), m as u32);
+            let node = self.nodes.node_mut(s);
+            node.nanch += 1;
+            if made || node.rmost == x {
+                node.rmost = z;
+            }
+            if m == a.len() {
+                node.anchor = z;
+            } else if !self.nodes.has_kid(s, a[m]) {
+                self.nodes.add_kid(s, a[m], x);
+            }
+        }
+        // Subtrees that began right after `x` (at `w`'s anchor) now begin after `z`.
+        if w != NONE {
+            let aw = self.leaf(w).lower().to_vec();
+            self.retarget(&aw, lcp(a, &aw), x, z);
+        }
+        self.max_anchor = self.max_anchor.max(a.len());
+    }
+
+    /// For the kids along `aw`'s path from length `from`: leaf-before `from` becomes `to`.
+    fn retarget(&mut self, aw: &[u8], from: usize, old: u32, new: u32) {
+        let mut h = PrefixHasher::new(aw, self.seed);
+        for (m, &byte) in aw.iter().enumerate().skip(from) {
+            if let Some(s) = self.nodes.find(h.hash(m), m as u32) {
+                self.nodes.retarget_kid(s, byte, old, new);
+            }
+        }
+    }
+
+    /// Unlinks empty leaf `x` (not the head) and removes its anchor.
+    fn drop_leaf(&mut self, x: u32) {
+        let (y, w) = (self.leaf(x).prev, self.leaf(x).next);
+        let a = self.leaf(x).lower().to_vec();
+        let upper = self.leaf(x).upper();
+        let mut h = PrefixHasher::new(&a, self.seed);
+        let mut orphan = false;
+        for m in (0..=a.len()).rev() {
+            let s = self
+                .nodes
+                .find(h.hash(m), m as u32)
+                .expect("every prefix of an anchor is in the table");
+            if orphan {
+                self.nodes.remove_kid(s, a[m]);
+            }
+            let node = self.nodes.node_mut(s);
+            node.nanch -= 1;
+            if m == a.len() {
+                node.anchor = NONE;
+            }
+            orphan = node.nanch == 0;
+            if orphan {
+                self.nodes.remove(s);
+            } else if node.rmost == x {
+                node.rmost = y;
+            }
+        }
+        if w != NONE {
+            let aw = self.leaf(w).lower().to_vec();
+            self.retarget(&aw, lcp(&a, &aw), x, y);
+            self.leaf_mut(w).prev = y;
+        } else {
+            self.tail = y;
+        }
+        self.leaf_mut(y).next = w;
+        self.leaf_mut(y).set_upper(upper.as_deref());
+        self.leaves[x as usize] = None;
+        self.free.push(x);
+    }
+
+    /// Records where searches for a few of full leaf `x`'s keys end (the longest prefix each
+    /// shares with an anchor: with one of the leaf's fences), and now and then re-chooses the
+    /// first round's window from the record.
+    fn sample(&mut self, x: u32) {
+        let l = self.leaves[x as usize].as_deref().expect("a live leaf");
+        let upper = l.upper();
+        for i in (0..l.len()).step_by(l.len().div_ceil(4)) {
+            let k = l.key(i);
+            let m = lcp(k, l.lower()).max(upper.as_deref().map_or(0, |u| lcp(k, u)));
+            self.hist.abs[m.min(255)] += 1;
+            self.hist.rel[(k.len() - m).min(255)] += 1;
+        }
+        self.hist.splits += 1;
+        if self.hist.splits.is_multiple_of(RELEARN) {
+            self.relearn();
+        }
+    }
+
+    fn relearn(&mut self) {
+        let best = |h: &[u32; 256]| {
+            (0..=256 - (WINDOW - 1))
+                .map(|a| (h[a..a + WINDOW - 1].iter().sum::<u32>(), a))
+                .max_by_key(|&(s, a)| (s, core::cmp::Reverse(a)))
+                .expect("a window")
+        };
+        let total: u32 = self.hist.abs.iter().sum();
+        let (abs_hits, abs_at) = best(&self.hist.abs);
+        let (rel_hits, rel_at) = best(&self.hist.rel);
+        // A window of lengths [a, a + WINDOW - 1) answers in one round; from the end, the
+        // lengths `len - rel_at - (WINDOW - 2) ..= len - rel_at`, probed as WINDOW lengths
+        // ending one past them.
+        self.window = if rel_hits > abs_hits {
+            Window {
+                on: rel_hits * 2 >= total,
+                from_end: true,
+                at: rel_at.saturating_sub(1),
+            }
+        } else {
+            Window {
+                on: abs_hits * 2 >= total,
+                from_end: false,
+                at: abs_at.max(1),
+            }
+        };
+        // Forget slowly, so the window follows the keys.
+        for v in self.hist.abs.iter_mut().chain(self.hist.rel.iter_mut()) {
+            *v /= 2;
+        }
+    }
+
+    /// Removes every entry.
+    pub(crate) fn clear(&mut self) {
+        *self = RawMap::new(self.seed);
+    }
+
+    /// Checks the invariants of the module docs.
+    pub(crate) fn audit(&self) -> Result<(), String> {
+        use std::collections::BTreeMap;
+        #[derive(Default, PartialEq, Debug)]
+        struct Want {
+            anchor: Option<u32>,
+            rmost: u32,
+            nanch: u32,
+            kids: BTreeMap<u8, u32>,
+        }
+        let mut want: BTreeMap<Vec<u8>, Want> = BTreeMap::new();
+        let (mut x, mut prev, mut count) = (HEAD, NONE, 0usize);
+        let mut prev_upper: Option<Vec<u8>> = None;
+        let mut seen = 0usize;
+        while x != NONE {
+            let l = self.leaf(x);
+            l.audit().map_err(|e| format!("leaf {x}: {e}"))?;
+            if l.prev != prev {
+                return Err(format!("leaf {x}: prev {} not {prev}", l.prev));
+            }
+            if x != HEAD {
+                if l.len() == 0 {
+                    return Err(format!("leaf {x} is empty"));
+                }
+                if prev_upper.as_deref() != Some(l.lower()) {
+                    return Err(format!(
+                        "leaf {x}: anchor is not its predecessor's upper fence"
+                    ));
+                }
+            } else if !l.lower().is_empty() {
+                return Err("the head leaf has an anchor".into());
+            }
+            let a = l.lower();
+            for m in 0..=a.len() {
+                let e = want.entry(a[..m].to_vec()).or_default();
+                e.nanch += 1;
+                e.rmost = x;
+                if m == a.len() {
+                    e.anchor = Some(x);
+                } else {
+                    e.kids.entry(a[m]).or_insert(prev);
+                }
+            }
+            count += l.len();
+            prev_upper = l.upper();
+            prev = x;
+            x = l.next;
+            seen += 1;
+        }
+        if prev != self.tail || prev_upper.is_some() {
+            return Err("the last leaf is not the tail or has an upper fence".into());
+        }
+        if count != self.len {
+            return Err(format!("{count} entries, len {}", self.len));
+        }
+        if seen + self.free.len() != self.leaves.len() {
+            return Err("leaves lost from the list".into());
+        }
+        if want.len() != self.nodes.len() {
+            return Err(format!(
+                "{} prefixes, {} nodes",
+                want.len(),
+                self.nodes.len()
+            ));
+        }
+        for (p, w) in &want {
+            let s = self
+                .nodes
+                .find(hash::prefix_hash(p, p.len(), self.seed), p.len() as u32)
+                .ok_or_else(|| format!("prefix {p:?} missing"))?;
+            let n = self.nodes.node(s);
+            let (bytes, before) = self.nodes.kids(s);
+            let got = Want {
+                anchor: (n.anchor != NONE).then_some(n.anchor),
+                rmost: n.rmost,
+                nanch: n.nanch,
+                kids: bytes.iter().copied().zip(before.iter().copied()).collect(),
+            };
+            if &got != w {
+                return Err(format!("prefix {p:?}: node {got:?}, want {w:?}"));
+            }
+            if p.len() > self.max_anchor {
+                return Err("an anchor longer than max_anchor".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<V> core::fmt::Debug for RawMap<V> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RawMap")
+            .field("len", &self.len)
+            .field("leaves", &(self.leaves.len() - self.free.len()))
+            .field("nodes", &self.nodes.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn path(i: u64) -> Vec<u8> {
+        let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        format!(
+            "/srv/data/{}/{}/file-{:06}.log",
+            x % 7,
+            (x >> 8) % 13,
+            x >> 40
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn splits_and_removals_keep_the_table_exact() {
+        let mut m = RawMap::new(5);
+        let mut o = BTreeMap::new();
+        for i in 0..20_000 {
+            let k = path(i);
+            assert_eq!(m.insert(&k, i), o.insert(k, i));
+        }
+        m.audit().unwrap();
+        let live = m.leaves.len() - m.free.len();
+        assert!(live > 20_000 / CAP, "{live} leaves");
+        assert!(m.window.on, "a first-round window was learned");
+        for (n, k) in o.keys().enumerate() {
+            assert!(m.find(k).is_some());
+            if n % 2 == 0 {
+                let p = m.find(k).unwrap();
+                m.remove_at(p);
+            }
+        }
+        m.audit().unwrap();
+        for (n, k) in o.keys().enumerate() {
+            assert_eq!(m.find(k).is_some(), n % 2 == 1);
+        }
+        while let Some(p) = m.settle_forward(m.start()) {
+            m.remove_at(p);
+        }
+        m.audit().unwrap();
+        assert_eq!((m.leaves.len() - m.free.len(), m.nodes.len()), (1, 1));
+    }
+
+    #[test]
+    fn misled_searches_still_answer_right() {
+        let mut m = RawMap::new(9);
+        let mut o = BTreeMap::new();
+        for i in 0..5_000 {
+            let k = path(i);
+            m.insert(&k, i);
+            o.insert(k, i);
+        }
+        // As if every probe past the root had collided: the table names wrong leaves, which the
+        // fences refuse.
+        m.max_anchor = 0;
+        m.window.on = false;
+        for i in 0..6_000 {
+            let k = path(i);
+            assert_eq!(m.find(&k).map(|p| *m.entry(p).1), o.get(&k).copied(), "{i}");
+            let mut cut = k.clone();
+            cut.truncate(k.len() - 5);
+            let p = m.settle_forward(m.seek(&cut, true));
+            let want = o.range(cut.clone()..).next().map(|(_, v)| *v);
+            assert_eq!(p.map(|p| *m.entry(p).1), want);
+        }
+        let k = path(6_001);
+        m.insert(&k, 1);
+        o.insert(k, 1);
+        m.max_anchor = o.keys().map(Vec::len).max().unwrap();
+        m.audit().unwrap();
+    }
+}
