@@ -320,6 +320,13 @@ pub const INDEXES: &[Entry] = &[
         run: exec::serve::<Cuckoo<0>>,
     },
     Entry {
+        name: "mlp-index-bytes",
+        about: "mlpdex MlpIndexBytes: sorted leaves under a table of anchor prefixes probed many lengths at once",
+        kind: Kind::Main,
+        keys: KeyWidth::Any,
+        run: exec::serve::<crate::ours::mlp_index_bytes::MlpBytes>,
+    },
+    Entry {
         name: "cuckoo-trie-keyed",
         about: "the same with its key index (Config::key_index): point lookups probe a hash of the whole key",
         kind: ONE_OFF,

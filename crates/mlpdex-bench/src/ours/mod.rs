@@ -8,6 +8,7 @@ pub mod fst;
 pub mod hope;
 pub mod hybrid;
 pub mod mlp_index;
+pub mod mlp_index_bytes;
 pub mod pi;
 pub mod resize_driver;
 pub mod shortcut_eh;

@@ -1,0 +1,48 @@
+//! `mlp-index-bytes`: [`mlpdex::mlp_index_bytes::MlpIndexBytes`] with `u64` values.
+
+use std::ops::Bound;
+
+use mlpdex::mlp_index_bytes::MlpIndexBytes;
+
+use crate::adapter::{BenchIndex, Caps, fold};
+use crate::keys::Keys;
+
+/// The string MlpIndex; loads insert one key at a time.
+#[derive(Debug)]
+pub struct MlpBytes(MlpIndexBytes<u64>);
+
+impl BenchIndex for MlpBytes {
+    const CAPS: Caps = Caps {
+        writes: true,
+        ordered: true,
+        concurrent: false,
+    };
+
+    fn create(_load_set: &Keys) -> anyhow::Result<Self> {
+        Ok(MlpBytes(MlpIndexBytes::new()))
+    }
+
+    #[inline]
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        self.0.get(key).copied()
+    }
+
+    #[inline]
+    fn insert(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.0.insert(key, value)
+    }
+
+    #[inline]
+    fn lower_bound(&self, key: &[u8]) -> Option<u64> {
+        self.0.lower_bound(Bound::Included(key)).map(|(_, &v)| v)
+    }
+
+    #[inline]
+    fn scan(&self, start: &[u8], n: usize) -> Option<u64> {
+        self.0
+            .range((Bound::Included(start), Bound::Unbounded))
+            .take(n)
+            .map(|(_, &v)| v)
+            .reduce(fold)
+    }
+}
