@@ -14,7 +14,8 @@
 //!    arbitrary key sets and bounds compared with `BTreeMap`.
 //! 4. **Edge keys**: the empty key, prefix chains in every insertion order, 0x00/0xFF keys,
 //!    1–4 KiB keys differing only late or only by length, many keys sharing one 3 KiB prefix.
-//! 5. **Values**: drop counting (replace, remove, clear, drop), `get_mut`, `retain`,
+//! 5. **Shrinking**: removing nine keys in ten merges sparse leaves; memory drops below a quarter.
+//! 6. **Values**: drop counting (replace, remove, clear, drop), `get_mut`, `retain`,
 //!    `pop_first`/`pop_last`, `Clone`/`PartialEq`, `Debug`, `FromIterator`.
 //!
 //! No test asserts on timing.
@@ -193,6 +194,38 @@ fn many_keys_sharing_a_long_prefix() {
     }
     m.check_invariants().unwrap();
     compare_reads(&m, &o, &mut rng);
+}
+
+/// Removing most keys merges the leaves they leave sparse: memory follows the map down.
+#[test]
+fn removals_give_memory_back() {
+    let key = |i: u64| {
+        format!(
+            "/home/user{}/projects/p{}/src/file{:05}.rs",
+            i % 5,
+            i % 31,
+            i
+        )
+    };
+    let mut m = MlpIndexBytes::new();
+    for i in 0..40_000u64 {
+        m.insert(key(i).as_bytes(), i);
+    }
+    let full = m.memory_usage();
+    // Keep one key in ten, removed in an order unrelated to key order.
+    for i in (0..40_000u64).filter(|i| i % 10 != 0) {
+        assert_eq!(m.remove(key(i).as_bytes()), Some(i));
+    }
+    m.check_invariants().unwrap();
+    assert_eq!(m.len(), 4_000);
+    let sparse = m.memory_usage();
+    assert!(
+        sparse * 4 < full,
+        "{sparse} bytes for a tenth of the keys, {full} for all"
+    );
+    for i in (0..40_000u64).step_by(10) {
+        assert_eq!(m.get(key(i).as_bytes()), Some(&i));
+    }
 }
 
 #[test]

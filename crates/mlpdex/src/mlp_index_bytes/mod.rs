@@ -40,6 +40,11 @@
 //! leaf's values sequentially, a DRAM round trip per 32–64 entries, where a trie walks a
 //! node per key.
 //!
+//! Measured against `BTreeMap`, the Cuckoo Trie (with and without its key index), the FST, the
+//! `fst` crate and the skip list on five long-key datasets and `rand-8`, 4M keys, as the suite
+//! `bench/suites/long-keys.toml` wrote them:
+//! [`docs/results/long-keys.md`](../../../../docs/results/long-keys.md).
+//!
 //! When not: short fixed-width keys (8-byte integers), where [`MlpIndex`](crate::mlp_index)
 //! and the [Cuckoo Trie](crate::cuckoo_trie) are smaller and faster; small maps that fit in
 //! cache, where a `BTreeMap` is as fast; concurrent writers (this map is single-writer).
@@ -54,8 +59,9 @@
 //! - The table stores hashes of prefixes, not their bytes; a search confirms the leaf it
 //!   reaches against the leaf's two fences before answering, and a collision (which a random
 //!   per-map hash seed makes improbable) costs a slower search, never a wrong answer.
-//! - Leaves are split when full; a leaf emptied by removals is unlinked and its anchor's
-//!   prefixes leave the table.
+//! - Leaves are split when full; a leaf that removals leave a quarter full or less merges with
+//!   a neighbour when the two fit in half a leaf (its anchor's prefixes leave the table), so
+//!   memory follows the map down.
 //! - Invariants, checked by [`check_invariants`](MlpIndexBytes::check_invariants): leaves in key
 //!   order, each key between its leaf's fences, no empty leaf but the first, the table holding
 //!   exactly the anchors' prefixes with their leaf links.

@@ -421,6 +421,22 @@ impl<V> Leaf<V> {
         v
     }
 
+    /// Empties the leaf; its entries in key order (key, hash tag, value).
+    pub(crate) fn take_all(&mut self) -> Vec<(Vec<u8>, u8, V)> {
+        let keys: Vec<(Vec<u8>, u8)> = (0..self.len())
+            .map(|i| (self.key(i).to_vec(), self.tags[i]))
+            .collect();
+        let vals = core::mem::take(&mut self.vals);
+        self.n = 0;
+        self.arena = Vec::new();
+        self.garbage = 0;
+        self.refresh_prefix();
+        keys.into_iter()
+            .zip(vals)
+            .map(|((k, t), v)| (k, t, v))
+            .collect()
+    }
+
     /// Rewrites the arena without removed keys, in key order.
     fn compact(&mut self) {
         let live = self.arena.len() - self.garbage as usize;

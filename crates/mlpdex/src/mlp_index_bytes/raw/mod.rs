@@ -43,6 +43,9 @@ const FANOUT: usize = 8;
 const WINDOW: usize = 16;
 /// Splits between two choices of the first round's window.
 const RELEARN: u32 = 64;
+/// A leaf left with at most this many entries by a removal merges with a neighbour when the
+/// two fit in half a leaf (so a merged leaf takes many inserts before it splits again).
+const MERGE_AT: usize = CAP / 4;
 
 /// The first round's lengths: `WINDOW` adjacent lengths starting at `at` (or, when `from_end`,
 /// ending `at` bytes before the key's end).
@@ -364,10 +367,30 @@ impl<V> RawMap<V> {
         let key = self.leaf(p.leaf).key(p.i).to_vec();
         let v = self.leaf_mut(p.leaf).remove_at(p.i);
         self.len -= 1;
-        if p.leaf != HEAD && self.leaf(p.leaf).len() == 0 {
-            self.drop_leaf(p.leaf);
+        let x = p.leaf;
+        let n = self.leaf(x).len();
+        if x != HEAD && n == 0 {
+            self.drop_leaf(x);
+        } else if n <= MERGE_AT {
+            let (prev, next) = (self.leaf(x).prev, self.leaf(x).next);
+            if x != HEAD && self.leaf(prev).len() + n <= CAP / 2 {
+                self.absorb(prev, x);
+            } else if next != NONE && self.leaf(next).len() + n <= CAP / 2 {
+                self.absorb(x, next);
+            }
         }
         (key, v)
+    }
+
+    /// Moves every entry of leaf `w` into `x`, the leaf before it, and drops `w`.
+    fn absorb(&mut self, x: u32, w: u32) {
+        debug_assert_eq!(self.leaf(x).next, w);
+        let moved = self.leaf_mut(w).take_all();
+        self.drop_leaf(w);
+        let l = self.leaf_mut(x);
+        for (key, tag, val) in moved {
+            l.insert_at(l.len(), &key, tag, val);
+        }
     }
 
     /// Splits full leaf `x` near its middle where the anchor comes out shortest; the new leaf.
