@@ -316,6 +316,9 @@ fn std_conveniences() {
     assert_eq!(n[&b"b"[..]], 12);
     assert_eq!(m.first_key_value(), Some((&b"a"[..], &1)));
     assert_eq!(m.last_key_value(), Some((&b"c"[..], &3)));
+    assert_eq!(m.first(), m.first_key_value());
+    assert_eq!(m.last(), m.last_key_value());
+    assert_eq!(MlpIndexBytes::<u8>::new().first(), None);
     let ks: Vec<&[u8]> = (&m).into_iter().map(|(k, _)| k).collect();
     assert_eq!(ks, [&b"a"[..], b"b", b"c"]);
     assert_eq!(m.range(&b"b"[..]..).count(), 2);

@@ -36,7 +36,7 @@
 //!
 //! Large maps of long keys with long shared prefixes (file paths, URLs, composite keys,
 //! e-mail addresses) that need both point lookups and ordered access: seeks and scans.
-//! A lookup costs about three DRAM round trips whatever the key's length; a scan reads each
+//! A lookup costs three to four DRAM round trips whatever the key's length; a scan reads each
 //! leaf's values sequentially, a DRAM round trip per 32–64 entries, where a trie walks a
 //! node per key.
 //!
@@ -199,6 +199,16 @@ impl<V> MlpIndexBytes<V> {
     /// The values in key order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> + '_ {
         self.iter().map(|(_, v)| v)
+    }
+
+    /// The entry with the smallest key (as [`first_key_value`](Self::first_key_value)).
+    pub fn first(&self) -> Option<(&[u8], &V)> {
+        self.first_key_value()
+    }
+
+    /// The entry with the largest key (as [`last_key_value`](Self::last_key_value)).
+    pub fn last(&self) -> Option<(&[u8], &V)> {
+        self.last_key_value()
     }
 
     /// The entry with the smallest key.
