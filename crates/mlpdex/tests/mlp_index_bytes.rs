@@ -15,7 +15,9 @@
 //! 4. **Edge keys**: the empty key, prefix chains in every insertion order, 0x00/0xFF keys,
 //!    1–4 KiB keys differing only late or only by length, many keys sharing one 3 KiB prefix.
 //! 5. **Shrinking**: removing nine keys in ten merges sparse leaves; memory drops below a quarter.
-//! 6. **Values**: drop counting (replace, remove, clear, drop), `get_mut`, `retain`,
+//! 6. **Entry API** against `BTreeMap`'s on 20k operations; keys over `MAX_KEY_LEN` refused
+//!    (`insert`, `try_entry`, `try_extend`), one at the limit accepted.
+//! 7. **Values**: drop counting (replace, remove, clear, drop), `get_mut`, `retain`,
 //!    `pop_first`/`pop_last`, `Clone`/`PartialEq`, `Debug`, `FromIterator`.
 //!
 //! No test asserts on timing.
@@ -143,7 +145,7 @@ fn churn(shape: KeyShape, seed: u64, keys: usize) {
         } else {
             let v = rng.below(1 << 40);
             assert_eq!(
-                m.insert(k, v),
+                m.insert(k, v).unwrap(),
                 o.insert(k.clone(), v),
                 "step {step}: insert {k:?}"
             );
@@ -190,7 +192,7 @@ fn many_keys_sharing_a_long_prefix() {
         if i % 3 == 0 {
             k.truncate(stem.len() - rng.below(40) as usize);
         }
-        assert_eq!(m.insert(&k, i), o.insert(k, i));
+        assert_eq!(m.insert(&k, i).unwrap(), o.insert(k, i));
     }
     m.check_invariants().unwrap();
     compare_reads(&m, &o, &mut rng);
@@ -209,7 +211,7 @@ fn removals_give_memory_back() {
     };
     let mut m = MlpIndexBytes::new();
     for i in 0..40_000u64 {
-        m.insert(key(i).as_bytes(), i);
+        m.insert(key(i).as_bytes(), i).unwrap();
     }
     let full = m.memory_usage();
     // Keep one key in ten, removed in an order unrelated to key order.
@@ -262,7 +264,10 @@ fn edge_keys() {
         let mut m = MlpIndexBytes::new();
         let mut o = BTreeMap::new();
         for (i, k) in ks.iter().enumerate() {
-            assert_eq!(m.insert(k, i as u64), o.insert(k.clone(), i as u64));
+            assert_eq!(
+                m.insert(k, i as u64).unwrap(),
+                o.insert(k.clone(), i as u64)
+            );
         }
         m.check_invariants().unwrap();
         compare_reads(&m, &o, &mut rng);
@@ -283,9 +288,10 @@ fn values_drop_once() {
     let drops = Rc::new(Cell::new(0));
     let mut m = MlpIndexBytes::new();
     for i in 0..500u32 {
-        m.insert(format!("key/{i:05}").as_bytes(), Counted(drops.clone()));
+        m.insert(format!("key/{i:05}").as_bytes(), Counted(drops.clone()))
+            .unwrap();
     }
-    let old = m.insert(b"key/00007", Counted(drops.clone()));
+    let old = m.insert(b"key/00007", Counted(drops.clone())).unwrap();
     drop(old);
     assert_eq!(drops.get(), 1);
     drop(m.remove(b"key/00008"));
@@ -300,7 +306,7 @@ fn values_drop_once() {
     // 501 values were made: 500 inserts and one replacement.
     m.clear();
     assert_eq!(drops.get(), 501);
-    m.insert(b"z", Counted(drops.clone()));
+    m.insert(b"z", Counted(drops.clone())).unwrap();
     drop(m);
     assert_eq!(drops.get(), 502);
 }
@@ -325,6 +331,70 @@ fn std_conveniences() {
     assert!(m.memory_usage() > 0);
     fn send_sync<T: Send + Sync>() {}
     send_sync::<MlpIndexBytes<u64>>();
+}
+
+#[test]
+fn entry_api() {
+    let mut m: MlpIndexBytes<u64> = MlpIndexBytes::new();
+    let mut o: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+    let mut rng = TestRng::new(3);
+    for step in 0..20_000u64 {
+        let k = KeyShape::Paths.gen_key(&mut rng);
+        match rng.below(4) {
+            0 => {
+                *m.entry(&k).or_insert(step) += 1;
+                *o.entry(k).or_insert(step) += 1;
+            }
+            1 => {
+                m.entry(&k).and_modify(|v| *v *= 3).or_default();
+                o.entry(k).and_modify(|v| *v *= 3).or_default();
+            }
+            2 => {
+                let got = match m.entry(&k) {
+                    mlpdex::mlp_index_bytes::Entry::Occupied(e) => {
+                        assert_eq!(e.key(), &k[..]);
+                        Some(e.remove_entry())
+                    }
+                    mlpdex::mlp_index_bytes::Entry::Vacant(e) => {
+                        assert_eq!(e.into_key(), k);
+                        None
+                    }
+                };
+                assert_eq!(got, o.remove_entry(&k));
+            }
+            _ => {
+                let v = *m.entry(&k).or_insert_with_key(|key| key.len() as u64);
+                assert_eq!(v, *o.entry(k.clone()).or_insert_with(|| k.len() as u64));
+            }
+        }
+        if step.is_multiple_of(1_000) {
+            m.check_invariants().unwrap();
+        }
+    }
+    let got: Vec<(Vec<u8>, u64)> = m.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+    let want: Vec<(Vec<u8>, u64)> = o.into_iter().collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn keys_over_the_limit_are_refused() {
+    let mut m = MlpIndexBytes::new();
+    m.insert(b"a", 1).unwrap();
+    let long = vec![7u8; MlpIndexBytes::<u8>::MAX_KEY_LEN + 1];
+    assert_eq!(
+        m.insert(&long, 2),
+        Err(mlpdex::Error::KeyTooLong {
+            len: long.len(),
+            max: MlpIndexBytes::<u8>::MAX_KEY_LEN
+        })
+    );
+    assert!(m.try_entry(&long).is_err());
+    assert!(m.try_extend([(&long[..], 3)]).is_err());
+    let at_limit = &long[..MlpIndexBytes::<u8>::MAX_KEY_LEN];
+    assert_eq!(m.insert(at_limit, 4), Ok(None));
+    assert_eq!(m.get(at_limit), Some(&4));
+    assert_eq!(m.len(), 2);
+    m.check_invariants().unwrap();
 }
 
 proptest! {

@@ -29,7 +29,9 @@ impl BenchIndex for MlpBytes {
 
     #[inline]
     fn insert(&mut self, key: &[u8], value: u64) -> Option<u64> {
-        self.0.insert(key, value)
+        self.0
+            .insert(key, value)
+            .expect("keys of the benchmark datasets are within the key-length limit")
     }
 
     #[inline]

@@ -5,9 +5,9 @@
 //! use mlpdex::mlp_index_bytes::MlpIndexBytes;
 //!
 //! let mut m = MlpIndexBytes::new();
-//! m.insert(b"/usr/lib/libc.so.6", 1);
-//! m.insert(b"/usr/lib/libm.so.6", 2);
-//! m.insert(b"/usr/share/doc/README", 3);
+//! m.insert(b"/usr/lib/libc.so.6", 1)?;
+//! m.insert(b"/usr/lib/libm.so.6", 2)?;
+//! m.insert(b"/usr/share/doc/README", 3)?;
 //! assert_eq!(m.get(b"/usr/lib/libm.so.6"), Some(&2));
 //!
 //! // Everything under /usr/lib/, in order; no trait import, no turbofish.
@@ -16,6 +16,11 @@
 //! // The first key at or after a point, and the last one before it.
 //! assert_eq!(m.lower_bound(std::ops::Bound::Included(b"/usr/m")).map(|e| *e.1), Some(3));
 //! assert_eq!(m.iter().next_back().map(|e| *e.1), Some(3));
+//!
+//! // The entry API, as in `BTreeMap`.
+//! *m.entry(b"/usr/lib/libc.so.6").or_insert(0) += 10;
+//! assert_eq!(m[&b"/usr/lib/libc.so.6"[..]], 11);
+//! # Ok::<(), mlpdex::Error>(())
 //! ```
 //!
 //! # What it is
@@ -54,8 +59,12 @@
 //! - [`MlpIndexBytes`] has the shape of `BTreeMap<Vec<u8>, V>` with `&[u8]` keys, as inherent
 //!   methods, and implements [`OrderedMap`] by forwarding to them. Writes
 //!   take `&mut self`; the map is `Send`/`Sync` when `V` is.
-//! - Any byte string is a key: the empty key, keys with 0x00 and 0xFF bytes, keys that are
-//!   prefixes of others, keys of any length up to 4 GiB.
+//! - Any byte string of up to [`MlpIndexBytes::MAX_KEY_LEN`] bytes (16 MiB) is a key: the empty
+//!   key, keys with 0x00 and 0xFF bytes, keys that are prefixes of others. Insertion returns
+//!   `Result` and refuses a longer key with [`Error::KeyTooLong`], the map unchanged; where
+//!   std's shape has no room for one, the method panics instead and a `try_` twin returns the
+//!   error: [`entry`](MlpIndexBytes::entry) / [`try_entry`](MlpIndexBytes::try_entry),
+//!   `Extend` and `FromIterator` / [`try_extend`](MlpIndexBytes::try_extend).
 //! - The table stores hashes of prefixes, not their bytes; a search confirms the leaf it
 //!   reaches against the leaf's two fences before answering, and a collision (which a random
 //!   per-map hash seed makes improbable) costs a slower search, never a wrong answer.
@@ -66,12 +75,14 @@
 //!   order, each key between its leaf's fences, no empty leaf but the first, the table holding
 //!   exactly the anchors' prefixes with their leaf links.
 
+mod entry;
 mod iter;
 mod raw;
 
 use core::fmt;
 use core::ops::Bound;
 
+pub use entry::{Entry, OccupiedEntry, VacantEntry};
 pub use iter::Range;
 use raw::{Pos, RawMap};
 
@@ -91,7 +102,21 @@ fn random_seed() -> u64 {
     h.finish()
 }
 
+/// `Err(KeyTooLong)` for a key over the limit.
+fn check_len(key: &[u8]) -> Result<(), Error> {
+    if key.len() > MlpIndexBytes::<()>::MAX_KEY_LEN {
+        return Err(Error::KeyTooLong {
+            len: key.len(),
+            max: MlpIndexBytes::<()>::MAX_KEY_LEN,
+        });
+    }
+    Ok(())
+}
+
 impl<V> MlpIndexBytes<V> {
+    /// The longest key accepted, 16 MiB (a leaf's keys share one arena with 32-bit offsets).
+    pub const MAX_KEY_LEN: usize = 16 << 20;
+
     /// An empty map.
     pub fn new() -> Self {
         MlpIndexBytes {
@@ -136,10 +161,25 @@ impl<V> MlpIndexBytes<V> {
         self.raw.find(key).is_some()
     }
 
-    /// Stores `value` under `key`; returns the value it replaces.
+    /// Stores `value` under `key`; returns the value it replaces, or
+    /// [`Error::KeyTooLong`] for a key over [`MAX_KEY_LEN`](Self::MAX_KEY_LEN) bytes (the map is
+    /// then unchanged).
     #[inline]
-    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
-        self.raw.insert(key, value)
+    pub fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
+        check_len(key)?;
+        Ok(self.raw.insert(key, value).1)
+    }
+
+    /// Inserts every pair; stops at the first key over [`MAX_KEY_LEN`](Self::MAX_KEY_LEN) bytes
+    /// with [`Error::KeyTooLong`] (the pairs before it stay inserted).
+    pub fn try_extend<K: AsRef<[u8]>, I: IntoIterator<Item = (K, V)>>(
+        &mut self,
+        iter: I,
+    ) -> Result<(), Error> {
+        for (k, v) in iter {
+            self.insert(k.as_ref(), v)?;
+        }
+        Ok(())
     }
 
     /// Removes `key`; returns its value.
@@ -309,9 +349,12 @@ impl<V: PartialEq> PartialEq for MlpIndexBytes<V> {
 impl<V: Eq> Eq for MlpIndexBytes<V> {}
 
 impl<K: AsRef<[u8]>, V> Extend<(K, V)> for MlpIndexBytes<V> {
+    /// # Panics
+    /// On a key over [`MlpIndexBytes::MAX_KEY_LEN`] bytes; [`MlpIndexBytes::try_extend`]
+    /// returns the error instead.
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
-        for (k, v) in iter {
-            self.insert(k.as_ref(), v);
+        if let Err(e) = self.try_extend(iter) {
+            panic!("MlpIndexBytes::extend: {e}");
         }
     }
 }
@@ -361,7 +404,7 @@ impl<V: fmt::Debug> OrderedMap<V> for MlpIndexBytes<V> {
         MlpIndexBytes::get(self, key)
     }
     fn insert(&mut self, key: &[u8], value: V) -> Result<Option<V>, Error> {
-        Ok(MlpIndexBytes::insert(self, key, value))
+        MlpIndexBytes::insert(self, key, value)
     }
     fn remove(&mut self, key: &[u8]) -> Option<V> {
         MlpIndexBytes::remove(self, key)

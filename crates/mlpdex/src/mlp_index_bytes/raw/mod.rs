@@ -341,14 +341,15 @@ impl<V> RawMap<V> {
         self.leaf_mut(p.leaf).val_mut(p.i)
     }
 
-    /// Stores `val` under `key`; the previous value if there was one.
-    pub(crate) fn insert(&mut self, key: &[u8], val: V) -> Option<V> {
+    /// Stores `val` under `key`; where it now is, and the previous value if there was one.
+    pub(crate) fn insert(&mut self, key: &[u8], val: V) -> (Pos, Option<V>) {
         let mut h = PrefixHasher::new(key, self.seed);
         let mut x = self.locate(key, &mut h, true);
         let tag = tag_of(h.hash(key.len()));
         let (mut i, eq) = self.leaf(x).seek(key);
         if eq {
-            return Some(core::mem::replace(self.leaf_mut(x).val_mut(i), val));
+            let old = core::mem::replace(self.leaf_mut(x).val_mut(i), val);
+            return (Pos { leaf: x, i }, Some(old));
         }
         if self.leaf(x).len() == CAP {
             let z = self.split(x);
@@ -359,7 +360,7 @@ impl<V> RawMap<V> {
         }
         self.leaf_mut(x).insert_at(i, key, tag, val);
         self.len += 1;
-        None
+        (Pos { leaf: x, i }, None)
     }
 
     /// Removes the entry at `p`; its key and value.
@@ -680,7 +681,7 @@ mod tests {
         let mut o = BTreeMap::new();
         for i in 0..20_000 {
             let k = path(i);
-            assert_eq!(m.insert(&k, i), o.insert(k, i));
+            assert_eq!(m.insert(&k, i).1, o.insert(k, i));
         }
         m.audit().unwrap();
         let live = m.leaves.len() - m.free.len();
