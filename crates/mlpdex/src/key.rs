@@ -140,6 +140,25 @@ impl<R: KeyRange + ?Sized> KeyRange for &R {
     }
 }
 
+/// Length of the common prefix of `a` and `b`, eight bytes at a time.
+#[inline]
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 // The range-bound helpers and `Escaped` are the crate's own: its structures call them, and they
 // are no part of the API. The `testing` feature exposes them, hidden from the docs, to the
 // crate's integration tests and fuzz targets, whose reference models check ranges the same way.
@@ -314,5 +333,27 @@ mod tests {
             shown.starts_with(&format!("\"{}…", "x".repeat(48))),
             "{shown}"
         );
+    }
+}
+
+#[cfg(test)]
+mod common_prefix_tests {
+    use super::common_prefix;
+
+    #[test]
+    fn common_prefix_matches_naive() {
+        let cases: [(&[u8], &[u8]); 6] = [
+            (b"", b"abc"),
+            (b"abc", b"abd"),
+            (b"abcdefghij", b"abcdefghik"),
+            (b"abcdefgh", b"abcdefgh"),
+            (b"abcdefghijklmnopq", b"abcdefghijklmnopr"),
+            (b"\xff\x00", b"\xff\x01"),
+        ];
+        for (a, b) in cases {
+            let naive = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            assert_eq!(common_prefix(a, b), naive);
+            assert_eq!(common_prefix(b, a), naive);
+        }
     }
 }

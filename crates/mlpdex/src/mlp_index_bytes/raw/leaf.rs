@@ -10,31 +10,13 @@
 use core::cmp::Ordering;
 
 use super::NONE;
+use crate::key::common_prefix;
 use crate::substrate::prefetch::prefetch_read;
 
 /// Entries per leaf.
 pub(crate) const CAP: usize = 64;
 /// Inline bytes for the fences and the common prefix; more go to the heap.
 const FB: usize = 128;
-
-/// Length of the common prefix of `a` and `b`.
-#[inline]
-pub(crate) fn lcp(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8"));
-        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
-        if x != y {
-            return i + ((x ^ y).trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
-}
 
 /// `key[at..at + 8]` big-endian, zero-padded past the key's end.
 #[inline(always)]
@@ -324,13 +306,13 @@ impl<V> Leaf<V> {
     fn common_len(&self) -> usize {
         match self.len() {
             0 => 0,
-            n => lcp(self.key(0), self.key(n - 1)),
+            n => common_prefix(self.key(0), self.key(n - 1)),
         }
     }
 
     fn write_header(&mut self, lower: &[u8], upper: Option<&[u8]>, pre: &[u8]) {
-        let up_shared = upper.map_or(0, |u| lcp(lower, u));
-        let pre_shared = lcp(lower, pre);
+        let up_shared = upper.map_or(0, |u| common_prefix(lower, u));
+        let pre_shared = common_prefix(lower, pre);
         let mut buf = Vec::with_capacity(lower.len() + pre.len() + upper.map_or(0, <[u8]>::len));
         buf.extend_from_slice(lower);
         if let Some(u) = upper {
@@ -544,14 +526,6 @@ mod tests {
                 "{q:?} vs {a:?}+{b:?}"
             );
         }
-    }
-
-    #[test]
-    fn lcp_counts_shared_bytes() {
-        assert_eq!(lcp(b"", b"abc"), 0);
-        assert_eq!(lcp(b"abcdefghij", b"abcdefghiX"), 9);
-        assert_eq!(lcp(b"abcdefgh", b"abcdefgh"), 8);
-        assert_eq!(lcp(b"abcdefgh12", b"abcdefgh1"), 9);
     }
 
     #[test]

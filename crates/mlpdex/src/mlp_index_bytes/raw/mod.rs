@@ -29,9 +29,10 @@ mod leaf;
 mod meta;
 
 use hash::PrefixHasher;
-use leaf::lcp;
 pub(crate) use leaf::{CAP, Leaf};
 use meta::Nodes;
+
+use crate::key::common_prefix;
 
 /// "No leaf", "no length".
 pub(crate) const NONE: u32 = u32::MAX;
@@ -400,7 +401,7 @@ impl<V> RawMap<V> {
         let n = l.len();
         let (mut at, mut best) = (n / 2, usize::MAX);
         for i in n / 4..=3 * n / 4 {
-            let c = lcp(l.key(i - 1), l.key(i));
+            let c = common_prefix(l.key(i - 1), l.key(i));
             if c < best || (c == best && i.abs_diff(n / 2) < at.abs_diff(n / 2)) {
                 (at, best) = (i, c);
             }
@@ -450,7 +451,7 @@ impl<V> RawMap<V> {
         // Subtrees that began right after `x` (at `w`'s anchor) now begin after `z`.
         if w != NONE {
             let aw = self.leaf(w).lower().to_vec();
-            self.retarget(&aw, lcp(a, &aw), x, z);
+            self.retarget(&aw, common_prefix(a, &aw), x, z);
         }
         self.max_anchor = self.max_anchor.max(a.len());
     }
@@ -494,7 +495,7 @@ impl<V> RawMap<V> {
         }
         if w != NONE {
             let aw = self.leaf(w).lower().to_vec();
-            self.retarget(&aw, lcp(&a, &aw), x, y);
+            self.retarget(&aw, common_prefix(&a, &aw), x, y);
             self.leaf_mut(w).prev = y;
         } else {
             self.tail = y;
@@ -513,7 +514,8 @@ impl<V> RawMap<V> {
         let upper = l.upper();
         for i in (0..l.len()).step_by(l.len().div_ceil(4)) {
             let k = l.key(i);
-            let m = lcp(k, l.lower()).max(upper.as_deref().map_or(0, |u| lcp(k, u)));
+            let m = common_prefix(k, l.lower())
+                .max(upper.as_deref().map_or(0, |u| common_prefix(k, u)));
             self.hist.abs[m.min(255)] += 1;
             self.hist.rel[(k.len() - m).min(255)] += 1;
         }

@@ -18,6 +18,7 @@ use super::compress;
 use super::suffix::SuffixKind;
 use super::trie::{Trie, choose_dense_height};
 use crate::Error;
+use crate::key::common_prefix;
 use crate::substrate::BitVec;
 
 /// Label of the terminator that marks a prefix key in a LOUDS-Sparse node.
@@ -246,45 +247,9 @@ pub(crate) fn push_ends(ends: &mut BitVec, mut len: usize) {
     ends.push_bits(1 << len, len as u32 + 1);
 }
 
-/// Length of the common prefix of `a` and `b`.
-#[inline]
-pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]));
-        let y = u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
-        if x != y {
-            return i + ((x ^ y).trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn common_prefix_matches_naive() {
-        let cases: [(&[u8], &[u8]); 6] = [
-            (b"", b"abc"),
-            (b"abc", b"abd"),
-            (b"abcdefghij", b"abcdefghik"),
-            (b"abcdefgh", b"abcdefgh"),
-            (b"abcdefghijklmnopq", b"abcdefghijklmnopr"),
-            (b"\xff\x00", b"\xff\x01"),
-        ];
-        for (a, b) in cases {
-            let naive = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-            assert_eq!(common_prefix(a, b), naive);
-            assert_eq!(common_prefix(b, a), naive);
-        }
-    }
 
     #[test]
     fn levels_of_a_small_trie() {
