@@ -14,18 +14,17 @@ pub struct Range<'a, V> {
     pub(super) front: Pos,
     /// The gap after the next entry from the back.
     pub(super) back: Pos,
-    /// Set once the ends met.
-    pub(super) done: bool,
 }
 
 impl<'a, V> Range<'a, V> {
     pub(super) fn new(map: &'a RawMap<V>, front: Pos, back: Pos) -> Self {
-        Range {
-            map,
-            front,
-            back,
-            done: false,
-        }
+        Range { map, front, back }
+    }
+
+    /// Whether the ends met: nothing is left between them (neither end moves afterwards).
+    #[inline(always)]
+    fn met(&self) -> bool {
+        self.front.leaf == self.back.leaf && self.front.i >= self.back.i
     }
 
     pub(super) fn empty(map: &'a RawMap<V>) -> Self {
@@ -34,7 +33,6 @@ impl<'a, V> Range<'a, V> {
             map,
             front: p,
             back: p,
-            done: true,
         }
     }
 }
@@ -44,15 +42,11 @@ impl<'a, V> Iterator for Range<'a, V> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
         loop {
+            if self.met() {
+                return None;
+            }
             if self.front.leaf == self.back.leaf {
-                if self.front.i >= self.back.i {
-                    self.done = true;
-                    return None;
-                }
                 break;
             }
             let l = self.map.leaf(self.front.leaf);
@@ -79,15 +73,11 @@ impl<'a, V> Iterator for Range<'a, V> {
 impl<V> DoubleEndedIterator for Range<'_, V> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
         loop {
+            if self.met() {
+                return None;
+            }
             if self.front.leaf == self.back.leaf {
-                if self.front.i >= self.back.i {
-                    self.done = true;
-                    return None;
-                }
                 break;
             }
             if self.back.i > 0 {

@@ -45,8 +45,6 @@ fn cmp_concat(q: &[u8], a: &[u8], b: &[u8]) -> Ordering {
 /// A leaf.
 #[repr(C, align(64))]
 pub(crate) struct Leaf<V> {
-    /// Entries.
-    pub(crate) n: u32,
     /// Neighbours in key order ([`NONE`] at the ends).
     pub(crate) prev: u32,
     pub(crate) next: u32,
@@ -80,7 +78,6 @@ impl<V> Leaf<V> {
     /// An empty leaf between `lower` (inclusive) and `upper` (exclusive; `None`: unbounded).
     pub(crate) fn new(lower: &[u8], upper: Option<&[u8]>) -> Box<Self> {
         let mut l = Box::new(Leaf {
-            n: 0,
             prev: NONE,
             next: NONE,
             d: 0,
@@ -104,7 +101,7 @@ impl<V> Leaf<V> {
 
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
-        self.n as usize
+        self.vals.len()
     }
 
     #[inline(always)]
@@ -154,15 +151,7 @@ impl<V> Leaf<V> {
     /// Whether `key` lies between the fences.
     #[inline]
     pub(crate) fn covers(&self, key: &[u8]) -> bool {
-        if key < self.lower() {
-            return false;
-        }
-        self.up_len == NONE
-            || cmp_concat(
-                key,
-                &self.lower()[..self.up_shared as usize],
-                self.upper_tail(),
-            ) == Ordering::Less
+        key >= self.lower() && self.below_upper(key)
     }
 
     /// Whether `key` is below the upper fence.
@@ -293,7 +282,7 @@ impl<V> Leaf<V> {
     /// Stores the fences and rewrites the prefix and slices for them.
     pub(crate) fn set_fences(&mut self, lower: &[u8], upper: Option<&[u8]>) {
         let d = self.common_len();
-        let pre: Vec<u8> = if self.n == 0 {
+        let pre: Vec<u8> = if self.len() == 0 {
             Vec::new()
         } else {
             self.key(0)[..d].to_vec()
@@ -342,12 +331,12 @@ impl<V> Leaf<V> {
     /// After the first or last key changed: a new common prefix, so new slices.
     fn refresh_prefix(&mut self) {
         let d = self.common_len();
-        if d == self.d as usize && self.n > 0 {
+        if d == self.d as usize && self.len() > 0 {
             return;
         }
         let lower = self.lower().to_vec();
         let upper = self.upper();
-        let pre: Vec<u8> = if self.n == 0 {
+        let pre: Vec<u8> = if self.len() == 0 {
             Vec::new()
         } else {
             self.key(0)[..d].to_vec()
@@ -376,7 +365,6 @@ impl<V> Leaf<V> {
         self.off[pos] = at as u32;
         self.klen[pos] = key.len() as u32;
         self.vals.insert(pos, val);
-        self.n += 1;
         if pos == 0 || pos == n {
             self.refresh_prefix();
         }
@@ -393,7 +381,6 @@ impl<V> Leaf<V> {
         self.off.copy_within(pos + 1..n, pos);
         self.klen.copy_within(pos + 1..n, pos);
         let v = self.vals.remove(pos);
-        self.n -= 1;
         if self.garbage as usize * 2 > self.arena.len() {
             self.compact();
         }
@@ -409,7 +396,6 @@ impl<V> Leaf<V> {
             .map(|i| (self.key(i).to_vec(), self.tags[i]))
             .collect();
         let vals = core::mem::take(&mut self.vals);
-        self.n = 0;
         self.arena = Vec::new();
         self.garbage = 0;
         self.refresh_prefix();
@@ -451,14 +437,11 @@ impl<V> Leaf<V> {
         }
         right.vals = self.vals.split_off(from);
         right.vals.reserve(CAP - right.vals.len());
-        right.n = (n - from) as u32;
-        self.n = from as u32;
-        self.garbage = 0;
+        // The moved keys are this arena's garbage now.
         self.compact();
         let lower = self.lower().to_vec();
         self.set_fences(&lower, Some(anchor));
-        let r_upper = right.upper();
-        right.set_fences(anchor, r_upper.as_deref());
+        right.set_fences(anchor, upper.as_deref());
         right
     }
 
@@ -479,8 +462,8 @@ impl<V> Leaf<V> {
     /// Checks the leaf's own invariants.
     pub(crate) fn audit(&self) -> Result<(), String> {
         let n = self.len();
-        if n > CAP || self.vals.len() != n {
-            return Err(format!("{n} entries, {} values", self.vals.len()));
+        if n > CAP {
+            return Err(format!("{n} entries"));
         }
         for i in 0..n {
             if i > 0 && self.key(i - 1) >= self.key(i) {
