@@ -1,21 +1,15 @@
 //! Hashes of a key's prefixes, of any length, from one pass over the key's 8-byte words.
 //!
 //! A lookup probes the prefix table at several prefix lengths of one key. The hash of
-//! `key[..m]` is a running state over the first `m / 8` whole words, finished with the
-//! `m % 8` bytes that follow and with `m` itself; the states are computed once per key and only
-//! as far as the longest length probed, so a probe costs two multiplications.
+//! `key[..m]` is a running state over the first `m / 8` whole words (each word mixed in with
+//! the substrate's [`hash_u64`], seeded by the state so far), finished with the `m % 8` bytes
+//! that follow and with `m` itself; the states are computed once per key and only as far as the
+//! longest length probed, so a probe costs one mix.
 
 /// Word states kept inline; prefixes longer than `8 * (INLINE - 1)` bytes continue on the heap.
 const INLINE: usize = 64;
 
-const M1: u64 = 0x9E37_79B9_7F4A_7C15;
-const M2: u64 = 0xC2B2_AE3D_27D4_EB4F;
-
-#[inline(always)]
-fn mix(x: u64) -> u64 {
-    let x = (x ^ (x >> 31)).wrapping_mul(M1);
-    x ^ (x >> 29)
-}
+use crate::substrate::hash::hash_u64;
 
 /// `n` (at most 8) bytes of `key` from `at`, little-endian, zero above them.
 #[inline(always)]
@@ -62,7 +56,7 @@ impl<'k> PrefixHasher<'k> {
     fn state(&mut self, w: usize) -> u64 {
         while self.have < w {
             let s = self.state_at(self.have);
-            let next = mix(s ^ word(self.key, self.have * 8, 8)).wrapping_add(M2);
+            let next = hash_u64(word(self.key, self.have * 8, 8), s);
             self.have += 1;
             if self.have < INLINE {
                 self.states[self.have] = next;
@@ -89,7 +83,7 @@ impl<'k> PrefixHasher<'k> {
         let w = m / 8;
         let s = self.state(w);
         let tail = word(self.key, w * 8, m - w * 8);
-        mix(mix(s ^ tail) ^ (m as u64).wrapping_mul(M2))
+        hash_u64(tail, s ^ (m as u64).rotate_left(32))
     }
 }
 
