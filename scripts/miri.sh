@@ -33,6 +33,7 @@ SKIP=(
     succinct::
     hybrid::bloom::
     mlp_index::raw::hash::
+    mlp_index_bytes::
     pi::raw::sort::
     substrate::bits::
     substrate::rank::
