@@ -33,7 +33,7 @@ SKIP=(
     succinct::
     hybrid::bloom::
     mlp_index::raw::hash::
-    mlp_index_bytes::
+    mlp_index_bytes::raw::
     pi::raw::sort::
     substrate::bits::
     substrate::rank::

@@ -82,7 +82,6 @@ pub mod hope;
 pub mod hybrid;
 pub mod key;
 pub mod mlp_index;
-#[forbid(unsafe_code)]
 pub mod mlp_index_bytes;
 pub mod pi;
 #[cfg(target_os = "linux")]

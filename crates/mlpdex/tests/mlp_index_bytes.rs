@@ -331,6 +331,8 @@ fn std_conveniences() {
     assert!(m.memory_usage() > 0);
     fn send_sync<T: Send + Sync>() {}
     send_sync::<MlpIndexBytes<u64>>();
+    send_sync::<mlpdex::mlp_index_bytes::IterMut<'_, u64>>();
+    send_sync::<mlpdex::mlp_index_bytes::IntoIter<u64>>();
 }
 
 #[test]
@@ -431,4 +433,160 @@ proptest! {
             }
         }
     }
+}
+
+/// The mutable, owning and batched interfaces against `BTreeMap`'s, on every key shape:
+/// `iter_mut` and `range_mut` walked from both ends in a random interleaving, writing every
+/// value they hand out; `into_iter` likewise; `get_batch` against `get` at present, absent,
+/// cut and extended keys.
+#[test]
+fn mutable_owning_and_batched_access() {
+    for (s, &shape) in KeyShape::ALL.iter().enumerate() {
+        let mut rng = TestRng::new(500 + s as u64);
+        let n = if shape == KeyShape::Long { 300 } else { 3_000 };
+        let mut m = MlpIndexBytes::new();
+        let mut o = BTreeMap::new();
+        for i in 0..n as u64 {
+            let k = shape.gen_key(&mut rng);
+            assert_eq!(m.insert(&k, i).unwrap(), o.insert(k, i));
+        }
+        let keys: Vec<Vec<u8>> = o.keys().cloned().collect();
+
+        // Batched lookups, in batches of every size up to 20.
+        let ps = probes(&keys, &mut rng);
+        let refs: Vec<&[u8]> = ps.iter().map(|k| &k[..]).collect();
+        for size in 1..=20 {
+            for batch in refs.chunks(size) {
+                let mut out = vec![None; batch.len()];
+                m.get_batch(batch, &mut out);
+                let want: Vec<Option<&u64>> = batch.iter().map(|k| o.get(*k)).collect();
+                assert_eq!(out, want, "batch of {size}");
+            }
+        }
+
+        // Every value once, through iter_mut, then values_mut.
+        for (k, v) in &mut m {
+            *v = v.wrapping_mul(3) ^ k.len() as u64;
+        }
+        for (k, v) in o.iter_mut() {
+            *v = v.wrapping_mul(3) ^ k.len() as u64;
+        }
+        m.values_mut().rev().for_each(|v| *v += 1);
+        o.values_mut().for_each(|v| *v += 1);
+        assert!(m.iter().eq(o.iter().map(|(k, v)| (&k[..], v))));
+
+        // Ranges, both ends interleaved, each value handed out written.
+        let ps = probes(&keys, &mut rng);
+        for (t, a) in ps.iter().enumerate() {
+            let b = &ps[(t * 7 + 3) % ps.len()];
+            for (lo, hi) in bounds(a).into_iter().zip(bounds(b).into_iter().rev()) {
+                if let (
+                    Bound::Included(x) | Bound::Excluded(x),
+                    Bound::Included(y) | Bound::Excluded(y),
+                ) = (lo, hi)
+                    && (x > y
+                        || (x == y
+                            && !matches!((lo, hi), (Bound::Included(_), Bound::Included(_)))))
+                {
+                    // BTreeMap panics on an empty or inverted range; ours is empty.
+                    assert_eq!(m.range_mut((lo, hi)).count(), 0);
+                    continue;
+                }
+                let mut got = m.range_mut((lo, hi));
+                let mut want = o.range_mut::<[u8], _>((lo, hi));
+                loop {
+                    let back = rng.below(2) == 0;
+                    let (g, w) = if back {
+                        (got.next_back(), want.next_back())
+                    } else {
+                        (got.next(), want.next())
+                    };
+                    match (g, w) {
+                        (Some((gk, gv)), Some((wk, wv))) => {
+                            assert_eq!((gk, &*gv), (&wk[..], &*wv));
+                            *gv += t as u64;
+                            *wv += t as u64;
+                        }
+                        (None, None) => break,
+                        (g, w) => panic!("range ({lo:?}, {hi:?}): {g:?} against {w:?}"),
+                    }
+                }
+            }
+        }
+        assert!(m.iter().eq(o.iter().map(|(k, v)| (&k[..], v))));
+        m.check_invariants().unwrap();
+
+        // The owning iterator, from both ends, its length exact all along.
+        let mut got = m.clone().into_iter();
+        let mut want = o.clone().into_iter();
+        loop {
+            assert_eq!(got.len(), want.len());
+            let (g, w) = if rng.below(3) == 0 {
+                (got.next_back(), want.next_back())
+            } else {
+                (got.next(), want.next())
+            };
+            assert_eq!(g, w);
+            if g.is_none() {
+                break;
+            }
+        }
+        assert!(m.clone().into_keys().eq(o.keys().cloned()));
+        assert!(m.into_values().rev().eq(o.into_values().rev()));
+    }
+}
+
+#[test]
+fn partly_walked_owning_iterators_drop_every_value_once() {
+    let drops = Rc::new(Cell::new(0));
+    let mut m = MlpIndexBytes::new();
+    for i in 0..2_000u32 {
+        m.insert(
+            format!("k/{:03}/{i}", i % 97).as_bytes(),
+            Counted(drops.clone()),
+        )
+        .unwrap();
+    }
+    let mut it = m.into_iter();
+    for _ in 0..300 {
+        drop(it.next());
+        drop(it.next_back());
+    }
+    assert_eq!(drops.get(), 600);
+    drop(it);
+    assert_eq!(drops.get(), 2_000);
+}
+
+#[test]
+fn reservations_and_shrinking() {
+    let key = |i: u64| format!("/var/lib/app{}/shard{:03}/obj{i:07}", i % 3, i % 211).into_bytes();
+    let mut m = MlpIndexBytes::with_capacity(30_000);
+    for i in 0..30_000u64 {
+        m.insert(&key(i), i).unwrap();
+    }
+    m.reserve(10_000);
+    m.try_reserve(10_000).unwrap();
+    let full = m.memory_usage();
+    assert!(matches!(
+        m.try_reserve(usize::MAX),
+        Err(mlpdex::Error::OutOfMemory { .. })
+    ));
+    assert_eq!(m.len(), 30_000);
+    for i in (0..30_000u64).filter(|i| i % 8 != 0) {
+        assert_eq!(m.remove(&key(i)), Some(i));
+    }
+    let sparse = m.memory_usage();
+    m.shrink_to_fit();
+    m.check_invariants().unwrap();
+    let shrunk = m.memory_usage();
+    assert!(shrunk < sparse && sparse < full, "{full} {sparse} {shrunk}");
+    for i in 0..30_000u64 {
+        assert_eq!(m.get(&key(i)), (i % 8 == 0).then_some(&i));
+    }
+    // Still a working map after shrinking.
+    for i in 30_000..40_000u64 {
+        m.insert(&key(i), i).unwrap();
+    }
+    m.check_invariants().unwrap();
+    assert_eq!(m.len(), 30_000 / 8 + 10_000);
 }

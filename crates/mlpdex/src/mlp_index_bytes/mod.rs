@@ -32,8 +32,9 @@
 //! prefix of its key in that table, a search over prefix lengths since the set is closed under
 //! taking prefixes; the node it lands on names the leaf. Where Wormhole probes one length at a
 //! time, each round here probes up to 16 lengths with their hash buckets prefetched together
-//! (memory-level parallelism), and the first round probes the window of lengths where recent
-//! searches ended, so most searches take one round. The leaf is then one more round: it keeps
+//! (memory-level parallelism), and the first round probes the lengths where recent searches
+//! ended (a run of adjacent lengths around each mode: URLs end near the host or deep in the
+//! path), so most searches take one round. The leaf is then one more round: it keeps
 //! a one-byte hash tag per key for exact lookups and eight key bytes per key past the leaf's
 //! common prefix for seeks, so only the key that matches is read from the leaf's key arena.
 //!
@@ -75,15 +76,21 @@
 //!   order, each key between its leaf's fences, no empty leaf but the first, the table holding
 //!   exactly the anchors' prefixes with their leaf links.
 
+// The map's core and its entry API hold no unsafe code (miri leaves their tests out:
+// scripts/miri.sh); the mutable iterator, which hands out values while it walks the leaves,
+// does.
+#[forbid(unsafe_code)]
 mod entry;
 mod iter;
+#[forbid(unsafe_code)]
 mod raw;
 
 use core::fmt;
 use core::ops::Bound;
 
 pub use entry::{Entry, OccupiedEntry, VacantEntry};
-pub use iter::Range;
+use iter::Cursor;
+pub use iter::{IntoIter, IterMut, Range};
 use raw::{Pos, RawMap};
 
 use crate::key::{KeyRange, is_empty_range};
@@ -155,6 +162,78 @@ impl<V> MlpIndexBytes<V> {
         Some(self.raw.val_mut(p))
     }
 
+    /// Looks up every key of `keys`, `out[i]` receiving the value of `keys[i]`, with the memory
+    /// accesses of neighbouring lookups overlapped: the first search round of a group of
+    /// keys is fetched at once, then their leaves. Same answers as one-by-one
+    /// [`get`](Self::get)s.
+    ///
+    /// ```
+    /// use mlpdex::mlp_index_bytes::MlpIndexBytes;
+    ///
+    /// let mut m = MlpIndexBytes::new();
+    /// m.insert(b"apple", 3)?;
+    /// m.insert(b"cherry", 7)?;
+    /// let keys: [&[u8]; 3] = [b"cherry", b"banana", b"apple"];
+    /// let mut out = [None; 3];
+    /// m.get_batch(&keys, &mut out);
+    /// assert_eq!(out, [Some(&7), None, Some(&3)]);
+    /// # Ok::<(), mlpdex::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `out` is shorter than `keys`.
+    pub fn get_batch<'a>(&'a self, keys: &[&[u8]], out: &mut [Option<&'a V>]) {
+        assert!(out.len() >= keys.len(), "output shorter than the batch");
+        let mut pos = [None; raw::BATCH];
+        for (ks, os) in keys.chunks(raw::BATCH).zip(out.chunks_mut(raw::BATCH)) {
+            self.raw.find_batch(ks, &mut pos[..ks.len()]);
+            for (o, p) in os.iter_mut().zip(pos) {
+                *o = p.map(|p| self.raw.entry(p).1);
+            }
+        }
+    }
+
+    /// An empty map with room for `keys` keys before its prefix table grows (see
+    /// [`reserve`](Self::reserve)).
+    ///
+    /// # Panics
+    ///
+    /// If the allocator refuses the memory; [`try_reserve`](Self::try_reserve) returns
+    /// [`Error::OutOfMemory`] instead.
+    pub fn with_capacity(keys: usize) -> Self {
+        let mut m = Self::new();
+        m.reserve(keys);
+        m
+    }
+
+    /// Makes room now for `additional` more keys in the prefix table and the leaf directory, so
+    /// that inserting them does not rehash the table. An estimate: leaves fill to about two
+    /// thirds, and each adds as many prefixes to the table as the present ones did. Leaves
+    /// are still allocated one at a time as they split.
+    ///
+    /// # Panics
+    ///
+    /// If the allocator refuses the memory; [`try_reserve`](Self::try_reserve) returns
+    /// [`Error::OutOfMemory`] instead.
+    pub fn reserve(&mut self, additional: usize) {
+        if let Err(e) = self.try_reserve(additional) {
+            panic!("MlpIndexBytes::reserve: {e}");
+        }
+    }
+
+    /// [`reserve`](Self::reserve), or [`Error::OutOfMemory`] with the map unchanged.
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), Error> {
+        self.raw.try_reserve(additional)
+    }
+
+    /// Gives back spare capacity: the prefix table shrinks to the size growth would give it
+    /// (removals never shrink it), and each leaf drops its removed keys' bytes and its value
+    /// vector's slack.
+    pub fn shrink_to_fit(&mut self) {
+        self.raw.shrink_to_fit();
+    }
+
     /// True when `key` is stored.
     #[inline]
     pub fn contains_key(&self, key: &[u8]) -> bool {
@@ -209,9 +288,19 @@ impl<V> MlpIndexBytes<V> {
     /// Entries whose keys lie in `range`, in key order (and backwards with `.rev()`); empty for
     /// an empty or inverted range.
     pub fn range<R: KeyRange>(&self, range: R) -> Range<'_, V> {
+        Range::new(&self.raw, self.cursor(range))
+    }
+
+    /// Every entry in key order.
+    pub fn iter(&self) -> Range<'_, V> {
+        Range::new(&self.raw, Cursor::new(self.raw.start(), self.raw.end()))
+    }
+
+    /// The walk over `range`'s entries.
+    fn cursor<R: KeyRange>(&self, range: R) -> Cursor {
         let (start, end) = range.key_bounds();
         if is_empty_range(start, end) {
-            return Range::empty(&self.raw);
+            return Cursor::empty(&self.raw);
         }
         let front = match start {
             Bound::Included(k) => self.raw.seek(k, true),
@@ -223,12 +312,7 @@ impl<V> MlpIndexBytes<V> {
             Bound::Excluded(k) => self.raw.seek(k, true),
             Bound::Unbounded => self.raw.end(),
         };
-        Range::new(&self.raw, front, back)
-    }
-
-    /// Every entry in key order.
-    pub fn iter(&self) -> Range<'_, V> {
-        Range::new(&self.raw, self.raw.start(), self.raw.end())
+        Cursor::new(front, back)
     }
 
     /// The keys in order.
@@ -364,14 +448,6 @@ impl<K: AsRef<[u8]>, V> FromIterator<(K, V)> for MlpIndexBytes<V> {
         let mut m = MlpIndexBytes::new();
         m.extend(iter);
         m
-    }
-}
-
-impl<'a, V> IntoIterator for &'a MlpIndexBytes<V> {
-    type Item = (&'a [u8], &'a V);
-    type IntoIter = Range<'a, V>;
-    fn into_iter(self) -> Range<'a, V> {
-        self.iter()
     }
 }
 

@@ -405,6 +405,32 @@ impl<V> Leaf<V> {
             .collect()
     }
 
+    /// The entries, owned, in key order (the leaf is consumed).
+    pub(crate) fn into_entries(mut self: Box<Self>) -> std::vec::IntoIter<(Vec<u8>, V)> {
+        let vals = core::mem::take(&mut self.vals);
+        vals.into_iter()
+            .enumerate()
+            .map(|(i, v)| (self.key(i).to_vec(), v))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    /// A pointer to the first value (for the map's mutable iterator, which hands out values of
+    /// one leaf while it reads others). `Vec::as_mut_ptr` borrows no value.
+    #[inline(always)]
+    pub(crate) fn vals_ptr(&mut self) -> *mut V {
+        self.vals.as_mut_ptr()
+    }
+
+    /// Drops removed keys' bytes and spare capacity.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        if self.garbage > 0 {
+            self.compact();
+        }
+        self.arena.shrink_to_fit();
+        self.vals.shrink_to_fit();
+    }
+
     /// Rewrites the arena without removed keys, in key order.
     fn compact(&mut self) {
         let live = self.arena.len() - self.garbage as usize;

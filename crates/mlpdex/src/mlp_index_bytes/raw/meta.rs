@@ -12,6 +12,7 @@
 //! hint that the leaf's fences confirm (see the map's contract).
 
 use super::NONE;
+use crate::Error;
 use crate::substrate::prefetch::prefetch_read;
 
 /// Kids kept in the node itself; more go to a side list.
@@ -141,9 +142,48 @@ impl Nodes {
     }
 
     fn grow(&mut self) {
-        let doubled = vec![EMPTY; self.slots.len() * 2];
-        let old = core::mem::replace(&mut self.slots, doubled);
-        self.mask = self.slots.len() - 1;
+        if let Err(e) = self.rehash(self.slots.len() * 2) {
+            panic!("MlpIndexBytes: the prefix table cannot grow: {e}");
+        }
+    }
+
+    /// Slots for `nodes` nodes at a load of at most a half.
+    fn slots_for(nodes: usize) -> usize {
+        nodes.saturating_mul(2).next_power_of_two().max(16)
+    }
+
+    /// Makes room for `more` nodes beyond those present without growing.
+    pub(crate) fn try_reserve(&mut self, more: usize) -> Result<(), Error> {
+        let want = Self::slots_for(self.used.saturating_add(more));
+        if want > self.slots.len() {
+            self.rehash(want)?;
+        }
+        Ok(())
+    }
+
+    /// Shrinks the table to the size growth would give the nodes present.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        let want = Self::slots_for(self.used);
+        if want < self.slots.len() {
+            // A refusal keeps the larger table, which is as good.
+            let _ = self.rehash(want);
+        }
+        self.spills.shrink_to_fit();
+        self.free_spills.shrink_to_fit();
+    }
+
+    /// Moves the nodes to a table of `len` slots (a power of two over twice the nodes).
+    fn rehash(&mut self, len: usize) -> Result<(), Error> {
+        debug_assert!(len.is_power_of_two() && len >= 2 * self.used);
+        let mut slots = Vec::new();
+        slots
+            .try_reserve_exact(len)
+            .map_err(|_| Error::OutOfMemory {
+                bytes: len.saturating_mul(core::mem::size_of::<Node>()),
+            })?;
+        slots.resize(len, EMPTY);
+        let old = core::mem::replace(&mut self.slots, slots);
+        self.mask = len - 1;
         for n in old.into_iter().filter(|n| n.len != NONE) {
             let mut i = n.hash as usize & self.mask;
             while self.slots[i].len != NONE {
@@ -151,6 +191,18 @@ impl Nodes {
             }
             self.slots[i] = n;
         }
+        Ok(())
+    }
+
+    /// Nodes in the table.
+    pub(crate) fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Slots in the table.
+    #[cfg(test)]
+    pub(crate) fn slots(&self) -> usize {
+        self.slots.len()
     }
 
     /// Removes the node in `slot` (it must have no kids), closing the probe run behind it.

@@ -8,9 +8,10 @@
 //! anchor, a set closed under taking prefixes, so "is `key[..m]` in the table" is true up to
 //! that length and false after it: a search over `m`. Each round probes up to [`FANOUT`]
 //! lengths at once (their buckets are prefetched together, so a round costs about one DRAM
-//! round trip); the first round probes a window of [`WINDOW`] adjacent lengths where splits have
-//! seen most searches end, which finishes most searches in that one round. The node found then
-//! names the leaf (see [`meta::Nodes::leaf_of`]).
+//! round trip); the first round probes up to [`WINDOW`] lengths chosen from where splits have
+//! seen searches end ([`best_probes`]: runs of adjacent lengths around the modes, or one run
+//! counted from the key's end), which finishes most searches in that one round. The node found
+//! then names the leaf (see [`meta::Nodes::leaf_of`]).
 //!
 //! Table slots hold hashes, not bytes, so a match is confirmed by the leaf: every leaf stores
 //! both fences, and a search checks that its key lies between them before trusting the leaf.
@@ -32,6 +33,7 @@ use hash::PrefixHasher;
 pub(crate) use leaf::{CAP, Leaf};
 use meta::Nodes;
 
+use crate::Error;
 use crate::key::common_prefix;
 
 /// "No leaf", "no length".
@@ -40,21 +42,26 @@ pub(crate) const NONE: u32 = u32::MAX;
 pub(crate) const HEAD: u32 = 0;
 /// Lengths probed per search round after the first.
 const FANOUT: usize = 8;
-/// Lengths probed in the first round once a window is learned.
+/// Lengths probed in the first round once they are learned.
 const WINDOW: usize = 16;
+/// Keys per group of a batched lookup ([`RawMap::find_batch`]).
+pub(crate) const BATCH: usize = 8;
 /// Splits between two choices of the first round's window.
 const RELEARN: u32 = 64;
 /// A leaf left with at most this many entries by a removal merges with a neighbour when the
 /// two fit in half a leaf (so a merged leaf takes many inserts before it splits again).
 const MERGE_AT: usize = CAP / 4;
 
-/// The first round's lengths: `WINDOW` adjacent lengths starting at `at` (or, when `from_end`,
-/// ending `at` bytes before the key's end).
+/// The first round's lengths: either up to `WINDOW` lengths chosen from where searches end
+/// (`lens[..k]`, ascending), or `WINDOW` adjacent lengths ending `at` bytes before the key's
+/// end (`from_end`).
 #[derive(Clone, Copy, Debug, Default)]
 struct Window {
     on: bool,
     from_end: bool,
     at: usize,
+    lens: [u8; WINDOW],
+    k: usize,
 }
 
 /// Where searches end, sampled at splits: by prefix length and by distance from the key's end.
@@ -63,6 +70,65 @@ struct Histogram {
     abs: [u32; 256],
     rel: [u32; 256],
     splits: u32,
+}
+
+/// The at most `WINDOW` lengths (ascending) whose probing in one round answers the most of the
+/// searches `hist` counts, and how many that is. A round answers a search ending at length `m`
+/// (the longest prefix of its key in the table) when it probes both `m` and `m + 1` (`m = 0`
+/// needs no probe: the root is always there), so the best set is a few runs of adjacent
+/// lengths, one per mode of the histogram (URLs: short hosts end near 8 bytes, big hosts'
+/// paths near 30). Dynamic programming over lengths, probes spent, and whether the length
+/// before was probed.
+fn best_probes(hist: &[u32; 256]) -> (u32, [u8; WINDOW], usize) {
+    const L: usize = 256;
+    // best[i][b][p]: the most searches answered by probes among lengths 1..i, b of them,
+    // p = whether length i - 1 is probed; with the choice made at i - 1 to rebuild the set.
+    let mut best = vec![[[None::<u32>; 2]; WINDOW + 1]; L + 1];
+    best[1][0][1] = Some(0);
+    for i in 1..L {
+        for b in 0..=WINDOW {
+            for p in 0..2 {
+                let Some(v) = best[i][b][p] else { continue };
+                let skip = &mut best[i + 1][b][0];
+                *skip = (*skip).max(Some(v));
+                if b < WINDOW {
+                    let gain = if p == 1 { hist[i - 1] } else { 0 };
+                    let take = &mut best[i + 1][b + 1][1];
+                    *take = (*take).max(Some(v + gain));
+                }
+            }
+        }
+    }
+    let (mut b, mut p, hits) = (0..=WINDOW)
+        .flat_map(|b| (0..2).map(move |p| (b, p)))
+        .filter_map(|(b, p)| best[L][b][p].map(|v| (b, p, v)))
+        .max_by_key(|&(b, _, v)| (v, core::cmp::Reverse(b)))
+        .expect("the empty set");
+    // Walk back: at each length, which of its two predecessors gave the value.
+    let mut lens = [0u8; WINDOW];
+    let mut k = 0;
+    let mut v = hits;
+    for i in (1..L).rev() {
+        if p == 1 {
+            // Length i was probed: the state before had b - 1 probes.
+            let from = (0..2).find(|&q| {
+                let gain = if q == 1 { hist[i - 1] } else { 0 };
+                best[i][b - 1][q].is_some_and(|w| w + gain == v)
+            });
+            let q = from.expect("a predecessor");
+            lens[k] = i as u8;
+            k += 1;
+            v -= if q == 1 { hist[i - 1] } else { 0 };
+            b -= 1;
+            p = q;
+        } else {
+            p = (0..2)
+                .find(|&q| best[i][b][q] == Some(v))
+                .expect("a predecessor");
+        }
+    }
+    lens[..k].reverse();
+    (hits, lens, k)
 }
 
 /// A position: entry `i` of leaf `leaf` (`i == len` is the gap after its last entry).
@@ -146,6 +212,71 @@ impl<V> RawMap<V> {
             + core::mem::size_of::<Histogram>()
     }
 
+    /// The lengths (ascending, in `lens`) the first round probes for `key` when the longest
+    /// prefix to look for is `hi` bytes, and how many; none when no window is learned or none
+    /// of its lengths applies.
+    #[inline(always)]
+    fn first_round(&self, key: &[u8], hi: usize, lens: &mut [usize; WINDOW]) -> usize {
+        let w = &self.window;
+        if !w.on {
+            return 0;
+        }
+        if w.from_end {
+            let start = key.len().saturating_sub(w.at + WINDOW - 1);
+            let start = start.clamp(1, (hi + 1).saturating_sub(WINDOW).max(1));
+            let k = (hi + 1).saturating_sub(start).min(WINDOW);
+            for (t, len) in lens[..k].iter_mut().enumerate() {
+                *len = start + t;
+            }
+            k
+        } else {
+            let mut k = 0;
+            for &len in &w.lens[..w.k] {
+                let len = usize::from(len);
+                if len > hi {
+                    break;
+                }
+                lens[k] = len;
+                k += 1;
+            }
+            k
+        }
+    }
+
+    /// Makes room for `more` keys beyond those present: leaf ids and prefix-table slots
+    /// (leaves fill to about two thirds between splits; each new leaf's anchor adds as many
+    /// prefixes as the present leaves' did on average, or 1.25 while there are few: anchors
+    /// are short separators, and 200k keys shaped as paths, URLs and integers gave 1.0–1.14
+    /// nodes per leaf). The leaves themselves are allocated as they split.
+    pub(crate) fn try_reserve(&mut self, more: usize) -> Result<(), Error> {
+        let leaves = more.div_ceil(CAP * 2 / 3);
+        let live = self.leaves.len() - self.free.len();
+        let nodes = if live >= 64 {
+            usize::try_from((leaves as u128 * self.nodes.used() as u128).div_ceil(live as u128))
+                .unwrap_or(usize::MAX)
+        } else {
+            leaves.saturating_add(leaves / 4)
+        };
+        let ids = leaves.saturating_sub(self.free.len());
+        self.leaves
+            .try_reserve(ids)
+            .map_err(|_| Error::OutOfMemory {
+                bytes: ids.saturating_mul(core::mem::size_of::<Option<Box<Leaf<V>>>>()),
+            })?;
+        self.nodes.try_reserve(nodes)
+    }
+
+    /// Gives back spare capacity: the prefix table's beyond what growth would give it, the
+    /// leaves' removed key bytes and value vectors' slack, unused leaf ids at the end.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.nodes.shrink_to_fit();
+        for l in self.leaves.iter_mut().flatten() {
+            l.shrink_to_fit();
+        }
+        self.leaves.shrink_to_fit();
+        self.free.shrink_to_fit();
+    }
+
     /// The leaf `key` belongs to, or two adjacent leaves it belongs to one of (second: [`NONE`]
     /// when one), as the table says. A hint: see [`locate`](Self::locate).
     #[inline]
@@ -155,22 +286,15 @@ impl<V> RawMap<V> {
         let mut hi = key.len().min(self.max_anchor);
         let mut hashes = [0u64; WINDOW];
         let mut lens = [0usize; WINDOW];
-        let mut first = self.window.on;
+        let mut first = true;
         while lo < hi {
             let span = hi - lo;
             let k;
             if first {
                 first = false;
-                let w = self.window;
-                let start = if w.from_end {
-                    key.len().saturating_sub(w.at + WINDOW - 1)
-                } else {
-                    w.at
-                };
-                let start = start.clamp(lo + 1, (hi + 1).saturating_sub(WINDOW).max(lo + 1));
-                k = (hi + 1 - start).min(WINDOW);
-                for (t, len) in lens[..k].iter_mut().enumerate() {
-                    *len = start + t;
+                k = self.first_round(key, hi, &mut lens);
+                if k == 0 {
+                    continue;
                 }
             } else {
                 k = span.min(FANOUT);
@@ -246,15 +370,56 @@ impl<V> RawMap<V> {
     /// The entry whose key is `key`.
     #[inline]
     pub(crate) fn find(&self, key: &[u8]) -> Option<Pos> {
+        let routed = self.find_start(key);
+        self.find_end(key, routed)
+    }
+
+    /// Lookups of up to [`BATCH`] keys (`out[i]` for `keys[i]`) whose memory accesses
+    /// overlap: the buckets of every key's first search round are prefetched, then each key's
+    /// search runs and prefetches its leaves, then each key is looked for in its leaves.
+    pub(crate) fn find_batch(&self, keys: &[&[u8]], out: &mut [Option<Pos>]) {
+        debug_assert!(keys.len() <= BATCH && out.len() == keys.len());
+        for k in keys {
+            self.prefetch_route(k);
+        }
+        let mut routed = [(NONE, NONE, 0u8); BATCH];
+        for (r, k) in routed.iter_mut().zip(keys) {
+            *r = self.find_start(k);
+        }
+        for ((o, k), r) in out.iter_mut().zip(keys).zip(routed) {
+            *o = self.find_end(k, r);
+        }
+    }
+
+    /// Prefetches the buckets of the first search round for `key`.
+    #[inline]
+    fn prefetch_route(&self, key: &[u8]) {
+        let mut lens = [0usize; WINDOW];
+        let k = self.first_round(key, key.len().min(self.max_anchor), &mut lens);
+        let mut h = PrefixHasher::new(key, self.seed);
+        for &len in &lens[..k] {
+            self.nodes.prefetch(h.hash(len));
+        }
+    }
+
+    /// A lookup's first half: the one or two leaves the table names for `key` (their lines
+    /// prefetched) and the key's tag.
+    #[inline]
+    fn find_start(&self, key: &[u8]) -> (u32, u32, u8) {
         let mut h = PrefixHasher::new(key, self.seed);
         let (a, b) = self.route(key, &mut h);
-        let la = self.leaf(a);
-        la.prefetch_find();
-        let lb = (b != NONE).then(|| self.leaf(b));
-        if let Some(lb) = lb {
-            lb.prefetch_find();
+        self.leaf(a).prefetch_find();
+        if b != NONE {
+            self.leaf(b).prefetch_find();
         }
-        let tag = tag_of(h.hash(key.len()));
+        (a, b, tag_of(h.hash(key.len())))
+    }
+
+    /// A lookup's second half, in the leaves [`find_start`](Self::find_start) named.
+    #[inline]
+    fn find_end(&self, key: &[u8], (a, b, tag): (u32, u32, u8)) -> Option<Pos> {
+        let la = self.leaf(a);
+        let lb = (b != NONE).then(|| self.leaf(b));
         if let Some(i) = la.find(key, tag) {
             return Some(Pos { leaf: a, i });
         }
@@ -340,6 +505,20 @@ impl<V> RawMap<V> {
     #[inline(always)]
     pub(crate) fn val_mut(&mut self, p: Pos) -> &mut V {
         self.leaf_mut(p.leaf).val_mut(p.i)
+    }
+
+    /// A pointer to the value at `p`, which must be an entry. Borrows the map only for the
+    /// call: the value lives in the leaf's value vector's heap block, not in the map or leaf.
+    #[inline(always)]
+    pub(crate) fn val_ptr(&mut self, p: Pos) -> *mut V {
+        let vals = self.leaf_mut(p.leaf).vals_ptr();
+        debug_assert!(p.i < self.leaf(p.leaf).len());
+        vals.wrapping_add(p.i)
+    }
+
+    /// The leaves, by id (`None`: a free id), and the last one's id; the map is consumed.
+    pub(crate) fn into_leaves(self) -> (Vec<Option<Box<Leaf<V>>>>, u32) {
+        (self.leaves, self.tail)
     }
 
     /// Stores `val` under `key`; where it now is, and the previous value if there was one.
@@ -526,29 +705,28 @@ impl<V> RawMap<V> {
     }
 
     fn relearn(&mut self) {
-        let best = |h: &[u32; 256]| {
-            (0..=256 - (WINDOW - 1))
-                .map(|a| (h[a..a + WINDOW - 1].iter().sum::<u32>(), a))
-                .max_by_key(|&(s, a)| (s, core::cmp::Reverse(a)))
-                .expect("a window")
-        };
         let total: u32 = self.hist.abs.iter().sum();
-        let (abs_hits, abs_at) = best(&self.hist.abs);
-        let (rel_hits, rel_at) = best(&self.hist.rel);
-        // A window of lengths [a, a + WINDOW - 1) answers in one round; from the end, the
-        // lengths `len - rel_at - (WINDOW - 2) ..= len - rel_at`, probed as WINDOW lengths
-        // ending one past them.
+        let (abs_hits, lens, k) = best_probes(&self.hist.abs);
+        let (rel_hits, rel_at) = (0..=256 - (WINDOW - 1))
+            .map(|a| (self.hist.rel[a..a + WINDOW - 1].iter().sum::<u32>(), a))
+            .max_by_key(|&(s, a)| (s, core::cmp::Reverse(a)))
+            .expect("a window");
+        // From the end, WINDOW adjacent lengths answer for WINDOW - 1 distances: the lengths
+        // `len - rel_at - (WINDOW - 2) ..= len - rel_at`, probed as WINDOW lengths ending one
+        // past them.
         self.window = if rel_hits > abs_hits {
             Window {
                 on: rel_hits * 2 >= total,
                 from_end: true,
                 at: rel_at.saturating_sub(1),
+                ..Window::default()
             }
         } else {
             Window {
                 on: abs_hits * 2 >= total,
-                from_end: false,
-                at: abs_at.max(1),
+                lens,
+                k,
+                ..Window::default()
             }
         };
         // Forget slowly, so the window follows the keys.
@@ -666,6 +844,44 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    /// The searches a probe set answers, counted directly.
+    fn answered(hist: &[u32; 256], lens: &[u8]) -> u32 {
+        let has = |m: usize| m == 0 || lens.contains(&(m as u8));
+        (0..255)
+            .filter(|&m| has(m) && has(m + 1))
+            .map(|m| hist[m])
+            .sum()
+    }
+
+    #[test]
+    fn probe_sets_cover_every_mode_they_can_afford() {
+        // Two modes (as URLs have): one run of probes each, 7 + 9 = 16 probes.
+        let mut hist = [0u32; 256];
+        hist[5..=10].fill(100);
+        hist[26..=33].fill(50);
+        hist[60] = 1;
+        let (hits, lens, k) = best_probes(&hist);
+        assert_eq!(hits, 1000);
+        let want: Vec<u8> = (5..=11).chain(26..=34).collect();
+        assert_eq!(&lens[..k], &want[..]);
+        // One mode wider than a window: the densest WINDOW - 1 lengths.
+        let mut hist = [0u32; 256];
+        for (m, h) in hist.iter_mut().enumerate().take(60).skip(20) {
+            *h = 1000 - (m as i32 - 40).pow(2) as u32;
+        }
+        let (hits, lens, k) = best_probes(&hist);
+        assert_eq!(hits, answered(&hist, &lens[..k]));
+        assert_eq!(&lens[..k], &(33..=48).collect::<Vec<u8>>()[..]);
+        // Searches ending at the root need only length 1; lengths past 255 are never chosen.
+        let mut hist = [0u32; 256];
+        hist[0] = 7;
+        hist[255] = 9;
+        let (hits, lens, k) = best_probes(&hist);
+        assert_eq!((hits, &lens[..k]), (7, &[1u8][..]));
+        // Nothing sampled: nothing probed.
+        assert_eq!(best_probes(&[0; 256]).2, 0);
+    }
+
     fn path(i: u64) -> Vec<u8> {
         let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         format!(
@@ -705,6 +921,26 @@ mod tests {
         }
         m.audit().unwrap();
         assert_eq!((m.leaves.len() - m.free.len(), m.nodes.len()), (1, 1));
+    }
+
+    #[test]
+    fn reserved_tables_do_not_grow() {
+        // Before any leaf (the estimate) and after many (the measured nodes per leaf).
+        for pre in [0u64, 20_000] {
+            let mut m = RawMap::new(5);
+            for i in 0..pre {
+                m.insert(&path(i), i);
+            }
+            m.try_reserve(40_000).unwrap();
+            let slots = m.nodes.slots();
+            for i in pre..pre + 40_000 {
+                m.insert(&path(i), i);
+            }
+            assert_eq!(m.nodes.slots(), slots, "after {pre} keys");
+            m.shrink_to_fit();
+            assert!(m.nodes.slots() <= slots);
+            m.audit().unwrap();
+        }
     }
 
     #[test]
