@@ -9,26 +9,10 @@ use std::sync::Arc;
 use mlpdex::cuckoo_trie::{ConcurrentCuckooTrie, Config, CuckooTrie};
 use mlpdex::epoch::pin;
 
+use super::copied;
 use super::resize_driver::{Rebuilds, Resizable};
 use crate::adapter::{BenchIndex, Caps, Merge, fold};
 use crate::keys::Keys;
-
-/// Runs a batched lookup that answers with references 64 keys at a time, into a buffer on
-/// the stack (no allocation while timing), and copies the values out.
-fn copied<'a>(
-    keys: &[&[u8]],
-    out: &mut [Option<u64>],
-    mut batch: impl FnMut(&[&[u8]], &mut [Option<&'a u64>]),
-) {
-    let mut refs = [None; 64];
-    for (ks, os) in keys.chunks(64).zip(out.chunks_mut(64)) {
-        let refs = &mut refs[..ks.len()];
-        batch(ks, refs);
-        for (o, r) in os.iter_mut().zip(refs.iter()) {
-            *o = r.copied();
-        }
-    }
-}
 
 /// The Cuckoo Trie with prefetch depth `D` (0: the library's default configuration), with
 /// the key index when `KEYED`.

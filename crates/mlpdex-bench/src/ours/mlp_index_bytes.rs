@@ -4,6 +4,7 @@ use std::ops::Bound;
 
 use mlpdex::mlp_index_bytes::MlpIndexBytes;
 
+use super::copied;
 use crate::adapter::{BenchIndex, Caps, fold};
 use crate::keys::Keys;
 
@@ -25,6 +26,10 @@ impl BenchIndex for MlpBytes {
     #[inline]
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.get(key).copied()
+    }
+
+    fn get_batch(&self, keys: &[&[u8]], out: &mut [Option<u64>]) {
+        copied(keys, out, |ks, refs| self.0.get_batch(ks, refs));
     }
 
     #[inline]

@@ -14,6 +14,23 @@ pub mod resize_driver;
 pub mod shortcut_eh;
 pub mod skiplist;
 
+/// Runs a batched lookup that answers with references 64 keys at a time, into a buffer on
+/// the stack (no allocation while timing), and copies the values out.
+pub fn copied<'a>(
+    keys: &[&[u8]],
+    out: &mut [Option<u64>],
+    mut batch: impl FnMut(&[&[u8]], &mut [Option<&'a u64>]),
+) {
+    let mut refs = [None; 64];
+    for (ks, os) in keys.chunks(64).zip(out.chunks_mut(64)) {
+        let refs = &mut refs[..ks.len()];
+        batch(ks, refs);
+        for (o, r) in os.iter_mut().zip(refs.iter()) {
+            *o = r.copied();
+        }
+    }
+}
+
 /// A scan through a static map's lending cursor: up to `n` entries from its front, their
 /// values folded into a checksum ([`crate::adapter::fold`]); `None` when it visits none.
 pub fn scan_cursor<C: mlpdex::RangeCursor>(mut cursor: C, n: usize) -> Option<u64> {
