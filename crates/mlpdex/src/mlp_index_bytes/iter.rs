@@ -192,7 +192,9 @@ impl<'a, V> IterMut<'a, V> {
         // it meanwhile. The key is in the leaf's key arena, a heap block that no `&mut` this
         // iterator makes covers (`val_ptr` borrows the leaf's fields, not that block), and the
         // leaf list does not change while the map is borrowed, so the key stays put for 'a.
-        let key = unsafe { self.map.as_ref() }.entry(p).0;
+        // (Not `RawMap::entry`: its value reference goes through a slice of all the leaf's
+        // values, which would overlap values already handed out.)
+        let key = unsafe { self.map.as_ref() }.leaf(p.leaf).key(p.i);
         // SAFETY: `val_ptr` takes the map mutably only for the call, while no reference into
         // the map's own fields or its leaves' fields is alive: earlier results point into
         // key arenas and value vectors' heap blocks, which the call does not borrow. The
@@ -230,11 +232,20 @@ impl<V> FusedIterator for IterMut<'_, V> {}
 
 impl<V: fmt::Debug> fmt::Debug for IterMut<'_, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // SAFETY: a shared borrow for this call only (see `next`); the values still to come
-        // have not been handed out, so reading them aliases no `&mut`.
+        // SAFETY: a shared borrow for this call only (see `next`).
         let map = unsafe { self.map.as_ref() };
-        let rest = Range::new(map, self.at);
-        fmt::Debug::fmt(&rest, f)
+        let mut at = self.at;
+        let mut list = f.debug_list();
+        while let Some(p) = at.next(map) {
+            let l = map.leaf(p.leaf);
+            // SAFETY: value `p.i` of the leaf is in bounds (the cursor stays within the leaf's
+            // length) and still to come, so no `&mut` to it was handed out; the pointer comes
+            // from `Vec::as_ptr`, which borrows no value (a slice of all the leaf's values
+            // would overlap those handed out).
+            let v = unsafe { &*l.vals_start().add(p.i) };
+            list.entry(&(crate::key::Escaped(l.key(p.i)), v));
+        }
+        list.finish()
     }
 }
 
@@ -377,6 +388,13 @@ mod tests {
         // only one to its value (miri checks the borrows).
         let mut it = m.iter_mut();
         let mut held = Vec::new();
+        for _ in 0..10 {
+            held.extend(it.next().map(|e| e.1));
+            held.extend(it.next_back().map(|e| e.1));
+        }
+        // The entries still to come, printed while those handed out are held.
+        let rest = format!("{it:?}");
+        assert_eq!(rest.matches("/srv/").count(), 180);
         while let Some((_, v)) = it.next() {
             held.push(v);
             if let Some((_, v)) = it.next_back() {

@@ -415,6 +415,13 @@ impl<V> Leaf<V> {
             .into_iter()
     }
 
+    /// A pointer to the first value, for reading values while others are borrowed mutably
+    /// (`Vec::as_ptr` borrows no value).
+    #[inline(always)]
+    pub(crate) fn vals_start(&self) -> *const V {
+        self.vals.as_ptr()
+    }
+
     /// A pointer to the first value (for the map's mutable iterator, which hands out values of
     /// one leaf while it reads others). `Vec::as_mut_ptr` borrows no value.
     #[inline(always)]
