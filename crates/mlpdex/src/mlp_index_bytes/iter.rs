@@ -384,26 +384,28 @@ mod tests {
     #[test]
     fn mutable_values_are_disjoint_while_all_are_held() {
         let mut m = map();
-        // Every value borrowed at once, from both ends, then all written: each `&mut` is the
-        // only one to its value (miri checks the borrows).
+        // Every entry borrowed at once, from both ends, then every value written and every key
+        // read: each `&mut` is the only one to its value (miri checks the borrows).
         let mut it = m.iter_mut();
-        let mut held = Vec::new();
+        let mut front = Vec::new();
+        let mut back = Vec::new();
         for _ in 0..10 {
-            held.extend(it.next().map(|e| e.1));
-            held.extend(it.next_back().map(|e| e.1));
+            front.extend(it.next());
+            back.extend(it.next_back());
         }
         // The entries still to come, printed while those handed out are held.
         let rest = format!("{it:?}");
         assert_eq!(rest.matches("/srv/").count(), 180);
-        while let Some((_, v)) = it.next() {
-            held.push(v);
-            if let Some((_, v)) = it.next_back() {
-                held.push(v);
-            }
+        while let Some(e) = it.next() {
+            front.push(e);
+            back.extend(it.next_back());
         }
-        assert_eq!(held.len(), 200);
-        for v in held {
-            *v += 1_000;
+        back.reverse();
+        front.extend(back);
+        assert_eq!(front.len(), 200);
+        assert!(front.windows(2).all(|w| w[0].0 < w[1].0));
+        for (k, v) in front {
+            *v += 1_000 + k.len() as u64;
         }
         assert!(m.values().all(|&v| v >= 1_000));
         let mut zeroed = 0;
