@@ -194,11 +194,6 @@ impl Nodes {
         Ok(())
     }
 
-    /// Nodes in the table.
-    pub(crate) fn used(&self) -> usize {
-        self.used
-    }
-
     /// Slots in the table.
     #[cfg(test)]
     pub(crate) fn slots(&self) -> usize {
@@ -371,6 +366,7 @@ impl Nodes {
         self.kids(slot).0.binary_search(&byte).is_ok()
     }
 
+    /// Nodes in the table.
     pub(crate) fn len(&self) -> usize {
         self.used
     }

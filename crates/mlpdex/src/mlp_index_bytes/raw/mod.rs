@@ -252,7 +252,7 @@ impl<V> RawMap<V> {
         let leaves = more.div_ceil(CAP * 2 / 3);
         let live = self.leaves.len() - self.free.len();
         let nodes = if live >= 64 {
-            usize::try_from((leaves as u128 * self.nodes.used() as u128).div_ceil(live as u128))
+            usize::try_from((leaves as u128 * self.nodes.len() as u128).div_ceil(live as u128))
                 .unwrap_or(usize::MAX)
         } else {
             leaves.saturating_add(leaves / 4)
