@@ -163,6 +163,16 @@ impl<V> MlpIndexBytes<V> {
 
 /// Entries of a key range in key order, from both ends, values mutable; made by
 /// [`MlpIndexBytes::range_mut`] and [`iter_mut`](MlpIndexBytes::iter_mut).
+///
+/// ```
+/// use mlpdex::mlp_index_bytes::MlpIndexBytes;
+///
+/// let mut m: MlpIndexBytes<u32> = [("a/1", 1), ("a/2", 2), ("b/1", 3)].into_iter().collect();
+/// for (_, v) in m.range_mut(&b"a/"[..]..&b"b"[..]) {
+///     *v *= 10;
+/// }
+/// assert_eq!(m.values().copied().collect::<Vec<_>>(), [10, 20, 3]);
+/// ```
 pub struct IterMut<'a, V> {
     /// The map, borrowed mutably for `'a` (see [`PhantomData`] below). Kept as a pointer
     /// because the iterator hands out `&'a mut` values while it still reads the leaf list.
@@ -250,6 +260,16 @@ impl<V: fmt::Debug> fmt::Debug for IterMut<'_, V> {
 }
 
 /// The entries in key order, owned, from both ends; made by the map's `into_iter`.
+///
+/// ```
+/// use mlpdex::mlp_index_bytes::MlpIndexBytes;
+///
+/// let m: MlpIndexBytes<u32> = [("b", 2), ("a", 1), ("c", 3)].into_iter().collect();
+/// let mut it = m.into_iter();
+/// assert_eq!(it.next_back(), Some((b"c".to_vec(), 3)));
+/// assert_eq!(it.len(), 2);
+/// assert_eq!(it.next(), Some((b"a".to_vec(), 1)));
+/// ```
 pub struct IntoIter<V> {
     leaves: Vec<Option<Box<Leaf<V>>>>,
     /// The next leaf the front takes and the next the back takes ([`NONE`]: past the end).
