@@ -162,15 +162,14 @@ impl<V> MlpIndexBytes<V> {
         Some(self.raw.val_mut(p))
     }
 
-    /// Looks up every key of `keys`, `out[i]` receiving the value of `keys[i]`, with the memory
-    /// accesses of neighbouring lookups overlapped: the first search round of a group of
-    /// keys is fetched at once, then their leaves. Same answers as one-by-one
+    /// Looks up every key of `keys`, `out[i]` receiving the value of `keys[i]`, with the leaf
+    /// reads of neighbouring lookups overlapped: the searches of a group of keys run and
+    /// prefetch their leaves before any leaf is read. Same answers as one-by-one
     /// [`get`](Self::get)s.
     ///
     /// The Cuckoo Trie's batched lookup, for code written against both maps. Here it has not
-    /// yet measured faster than a loop of `get` (on file paths, in batches of 64): each
-    /// search round already keeps up to 16 buckets in flight, so a group adds fetches
-    /// without adding parallelism the memory system has room for.
+    /// measured reliably faster than a loop of `get` (file paths, batches of 64): each search
+    /// round already keeps up to 16 buckets in flight.
     ///
     /// ```
     /// use mlpdex::mlp_index_bytes::MlpIndexBytes;

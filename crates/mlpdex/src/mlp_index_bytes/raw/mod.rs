@@ -374,31 +374,17 @@ impl<V> RawMap<V> {
         self.find_end(key, routed)
     }
 
-    /// Lookups of up to [`BATCH`] keys (`out[i]` for `keys[i]`) whose memory accesses
-    /// overlap: the buckets of every key's first search round are prefetched, then each key's
-    /// search runs and prefetches its leaves, then each key is looked for in its leaves.
+    /// Lookups of up to [`BATCH`] keys (`out[i]` for `keys[i]`) whose leaf reads overlap:
+    /// each key's search runs and prefetches its leaves, then each key is looked for in its
+    /// leaves.
     pub(crate) fn find_batch(&self, keys: &[&[u8]], out: &mut [Option<Pos>]) {
         debug_assert!(keys.len() <= BATCH && out.len() == keys.len());
-        for k in keys {
-            self.prefetch_route(k);
-        }
         let mut routed = [(NONE, NONE, 0u8); BATCH];
         for (r, k) in routed.iter_mut().zip(keys) {
             *r = self.find_start(k);
         }
         for ((o, k), r) in out.iter_mut().zip(keys).zip(routed) {
             *o = self.find_end(k, r);
-        }
-    }
-
-    /// Prefetches the buckets of the first search round for `key`.
-    #[inline]
-    fn prefetch_route(&self, key: &[u8]) {
-        let mut lens = [0usize; WINDOW];
-        let k = self.first_round(key, key.len().min(self.max_anchor), &mut lens);
-        let mut h = PrefixHasher::new(key, self.seed);
-        for &len in &lens[..k] {
-            self.nodes.prefetch(h.hash(len));
         }
     }
 
