@@ -440,7 +440,8 @@ impl<V> Leaf<V> {
 
     /// Rewrites the arena without removed keys, in key order.
     fn compact(&mut self) {
-        let live = self.arena.len() - self.garbage as usize;
+        // Not `arena.len() - garbage`: after a split the moved keys' bytes are garbage too.
+        let live: usize = self.klen[..self.len()].iter().map(|&k| k as usize).sum();
         let mut arena = Vec::with_capacity(live + live / 4);
         for i in 0..self.len() {
             let at = self.off[i] as usize;
@@ -574,6 +575,31 @@ mod tests {
         for q in probes {
             let want = keys.partition_point(|k| *k < q);
             assert_eq!(l.seek(q), (want, keys.get(want) == Some(&q)), "{q:?}");
+        }
+    }
+
+    #[test]
+    fn split_halves_keep_arenas_for_their_own_keys() {
+        // Before a fix, the left half kept an arena sized for the whole leaf: 50% more arena
+        // than keys on 1M paths.
+        let mut l: Box<Leaf<u32>> = Leaf::new(b"", None);
+        let keys: Vec<Vec<u8>> = (0..CAP as u32)
+            .map(|i| format!("/home/user/projects/{i:04}/src/main.rs").into_bytes())
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            l.insert_at(i, k, 0, i as u32);
+        }
+        let anchor = &keys[CAP / 2][..24];
+        let r = l.split_off(CAP / 2, anchor);
+        for half in [&l, &r] {
+            half.audit().unwrap();
+            let live: usize = (0..half.len()).map(|i| half.key(i).len()).sum();
+            assert_eq!(half.arena.len(), live);
+            assert!(
+                half.arena.capacity() <= live + live / 4 + 64,
+                "{}",
+                half.arena.capacity()
+            );
         }
     }
 }
