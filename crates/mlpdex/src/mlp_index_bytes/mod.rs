@@ -213,8 +213,9 @@ impl<V> MlpIndexBytes<V> {
 
     /// Makes room now for `additional` more keys in the prefix table and the leaf directory, so
     /// that inserting them does not rehash the table. An estimate: leaves fill to about two
-    /// thirds, and each adds as many prefixes to the table as the present ones did. Leaves
-    /// are still allocated one at a time as they split.
+    /// thirds, and each adds a quarter more prefixes to the table than the present ones did
+    /// on average (4 while the map has few leaves: file paths measured up to 3.6, URLs 2.4,
+    /// fixed-width integers 1). Leaves are still allocated one at a time as they split.
     ///
     /// # Panics
     ///
