@@ -440,8 +440,7 @@ impl<V> Leaf<V> {
 
     /// Rewrites the arena without removed keys, in key order.
     fn compact(&mut self) {
-        // Not `arena.len() - garbage`: after a split the moved keys' bytes are garbage too.
-        let live: usize = self.klen[..self.len()].iter().map(|&k| k as usize).sum();
+        let live = self.arena.len() - self.garbage as usize;
         let mut arena = Vec::with_capacity(live + live / 4);
         for i in 0..self.len() {
             let at = self.off[i] as usize;
@@ -472,6 +471,7 @@ impl<V> Leaf<V> {
         right.vals = self.vals.split_off(from);
         right.vals.reserve(CAP - right.vals.len());
         // The moved keys are this arena's garbage now.
+        self.garbage += bytes as u32;
         self.compact();
         let lower = self.lower().to_vec();
         self.set_fences(&lower, Some(anchor));
@@ -498,6 +498,14 @@ impl<V> Leaf<V> {
         let n = self.len();
         if n > CAP {
             return Err(format!("{n} entries"));
+        }
+        let live: usize = self.klen[..n].iter().map(|&k| k as usize).sum();
+        if live + self.garbage as usize != self.arena.len() {
+            return Err(format!(
+                "arena of {} bytes holds {live} of keys and {} of garbage",
+                self.arena.len(),
+                self.garbage
+            ));
         }
         for i in 0..n {
             if i > 0 && self.key(i - 1) >= self.key(i) {
