@@ -17,7 +17,7 @@ use mlpdex::StaticMapBuilder;
 use mlpdex::fst::{Config, Fst, FstBuilder};
 use mlpdex_fuzz::{
     KeySpec, Mutation, Oracle, Pool, check_static_map, dense_ratio, graft, key_set, key_storage,
-    load_both, mutate,
+    fst_format_version, load_both, mutate,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -73,7 +73,7 @@ fuzz_target!(|input: Input| {
         }
         Source::Raw(bytes) => {
             let mut img = b"MLPDXFST".to_vec();
-            img.extend_from_slice(&2u32.to_le_bytes());
+            img.extend_from_slice(&fst_format_version());
             img.extend_from_slice(bytes);
             (img, None)
         }

@@ -14,8 +14,8 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mlpdex::surf::{Surf, SurfBuilder, SurfKind};
 use mlpdex_fuzz::{
-    KeySpec, Mutation, Oracle, Pool, check_surf, check_surf_keys, dense_ratio, graft, load_both,
-    mutate, surf_kind,
+    KeySpec, Mutation, Oracle, Pool, check_surf, check_surf_keys, dense_ratio, fst_format_version,
+    graft, load_both, mutate, surf_kind,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -74,7 +74,7 @@ fuzz_target!(|input: Input| {
         }
         Source::Raw(bytes) => {
             let mut img = b"MLPDSURF".to_vec();
-            img.extend_from_slice(&2u32.to_le_bytes());
+            img.extend_from_slice(&fst_format_version());
             img.extend_from_slice(bytes);
             (img, None)
         }

@@ -402,6 +402,16 @@ pub fn surf_kind(sel: u8, a: u8, b: u8) -> SurfKind {
     }
 }
 
+/// The format version the crate writes: bytes 8..12 of any FST or SuRF image.
+pub fn fst_format_version() -> [u8; 4] {
+    let img = mlpdex::fst::Fst::from_sorted::<&[u8]>([]).map(|f| f.to_bytes());
+    let mut v = [0; 4];
+    if let Ok(img) = img {
+        v.copy_from_slice(&img[8..12]);
+    }
+    v
+}
+
 /// FST key storage from a flag.
 pub fn key_storage(unique: bool) -> KeyStorage {
     if unique {
