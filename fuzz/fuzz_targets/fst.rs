@@ -15,7 +15,7 @@ use mlpdex::key::Escaped;
 use mlpdex::testing::{KeyShape, check_static};
 use mlpdex_fuzz::{
     KeySpec, Pool, StaticQuery, check_static_map, check_static_queries, dense_ratio, key_set,
-    key_storage,
+    key_storage, suffix_coding,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -23,6 +23,7 @@ struct Input {
     keys: Vec<(KeySpec, u64)>,
     ratio: u8,
     unique: bool,
+    coding: u8,
     seed: u64,
     queries: Vec<StaticQuery>,
 }
@@ -33,6 +34,7 @@ fuzz_target!(|input: Input| {
     let config = Config {
         dense_ratio: dense_ratio(input.ratio),
         keys: key_storage(input.unique),
+        suffix_coding: suffix_coding(input.coding),
     };
     let mut b = FstBuilder::with_config(config);
     b.extend_sorted(oracle.iter().map(|(k, v)| (k, *v)))

@@ -16,8 +16,8 @@ use libfuzzer_sys::fuzz_target;
 use mlpdex::StaticMapBuilder;
 use mlpdex::fst::{Config, Fst, FstBuilder};
 use mlpdex_fuzz::{
-    KeySpec, Mutation, Oracle, Pool, check_static_map, dense_ratio, graft, key_set, key_storage,
-    fst_format_version, load_both, mutate,
+    KeySpec, Mutation, Oracle, Pool, check_static_map, dense_ratio, fst_format_version, graft,
+    key_set, key_storage, load_both, mutate, suffix_coding,
 };
 
 #[derive(Arbitrary, Debug)]
@@ -26,6 +26,7 @@ enum Source {
         keys: Vec<(KeySpec, u64)>,
         ratio: u8,
         unique: bool,
+        coding: u8,
     },
     Raw(Vec<u8>),
 }
@@ -56,10 +57,12 @@ fuzz_target!(|input: Input| {
             keys,
             ratio,
             unique,
+            coding,
         } => {
             let config = Config {
                 dense_ratio: dense_ratio(*ratio),
                 keys: key_storage(*unique),
+                suffix_coding: suffix_coding(*coding),
             };
             let fst = build(&key_set(keys, &mut pool), config);
             let mut img = fst.to_bytes();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::{Bound, Range};
 
 use arbitrary::Arbitrary;
-use mlpdex::fst::KeyStorage;
+use mlpdex::fst::{KeyStorage, SuffixCoding};
 use mlpdex::key::{Escaped, in_range, show_bound};
 use mlpdex::surf::{Surf, SurfKind};
 use mlpdex::testing::{KeyShape, MapOp, TestRng, Walk};
@@ -402,6 +402,15 @@ pub fn surf_kind(sel: u8, a: u8, b: u8) -> SurfKind {
     }
 }
 
+/// FST suffix coding from a selector.
+pub fn suffix_coding(sel: u8) -> SuffixCoding {
+    match sel % 3 {
+        0 => SuffixCoding::Auto,
+        1 => SuffixCoding::Plain,
+        _ => SuffixCoding::Coded,
+    }
+}
+
 /// The format version the crate writes: bytes 8..12 of any FST or SuRF image.
 pub fn fst_format_version() -> [u8; 4] {
     let img = mlpdex::fst::Fst::from_sorted::<&[u8]>([]).map(|f| f.to_bytes());
@@ -412,7 +421,7 @@ pub fn fst_format_version() -> [u8; 4] {
     v
 }
 
-/// FST key storage from a flag.
+/// The key storage `unique` selects.
 pub fn key_storage(unique: bool) -> KeyStorage {
     if unique {
         KeyStorage::UniquePrefixes
@@ -533,7 +542,7 @@ pub fn load_both<T: PartialEq, E: std::fmt::Debug>(
     }
 }
 
-/// The byte ranges of the eleven sections of an FST or SuRF image (format version 3, see
+/// The byte ranges of the twelve sections of an FST or SuRF image (format version 4, see
 /// `fst::raw::format`: each a u64 count then its items, after a 64-byte header), or `None`
 /// when `img` does not parse that far.
 pub fn fst_sections(img: &[u8]) -> Option<Vec<Range<usize>>> {
@@ -548,9 +557,9 @@ pub fn fst_sections(img: &[u8]) -> Option<Vec<Range<usize>>> {
     use Items::*;
     let end = img.len().checked_sub(8)?;
     let mut at = 64usize;
-    let mut out = Vec::with_capacity(11);
+    let mut out = Vec::with_capacity(12);
     for items in [
-        Bits, Bits, Bits, Labels, Bits, Bits, Bits, Words, Bytes, Bits, Bits,
+        Bits, Bits, Bits, Labels, Bits, Bits, Bits, Words, Bytes, Bits, Bits, Bytes,
     ] {
         let n = usize::try_from(u64::from_le_bytes(img.get(at..at + 8)?.try_into().ok()?)).ok()?;
         let len = match items {
@@ -571,9 +580,9 @@ pub fn fst_sections(img: &[u8]) -> Option<Vec<Range<usize>>> {
 
 /// The sections `graft` moves together, as they must agree with each other to load at all:
 /// the three LOUDS-Dense bitmaps, the four LOUDS-Sparse sequences (labels, child, LOUDS and
-/// chain bits), the values, the suffix records with their end markers, the fixed-width suffix
-/// bits.
-const GRAFT_GROUPS: [&[usize]; 5] = [&[0, 1, 2], &[3, 4, 5, 6], &[7], &[8, 9], &[10]];
+/// chain bits), the values, the suffix records with their end markers and their code, the
+/// fixed-width suffix bits.
+const GRAFT_GROUPS: [&[usize]; 5] = [&[0, 1, 2], &[3, 4, 5, 6], &[7], &[8, 9, 11], &[10]];
 
 /// Replaces sections of the FST/SuRF image `img` by the same sections of `donor` (an image
 /// of other keys): for each `w`, group `w % 6` of [`GRAFT_GROUPS`], 5 standing for the

@@ -49,6 +49,7 @@ fn fst_builds_at_extreme_dense_ratios() {
             let mut b = FstBuilder::with_config(FstConfig {
                 dense_ratio: ratio,
                 keys: storage,
+                ..FstConfig::default()
             });
             for (i, k) in keys.iter().enumerate() {
                 b.push(k, i as u64).unwrap();

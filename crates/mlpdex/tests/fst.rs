@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage};
+use mlpdex::fst::{Config, Fst, FstBuilder, KeyStorage, SuffixCoding};
 use mlpdex::testing::{
     KeyShape, TestRng, check_builder_rejects, check_static, first_sparse_label_at, reseal,
     sparse_chain_bits_at,
@@ -36,16 +36,19 @@ fn build(set: &BTreeMap<Vec<u8>, u64>, config: Config) -> Fst {
     b.finish().unwrap()
 }
 
-/// [`build`] with dense ratio `ratio` and key storage `keys`.
+/// [`build`] with dense ratio `ratio` and key storage `keys`, suffixes coded as `Auto` picks.
 fn build_as(set: &BTreeMap<Vec<u8>, u64>, ratio: u32, keys: KeyStorage) -> Fst {
     build(
         set,
         Config {
             dense_ratio: ratio,
             keys,
+            suffix_coding: SuffixCoding::Auto,
         },
     )
 }
+
+const CODINGS: [SuffixCoding; 3] = [SuffixCoding::Auto, SuffixCoding::Plain, SuffixCoding::Coded];
 
 const SHAPES: &[KeyShape] = KeyShape::ALL;
 
@@ -54,10 +57,14 @@ fn differential_complete_keys_every_shape_and_ratio() {
     for &shape in SHAPES {
         for (seed, n) in [(1, 0), (2, 1), (3, 7), (4, 300), (5, 3000)] {
             let set = key_set(shape, seed, n);
-            for ratio in [0, 1, 64, u32::MAX] {
+            for (ratio, suffix_coding) in [0, 1, 64, u32::MAX]
+                .into_iter()
+                .flat_map(|r| CODINGS.map(|c| (r, c)))
+            {
                 let cfg = Config {
                     dense_ratio: ratio,
                     keys: KeyStorage::Complete,
+                    suffix_coding,
                 };
                 let fst = build(&set, cfg);
                 check_static(&fst, &set, shape, seed * 31 + ratio as u64, 400);
@@ -76,6 +83,7 @@ fn unique_prefix_maps_find_every_key_and_iterate_prefixes_in_order() {
             let cfg = Config {
                 dense_ratio: ratio,
                 keys: KeyStorage::UniquePrefixes,
+                ..Config::default()
             };
             let fst = build(&set, cfg);
             for (k, &v) in &set {
@@ -112,6 +120,7 @@ fn builder_rejects_bad_input() {
         FstBuilder::with_config(Config {
             dense_ratio: 0,
             keys: KeyStorage::Complete,
+            suffix_coding: SuffixCoding::Coded,
         })
     });
 }
@@ -272,8 +281,17 @@ fn batched_lookups_answer_like_single_ones() {
         probes.push(Vec::new());
         let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
         for ratio in [0, 64, u32::MAX] {
-            for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-                let fst = build_as(&set, ratio, keys);
+            for (keys, suffix_coding) in [
+                (KeyStorage::Complete, SuffixCoding::Plain),
+                (KeyStorage::Complete, SuffixCoding::Coded),
+                (KeyStorage::UniquePrefixes, SuffixCoding::Auto),
+            ] {
+                let config = Config {
+                    dense_ratio: ratio,
+                    keys,
+                    suffix_coding,
+                };
+                let fst = build(&set, config);
                 let mut out = vec![Some(0); refs.len()];
                 fst.get_batch(&refs, &mut out);
                 for (k, got) in refs.iter().zip(&out) {
@@ -312,10 +330,15 @@ mod properties {
             ratio in prop_oneof![Just(0u32), Just(1), Just(64), Just(u32::MAX)],
             kinds in (any::<u8>(), any::<u8>()),
             split in 0usize..70,
+            coding in 0usize..3,
         ) {
             let oracle: BTreeMap<Vec<u8>, u64> =
                 keys.iter().enumerate().map(|(i, k)| (k.clone(), i as u64 * 7 + 1)).collect();
-            let mut b = FstBuilder::with_config(Config { dense_ratio: ratio, keys: KeyStorage::Complete });
+            let mut b = FstBuilder::with_config(Config {
+                dense_ratio: ratio,
+                keys: KeyStorage::Complete,
+                suffix_coding: super::CODINGS[coding],
+            });
             for (k, &v) in &oracle {
                 b.push(k, v).unwrap();
             }
@@ -372,8 +395,17 @@ fn batched_seeks_answer_like_single_ones() {
             bounds.push(Excluded(&p[..]));
         }
         for ratio in [0, 64, u32::MAX] {
-            for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-                let fst = build_as(&set, ratio, keys);
+            for (keys, suffix_coding) in [
+                (KeyStorage::Complete, SuffixCoding::Plain),
+                (KeyStorage::Complete, SuffixCoding::Coded),
+                (KeyStorage::UniquePrefixes, SuffixCoding::Auto),
+            ] {
+                let config = Config {
+                    dense_ratio: ratio,
+                    keys,
+                    suffix_coding,
+                };
+                let fst = build(&set, config);
                 let mut out = vec![Some(0); bounds.len()];
                 fst.lower_bound_value_batch(&bounds, &mut out);
                 for (b, got) in bounds.iter().zip(&out) {
@@ -397,12 +429,19 @@ fn damaged_images_with_valid_checksums_never_panic() {
     let mut rng = TestRng::new(77);
     for &shape in SHAPES {
         let set = key_set(shape, 41, 60);
-        for (ratio, keys) in [
-            (0, KeyStorage::Complete),
-            (64, KeyStorage::Complete),
-            (1, KeyStorage::UniquePrefixes),
+        for (ratio, keys, suffix_coding) in [
+            (0, KeyStorage::Complete, SuffixCoding::Plain),
+            (64, KeyStorage::Complete, SuffixCoding::Coded),
+            (1, KeyStorage::UniquePrefixes, SuffixCoding::Auto),
         ] {
-            let fst = build_as(&set, ratio, keys);
+            let fst = build(
+                &set,
+                Config {
+                    dense_ratio: ratio,
+                    keys,
+                    suffix_coding,
+                },
+            );
             let img = fst.to_bytes();
             let probes: Vec<Vec<u8>> = set
                 .keys()
@@ -839,21 +878,27 @@ fn damaged_images_that_load_answer_consistently() {
             .chain((0..8).map(|_| shape.gen_key(&mut rng)))
             .collect();
         for ratio in [0, 64, u32::MAX] {
-            for keys in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
-                let fst = build_as(&set, ratio, keys);
+            for (keys, suffix_coding) in [
+                (KeyStorage::Complete, SuffixCoding::Plain),
+                (KeyStorage::Complete, SuffixCoding::Coded),
+                (KeyStorage::UniquePrefixes, SuffixCoding::Auto),
+            ] {
+                let config = Config {
+                    dense_ratio: ratio,
+                    keys,
+                    suffix_coding,
+                };
+                let fst = build(&set, config);
                 let img = fst.to_bytes();
                 for round in 0..250 {
                     let bad = mlpdex::testing::damage_keeping_checksum(&img, &mut rng);
                     let in_place = Fst::from_shared(bad.clone());
                     let copied = Fst::from_bytes(&bad);
-                    assert_eq!(
-                        copied, in_place,
-                        "{name} {ratio} {keys:?}: loaders disagree"
-                    );
+                    assert_eq!(copied, in_place, "{name} {config:?}: loaders disagree");
                     let Ok(m) = copied else { continue };
                     loaded += 1;
                     if let Err(e) = check_self_consistent(&m, &probes) {
-                        panic!("{name}, ratio {ratio}, {keys:?}, round {round}: {e}");
+                        panic!("{name}, {config:?}, round {round}: {e}");
                     }
                 }
             }
@@ -876,10 +921,15 @@ fn merged_is_the_map_a_build_makes() {
     use mlpdex::testing::apply_batch;
     let mut rng = TestRng::new(8080);
     for &shape in SHAPES {
-        for ratio in [0, 64, u32::MAX] {
+        for (ratio, suffix_coding) in [
+            (0, SuffixCoding::Auto),
+            (64, SuffixCoding::Coded),
+            (u32::MAX, SuffixCoding::Plain),
+        ] {
             let cfg = Config {
                 dense_ratio: ratio,
                 keys: KeyStorage::Complete,
+                suffix_coding,
             };
             let mut set = key_set(shape, ratio as u64 ^ 17, 600);
             let mut m = build(&set, cfg);
@@ -923,4 +973,103 @@ fn merged_is_the_map_a_build_makes() {
             }
         }
     }
+}
+
+/// Keys whose suffixes below the trie are text over a skewed alphabet: a user id and a time,
+/// as in the `az` dataset.
+fn text_suffix_keys(n: u64) -> BTreeMap<Vec<u8>, u64> {
+    let mut rng = TestRng::new(5);
+    (0..n)
+        .map(|i| {
+            let user = rng.below(1_000_000);
+            let time = rng.below(10_000_000_000);
+            (format!("user{user:06},{time:010}").into_bytes(), i)
+        })
+        .collect()
+}
+
+/// `Auto` codes suffixes when that saves room and not otherwise; the coded map is exact.
+#[test]
+fn auto_codes_text_suffixes_and_leaves_random_ones_plain() {
+    let set = text_suffix_keys(20_000);
+    let auto = build(&set, Config::default());
+    let plain = build(
+        &set,
+        Config {
+            suffix_coding: SuffixCoding::Plain,
+            ..Config::default()
+        },
+    );
+    assert!(auto.suffixes_coded() && !plain.suffixes_coded());
+    assert!(
+        auto.memory_usage() * 10 < plain.memory_usage() * 9,
+        "coded {} bytes, plain {}",
+        auto.memory_usage(),
+        plain.memory_usage()
+    );
+    check_static(&auto, &set, KeyShape::Mixed, 9, 2000);
+    assert_eq!(collect_forward(&auto), collect_forward(&plain));
+    let random: BTreeMap<Vec<u8>, u64> = (0..20_000u64)
+        .map(|i| {
+            (
+                (i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                    .to_be_bytes()
+                    .to_vec(),
+                i,
+            )
+        })
+        .collect();
+    assert!(!build(&random, Config::default()).suffixes_coded());
+}
+
+/// A coded image whose code, coding flags or version are forged (checksum recomputed) is
+/// refused with the error that names the broken rule.
+#[test]
+fn forged_suffix_codes_and_flags_are_refused() {
+    let set = text_suffix_keys(300);
+    let fst = build(
+        &set,
+        Config {
+            suffix_coding: SuffixCoding::Coded,
+            ..Config::default()
+        },
+    );
+    let img = fst.to_bytes();
+    // The code is the last section: a u64 count of 257, the lengths, 7 bytes of padding.
+    let code_at = img.len() - 8 - (8 + 264);
+    assert_eq!(img[code_at..code_at + 8], 257u64.to_le_bytes());
+    let refused = |edit: &dyn Fn(&mut Vec<u8>), want: &str| {
+        let mut bad = img.clone();
+        edit(&mut bad);
+        reseal(&mut bad);
+        match Fst::from_bytes(&bad) {
+            Err(Error::Format { what, .. }) => assert_eq!(what, want),
+            other => panic!("{want}: {other:?}"),
+        }
+        assert!(Fst::from_shared(bad).is_err());
+    };
+    // Two one-bit codes fill the tree: no room for the other 255 symbols.
+    refused(
+        &|b| {
+            b[code_at + 8] = 1;
+            b[code_at + 9] = 1;
+        },
+        "suffix code lengths of no alphabetic code",
+    );
+    refused(&|b| b[code_at + 8 + 257] = 1, "nonzero padding");
+    // Coded suffixes the flags deny, or that the map asked not to have.
+    refused(&|b| b[15] &= 1, "suffix code size disagrees with the flags");
+    refused(
+        &|b| b[15] = (b[15] & 3) | 1 << 2,
+        "suffix coding flags disagree",
+    );
+    refused(&|b| b[15] |= 3 << 2, "reserved flag set");
+    let mut v = img.clone();
+    v[8] = 3;
+    reseal(&mut v);
+    assert!(matches!(
+        Fst::from_bytes(&v),
+        Err(Error::Version { found: 3, .. })
+    ));
+    assert_eq!(Fst::from_bytes(&img).unwrap(), fst);
 }

@@ -95,7 +95,7 @@
 //! rather than Antoshenkov's equalizing split; ALM-Improved counts right-maximal repeats of the
 //! sorted suffixes.
 
-mod code;
+pub(crate) mod code;
 mod dict;
 mod select;
 mod wrap;

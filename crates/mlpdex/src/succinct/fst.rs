@@ -67,6 +67,20 @@
 //! as an index whose records hold the full key: `get` then returns the value of the one key
 //! that *can* match (compare it against your record), and cursors yield unique prefixes.
 //!
+//! Complete keys' suffixes are kept byte for byte or encoded ([`SuffixCoding`]). Below its
+//! unique prefix a key is usually text over a small, skewed alphabet (a reviewer id and a
+//! timestamp, the tail of a URL); an order-preserving Hu–Tucker code over the suffixes' own
+//! byte frequencies (HOPE's single-char scheme, §6.1.3, inside the structure; see
+//! `raw::suffix_code`) stores such text in five or six bits a byte. A lookup encodes the rest
+//! of its key and compares it with the stored bytes, so encoded suffixes order and match
+//! exactly as plain ones; only cursors decode. The default, [`SuffixCoding::Auto`], encodes
+//! them when that makes the records below the trie (suffixes and their values) at least an
+//! eighth smaller, as estimated from the suffixes' byte counts (of the bench datasets: URLs,
+//! composite keys, reviewer ids and times yes; file paths and e-mail addresses, about a tenth
+//! smaller coded, and random binary keys no); [`SuffixCoding::Coded`] encodes them whenever,
+//! [`SuffixCoding::Plain`] never, saving the few nanoseconds a byte that lookups spend
+//! encoding and the encoding pass of the build.
+//!
 //! # Contract
 //!
 //! - Built in one pass by [`FstBuilder`] from keys in strictly increasing order; out-of-order
@@ -95,6 +109,9 @@
 //! 3. The empty key is kept beside the trie, never in it: the root holds no prefix key (unless
 //!    a chain leads to it: that prefix key is the chain).
 //! 4. A prefix key's suffix is empty (its whole key is the path to its node).
+//! 5. Encoded suffixes: an empty suffix is stored empty, any other as its encoding (codes, the
+//!    end's code, zero bits to the end of the byte) and possibly zero bytes, under a code
+//!    whose lengths are those of an alphabetic code tree.
 //!
 //! All are checked on load, with the trie's shape (`raw::trie`, invariants 1–7).
 
@@ -103,12 +120,15 @@ use core::ops::Bound;
 
 use super::raw::build::LevelBuilder;
 use super::raw::format::{self, FST_MAGIC};
-use super::raw::suffix::{FullSuffixes, RecordAt, SuffixKind};
+use super::raw::suffix::{FullSuffixes, RecordAt, SuffixKind, encode_records, suffix_counts};
+use super::raw::suffix_code::SuffixCode;
+pub use super::raw::suffix_code::SuffixCoding;
 pub use super::raw::trie::TrieStats;
 use super::raw::trie::{Path, Trie, bound_key};
 use crate::Error;
 use crate::api::{Entries, StaticMapBuilder};
 use crate::key::{after_start, before_end, is_empty_range};
+use crate::substrate::FrozenBits;
 use crate::substrate::frozen::{Frozen, Shared, StableDeref};
 
 /// What an FST keeps of each key.
@@ -129,6 +149,8 @@ pub struct Config {
     pub dense_ratio: u32,
     /// What to keep of each key.
     pub keys: KeyStorage,
+    /// How complete keys' suffixes are stored (ignored with [`KeyStorage::UniquePrefixes`]).
+    pub suffix_coding: SuffixCoding,
 }
 
 impl Default for Config {
@@ -136,6 +158,7 @@ impl Default for Config {
         Config {
             dense_ratio: 64,
             keys: KeyStorage::Complete,
+            suffix_coding: SuffixCoding::Auto,
         }
     }
 }
@@ -219,8 +242,10 @@ impl FstBuilder {
         self.levels.levels = Vec::new();
         let suffixes = match self.config.keys {
             KeyStorage::Complete => {
-                let mut s = FullSuffixes::new(bytes.into(), ends.into())?;
-                s.index_levels(&trie.leaves_per_level());
+                let per_level = trie.leaves_per_level();
+                let coding = self.config.suffix_coding;
+                let mut s = Self::suffixes(bytes, ends.into(), &per_level, coding)?;
+                s.index_levels(&per_level);
                 Some(s)
             }
             KeyStorage::UniquePrefixes => None,
@@ -228,11 +253,44 @@ impl FstBuilder {
         Ok(Fst {
             trie,
             values: values.into(),
-            suffixes,
             empty: self.levels.empty,
             len: self.levels.keys,
             config: self.config,
+            suffixes,
         })
+    }
+}
+
+impl FstBuilder {
+    /// The suffix store of plain records `bytes` with end markers `ends` (`per_level` leaves
+    /// on each trie level), encoded as `coding` asks.
+    fn suffixes(
+        bytes: Vec<u8>,
+        ends: FrozenBits,
+        per_level: &[usize],
+        coding: SuffixCoding,
+    ) -> Result<FullSuffixes, Error> {
+        if coding != SuffixCoding::Plain {
+            let counts = suffix_counts(&bytes, &ends);
+            let code = SuffixCode::optimal(&counts);
+            // `Auto` decides before encoding anything, on an estimate: the code's bits, half a
+            // byte of padding per suffix, the end markers, the code itself. Records hold a
+            // value (8 bytes) and a suffix, markers a bit per suffix byte and one per leaf.
+            let leaves = (bytes.len() - ends.len()) / 7;
+            let plain_suffix = ends.len() - leaves;
+            let plain_size = bytes.len() + ends.len() / 8;
+            let coded_suffix = (code.bits_for(&counts) / 8 + counts[0] / 2) as usize;
+            let coded_size = bytes.len() - plain_suffix
+                + coded_suffix
+                + (coded_suffix + leaves) / 8
+                + code.memory_usage();
+            if coding == SuffixCoding::Coded || coded_size * 8 <= plain_size * 7 {
+                let (coded, coded_ends) = encode_records(&bytes, &ends, per_level, &code);
+                let s = FullSuffixes::new(coded.into(), coded_ends.into())?;
+                return Ok(s.coded_by(code));
+            }
+        }
+        FullSuffixes::new(bytes.into(), ends)
     }
 }
 
@@ -296,7 +354,7 @@ impl Fst {
         match &self.suffixes {
             Some(s) => {
                 let (value, suffix) = s.get_at(hit.level, hit.leaf);
-                (suffix == &key[hit.depth..]).then_some(value)
+                s.matches(suffix, &key[hit.depth..]).then_some(value)
             }
             None => self.values.get(hit.leaf).copied(),
         }
@@ -337,7 +395,7 @@ impl Fst {
                     Some(h) => match &self.suffixes {
                         Some(s) => {
                             let (value, suffix) = s.get_at(h.level, h.leaf);
-                            (suffix == &k[h.depth..]).then_some(value)
+                            s.matches(suffix, &k[h.depth..]).then_some(value)
                         }
                         None => self.values.get(h.leaf).copied(),
                     },
@@ -494,6 +552,11 @@ impl Fst {
         self.suffixes.as_ref().map_or(0, FullSuffixes::memory_usage)
     }
 
+    /// True when the suffixes below the trie are stored encoded (see [`SuffixCoding`]).
+    pub fn suffixes_coded(&self) -> bool {
+        self.suffixes.as_ref().is_some_and(|s| s.code().is_some())
+    }
+
     /// Sizes of the trie's parts.
     pub fn stats(&self) -> TrieStats {
         self.trie.stats()
@@ -511,6 +574,7 @@ impl Fst {
             &self.values,
             self.suffixes.as_ref(),
             None,
+            self.config.suffix_coding,
         )
     }
 
@@ -571,13 +635,14 @@ impl Fst {
         Ok(Fst {
             trie: img.trie,
             values: img.values,
-            suffixes,
             empty: img.empty,
             len: img.keys as usize,
             config: Config {
                 dense_ratio: img.ratio,
                 keys,
+                suffix_coding: img.coding,
             },
+            suffixes,
         })
     }
 
@@ -610,7 +675,7 @@ impl Fst {
     ) -> Option<core::cmp::Ordering> {
         let s = self.suffixes.as_ref()?;
         let suffix = s.get_at(level, self.trie.leaf(level, pos)).1;
-        Some(suffix.cmp(key.get(depth..).unwrap_or(&[])))
+        Some(s.cmp_rest(suffix, key.get(depth..).unwrap_or(&[])))
     }
 
     /// Positions `p` at the first trie key within `bound` from below.
@@ -640,7 +705,7 @@ impl Fst {
         match &self.suffixes {
             Some(s) => {
                 let (value, suffix) = s.get_at(p.level(), leaf);
-                out.extend_from_slice(suffix);
+                s.extend_key(suffix, out);
                 value
             }
             None => self.values.get(leaf).copied().unwrap_or(0),
@@ -738,7 +803,7 @@ impl<'a> Scan<'a> {
         let value = match &self.fst.suffixes {
             Some(s) => {
                 let (value, suffix) = s.read_at(at);
-                self.key.extend_from_slice(suffix);
+                s.extend_key(suffix, &mut self.key);
                 value
             }
             None => self.fst.values.get(*leaf).copied().unwrap_or(0),
@@ -888,8 +953,8 @@ mod tests {
     use crate::testing::{KeyShape, TestRng};
 
     /// A scan yields what a cursor over the whole map yields, on every key shape (the empty
-    /// key, prefix keys, 0x00/0xFF runs, long keys), dense and sparse levels, and both key
-    /// storages.
+    /// key, prefix keys, 0x00/0xFF runs, long keys), dense and sparse levels, both key
+    /// storages, plain and encoded suffixes.
     #[test]
     #[cfg_attr(
         miri,
@@ -905,10 +970,15 @@ mod tests {
                 keys.sort();
                 keys.dedup();
                 for dense_ratio in ratios {
-                    for storage in [KeyStorage::Complete, KeyStorage::UniquePrefixes] {
+                    for (storage, suffix_coding) in [
+                        (KeyStorage::Complete, SuffixCoding::Plain),
+                        (KeyStorage::Complete, SuffixCoding::Coded),
+                        (KeyStorage::UniquePrefixes, SuffixCoding::Auto),
+                    ] {
                         let config = Config {
                             dense_ratio,
                             keys: storage,
+                            suffix_coding,
                         };
                         let mut b = FstBuilder::with_config(config);
                         for (i, k) in keys.iter().enumerate() {

@@ -74,6 +74,7 @@ use crate::substrate::{BitVec, FrozenBits};
 use crate::succinct::raw::build::LevelBuilder;
 use crate::succinct::raw::format::{self, SURF_MAGIC};
 use crate::succinct::raw::suffix::{FixedSuffixes, SuffixKind};
+use crate::succinct::raw::suffix_code::SuffixCoding;
 use crate::succinct::raw::trie::{Path, Trie, bound_key};
 
 /// A range of keys as a start and an end bound, for [`Surf::may_contain_range_batch`].
@@ -452,6 +453,7 @@ impl Surf {
             &[],
             None,
             self.fixed.as_ref(),
+            SuffixCoding::Auto,
         )
     }
 

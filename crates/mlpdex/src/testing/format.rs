@@ -39,7 +39,7 @@ pub fn reseal(img: &mut [u8]) {
     img[body..].copy_from_slice(&sum);
 }
 
-/// Byte offset of the first LOUDS-Sparse label of an FST or SuRF image (format version 3: a
+/// Byte offset of the first LOUDS-Sparse label of an FST or SuRF image (format version 4: a
 /// 64-byte header, three dense bit vectors each a `u64` bit count and its words, then the
 /// label count).
 pub fn first_sparse_label_at(img: &[u8]) -> usize {

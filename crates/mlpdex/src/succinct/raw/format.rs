@@ -1,13 +1,15 @@
-//! The serialized form of an FST or a SuRF (format version 3). All integers little-endian.
+//! The serialized form of an FST or a SuRF (format version 4). All integers little-endian.
 //!
 //! ```text
 //! offset  size  field
 //! 0       8     magic: "MLPDXFST" (FST) or "MLPDSURF" (SuRF)
-//! 8       4     format version (3)
+//! 8       4     format version (4)
 //! 12      1     suffix kind: 0 none, 1 full, 2 hash, 3 real, 4 mixed
 //! 13      1     hash bits (0 unless hash or mixed)
 //! 14      1     real bits (0 unless real or mixed)
-//! 15      1     flags: bit 0 the empty key is present; other bits reserved, must be 0
+//! 15      1     flags: bit 0 the empty key is present; bit 1 the suffixes are encoded
+//!               (complete-key FST only); bits 2-3 the suffix coding asked for (0 auto,
+//!               1 plain, 2 coded; FST only); other bits reserved, must be 0
 //! 16      4     dense ratio R the structure was built with (informational)
 //! 20      4     reserved, must be 0
 //! 24      8     number of keys
@@ -26,6 +28,10 @@
 //!                                                leaf its value (u64) and its suffix
 //!                                                (complete-key FST only)
 //!         suffix ends, fixed suffix bits         bit vectors
+//!         suffix code                            u64 byte count (257 when bit 1 of the flags
+//!                                                is set, else 0), the code length of the end
+//!                                                and of each byte (see `super::suffix_code`),
+//!                                                zero-padded to 8
 //! last 8        XXH3-64 (seed 0) of every byte before it
 //! ```
 //!
@@ -41,7 +47,11 @@
 //! - the payloads against the trie: the key count is its leaves (plus the empty key), one
 //!   value per leaf (unique-prefix FST) or none, one suffix record per leaf with every suffix
 //!   byte owned by a leaf (complete-key FST), `width` bits per leaf (SuRF), nothing else;
-//! - invariant 7: a prefix key's leaf has an empty suffix and zero real bits.
+//! - invariant 7: a prefix key's leaf has an empty suffix and zero real bits;
+//! - encoded suffixes: the code lengths are those of an alphabetic code tree, and every
+//!   non-empty suffix is the encoding of a non-empty byte string (codes, the end's code, zero
+//!   bits to the end of its byte) followed by nothing but zero bytes, so encoded suffixes
+//!   order as their plain forms.
 //!
 //! Together these make every query stay in bounds (no panic) and agree with every other: the
 //! keys iterated forwards are strictly increasing and the same as backwards, `get` finds each
@@ -56,9 +66,11 @@
 //! in place ([`Shared::section`]): loading reads the image once to check it and allocates only
 //! the rank and select directories (rebuilt rather than stored, which keeps the image compact
 //! and leaves nothing unverified), a few percent of the structure. Images of versions 1 (before
-//! the label padding) and 2 (before path compression) are refused with [`Error::Version`].
+//! the label padding), 2 (before path compression) and 3 (before suffix coding) are refused
+//! with [`Error::Version`].
 
 use super::suffix::{FixedSuffixes, FullSuffixes, SuffixKind};
+use super::suffix_code::{SYMBOLS, SuffixCode, SuffixCoding};
 use super::trie::{Flaw, Part, Trie};
 use crate::Error;
 use crate::substrate::hash::hash_bytes;
@@ -67,7 +79,7 @@ use crate::substrate::labels::LABEL_PAD;
 use crate::substrate::{Frozen, FrozenBits, Shared};
 
 /// Version written and the newest one read.
-pub(crate) const VERSION: u32 = 3;
+pub(crate) const VERSION: u32 = 4;
 /// Magic of a serialized FST.
 pub(crate) const FST_MAGIC: [u8; 8] = *b"MLPDXFST";
 /// Magic of a serialized SuRF.
@@ -83,6 +95,8 @@ pub(crate) struct Image {
     pub(crate) values: Frozen<u64>,
     pub(crate) full: Option<FullSuffixes>,
     pub(crate) fixed: Option<FixedSuffixes>,
+    /// The suffix coding the structure was built with.
+    pub(crate) coding: SuffixCoding,
 }
 
 fn kind_code(kind: SuffixKind) -> (u8, u8, u8) {
@@ -128,6 +142,7 @@ pub(crate) fn write(
     values: &[u64],
     full: Option<&FullSuffixes>,
     fixed: Option<&FixedSuffixes>,
+    coding: SuffixCoding,
 ) -> Vec<u8> {
     let parts = trie.parts();
     let mut w = Writer(Vec::with_capacity(
@@ -136,7 +151,14 @@ pub(crate) fn write(
     w.0.extend_from_slice(&magic);
     w.0.extend_from_slice(&VERSION.to_le_bytes());
     let (k, h, r) = kind_code(kind);
-    w.0.extend_from_slice(&[k, h, r, empty.is_some() as u8]);
+    let code = full.and_then(FullSuffixes::code);
+    let asked = match coding {
+        SuffixCoding::Auto => 0u8,
+        SuffixCoding::Plain => 1,
+        SuffixCoding::Coded => 2,
+    };
+    let flags = empty.is_some() as u8 | (code.is_some() as u8) << 1 | asked << 2;
+    w.0.extend_from_slice(&[k, h, r, flags]);
     w.0.extend_from_slice(&ratio.to_le_bytes());
     w.0.extend_from_slice(&0u32.to_le_bytes());
     w.u64(keys);
@@ -160,6 +182,7 @@ pub(crate) fn write(
     w.bytes(sb, 0);
     w.bits(se);
     w.bits(fixed.map_or(&empty_bits, |f| f.bits()));
+    w.bytes(code.map_or(&[][..], |c| &c.lens()[..]), 0);
     let sum = hash_bytes(&w.0, 0);
     w.u64(sum);
     w.0
@@ -248,8 +271,23 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
     };
     kind.validate()
         .map_err(|_| bad("suffix bits out of range", 13))?;
-    if flags > 1 {
-        return Err(bad("reserved flag set", 15));
+    let coding = match flags >> 2 {
+        0 => SuffixCoding::Auto,
+        1 => SuffixCoding::Plain,
+        2 => SuffixCoding::Coded,
+        _ => return Err(bad("reserved flag set", 15)),
+    };
+    let coded = flags & 2 != 0;
+    // Encoded suffixes only in a complete-key FST, exactly as it asked or as `Auto` chose; a
+    // SuRF asks for nothing (a unique-prefix FST keeps its setting, unused).
+    let fits = match (kind, coding) {
+        (SuffixKind::Full, SuffixCoding::Plain) => !coded,
+        (SuffixKind::Full, SuffixCoding::Coded) => coded,
+        (SuffixKind::Full, SuffixCoding::Auto) => true,
+        _ => !coded && (magic == FST_MAGIC || coding == SuffixCoding::Auto),
+    };
+    if !fits {
+        return Err(bad("suffix coding flags disagree", 15));
     }
     let ratio = u32::from_le_bytes([buf[16], buf[17], buf[18], buf[19]]);
     if buf[20..24] != [0; 4] {
@@ -296,6 +334,11 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
     let fixed_at = rd.at;
     data[Part::SuffixBits as usize] = fixed_at + 8;
     let fixed_bits = rd.bits("truncated suffix bits")?;
+    let code_at = rd.at;
+    let (code_lens, _) = rd.bytes(0, false, "truncated suffix code")?;
+    if code_lens.len() != if coded { SYMBOLS } else { 0 } {
+        return Err(bad("suffix code size disagrees with the flags", code_at));
+    }
     if rd.at != body {
         return Err(bad("trailing bytes", rd.at));
     }
@@ -331,7 +374,18 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
         if f.len() != leaves {
             return Err(bad("suffix count disagrees with the trie", ends_at));
         }
-        Some(f)
+        if coded {
+            let code = SuffixCode::from_lens(&code_lens).ok_or(bad(
+                "suffix code lengths of no alphabetic code",
+                code_at + 8,
+            ))?;
+            let f = f
+                .with_code(code)
+                .map_err(|at| bad("suffix is no encoding", suffix_at + 8 + at))?;
+            Some(f)
+        } else {
+            Some(f)
+        }
     } else {
         if !suffix_bytes.is_empty() || !suffix_ends.is_empty() {
             return Err(bad("suffix bytes without full suffixes", suffix_at));
@@ -389,5 +443,6 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
         values,
         full,
         fixed,
+        coding,
     })
 }

@@ -5,4 +5,5 @@ pub(crate) mod build;
 pub(crate) mod compress;
 pub(crate) mod format;
 pub(crate) mod suffix;
+pub(crate) mod suffix_code;
 pub(crate) mod trie;

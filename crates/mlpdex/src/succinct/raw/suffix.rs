@@ -13,6 +13,7 @@
 
 use core::cmp::Ordering;
 
+use super::suffix_code::{SYMBOLS, SuffixCode};
 use crate::Error;
 use crate::substrate::hash::hash_bytes;
 use crate::substrate::rank::SelectBits;
@@ -143,12 +144,17 @@ pub(crate) fn real_bits(key: &[u8], depth: usize, n: u32) -> u64 {
 /// Levels whose suffixes all have the same length (every level, for fixed-width keys) are also
 /// indexed by arithmetic: record `i` of such a level starts at the level's first record plus
 /// `(i - first) * (8 + len)`, with no select at all.
+///
+/// With a [`SuffixCode`], each non-empty suffix is stored encoded (see `super::suffix_code`):
+/// the markers count encoded bytes, lookups compare a key's rest against the encoding with
+/// [`cmp_rest`](Self::cmp_rest), and keys are rebuilt with [`extend_key`](Self::extend_key).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FullSuffixes {
     records: Frozen<u8>,
     ends: SelectBits,
     /// Per trie level: `(first leaf, first record's offset, suffix length)` when uniform.
     uniform: Vec<Option<(usize, usize, usize)>>,
+    code: Option<Box<SuffixCode>>,
 }
 
 /// Bytes of the value in front of each suffix.
@@ -175,7 +181,77 @@ impl FullSuffixes {
             records,
             ends,
             uniform: Vec::new(),
+            code: None,
         })
+    }
+
+    /// The same records with their suffixes read through `code`, after checking that each
+    /// non-empty suffix is an exact encoding; on failure, the byte offset of the first suffix
+    /// that is not.
+    pub(crate) fn with_code(mut self, code: SuffixCode) -> Result<Self, usize> {
+        let mut scratch = Vec::new();
+        let mut at = RecordAt::default();
+        for _ in 0..self.len() {
+            let start = at.byte + VALUE;
+            let (_, suffix) = self.read_at(&mut at);
+            scratch.clear();
+            if !code.decode_into(suffix, &mut scratch) {
+                return Err(start);
+            }
+        }
+        self.code = Some(Box::new(code));
+        Ok(self)
+    }
+
+    /// The same records with their suffixes read through `code`, which encoded them (the
+    /// builder's path: checked in debug builds only).
+    pub(crate) fn coded_by(self, code: SuffixCode) -> Self {
+        #[cfg(debug_assertions)]
+        let s = self
+            .with_code(code)
+            .unwrap_or_else(|at| panic!("the builder wrote no encoding at byte {at}"));
+        #[cfg(not(debug_assertions))]
+        let s = FullSuffixes {
+            code: Some(Box::new(code)),
+            ..self
+        };
+        s
+    }
+
+    /// The code of the suffixes, when they are encoded.
+    pub(crate) fn code(&self) -> Option<&SuffixCode> {
+        self.code.as_deref()
+    }
+
+    /// True when the stored suffix `stored` is the key rest `rest`.
+    #[inline]
+    pub(crate) fn matches(&self, stored: &[u8], rest: &[u8]) -> bool {
+        match &self.code {
+            None => stored == rest,
+            Some(c) => c.cmp(stored, rest) == Ordering::Equal,
+        }
+    }
+
+    /// Orders the stored suffix `stored` against the key rest `rest`.
+    #[inline]
+    pub(crate) fn cmp_rest(&self, stored: &[u8], rest: &[u8]) -> Ordering {
+        match &self.code {
+            None => stored.cmp(rest),
+            Some(c) => c.cmp(stored, rest),
+        }
+    }
+
+    /// Appends the plain form of the stored suffix `stored` to `key`.
+    #[inline]
+    pub(crate) fn extend_key(&self, stored: &[u8], key: &mut Vec<u8>) {
+        match &self.code {
+            None => key.extend_from_slice(stored),
+            Some(c) => {
+                // Checked on load and written by the builder: every stored suffix decodes.
+                let ok = c.decode_into(stored, key);
+                debug_assert!(ok, "a stored suffix is no encoding");
+            }
+        }
     }
 
     /// Finds the levels (with `per_level` leaves each, in leaf order) whose suffixes all have
@@ -350,8 +426,100 @@ impl FullSuffixes {
     }
 
     pub(crate) fn memory_usage(&self) -> usize {
-        self.records.bytes() + self.ends.memory_usage()
+        self.records.bytes()
+            + self.ends.memory_usage()
+            + self.code.as_ref().map_or(0, |c| c.memory_usage())
     }
+}
+
+/// Calls `f` with the value bytes and the suffix of each plain record in `records` (values and
+/// suffixes, `ends` marking where suffixes end).
+fn each_record(records: &[u8], ends: &FrozenBits, mut f: impl FnMut(&[u8], &[u8])) {
+    let (mut byte, mut bit) = (0usize, 0usize);
+    for end in ends.iter_ones() {
+        let len = end - bit;
+        let r = &records[byte..byte + VALUE + len];
+        f(&r[..VALUE], &r[VALUE..]);
+        byte += VALUE + len;
+        bit = end + 1;
+    }
+}
+
+/// How often each symbol of a [`SuffixCode`] occurs in the plain records `records`: the ends
+/// of the non-empty suffixes (symbol 0) and their bytes.
+pub(crate) fn suffix_counts(records: &[u8], ends: &FrozenBits) -> [u64; SYMBOLS] {
+    let mut counts = [0u64; SYMBOLS];
+    each_record(records, ends, |_, suffix| {
+        if !suffix.is_empty() {
+            counts[0] += 1;
+            for &b in suffix {
+                counts[usize::from(b) + 1] += 1;
+            }
+        }
+    });
+    counts
+}
+
+/// Re-encodes plain records (values and suffixes, `ends` marking where suffixes end; the trie
+/// levels hold `per_level` leaves each, in leaf order) with `code`: the new records and
+/// markers.
+///
+/// Plain suffixes of fixed-width keys have one length per level, which lets lookups find a
+/// record by arithmetic instead of a select (see [`FullSuffixes::index_levels`]); encodings
+/// of text vary by a few bytes. So a level whose suffixes are all non-empty is padded with
+/// zero bytes to its longest encoding when that adds at most a quarter to its encoded bytes:
+/// padding the `az` suffixes keeps lookups at one cache miss for the record instead of
+/// three (select samples, end markers, record).
+pub(crate) fn encode_records(
+    records: &[u8],
+    ends: &FrozenBits,
+    per_level: &[usize],
+    code: &SuffixCode,
+) -> (Vec<u8>, BitVec) {
+    // Every encoding, with where each ends, before deciding each level's padding.
+    let mut coded = Vec::new();
+    let mut coded_end = Vec::new();
+    let mut values = Vec::new();
+    each_record(records, ends, |value, suffix| {
+        values.extend_from_slice(value);
+        code.encode_into(suffix, &mut coded);
+        coded_end.push(coded.len());
+    });
+    let leaves = coded_end.len();
+    let mut out = Vec::with_capacity(coded.len() + leaves * (VALUE + 1));
+    let mut out_ends = BitVec::new();
+    let (mut leaf, mut start) = (0usize, 0usize);
+    let levels = per_level
+        .iter()
+        .copied()
+        .chain(core::iter::once(usize::MAX));
+    for n in levels {
+        let last = leaf.saturating_add(n).min(leaves);
+        let level = leaf..last;
+        let len = |i: usize| coded_end[i] - if i == 0 { 0 } else { coded_end[i - 1] };
+        let longest = level.clone().map(len).max().unwrap_or(0);
+        let bytes = coded_end.get(last.wrapping_sub(1)).map_or(0, |&e| e) - start;
+        let all_nonempty = level.clone().all(|i| len(i) > 0);
+        let pad_to =
+            (all_nonempty && (longest * level.len() - bytes) * 4 <= bytes).then_some(longest);
+        for i in level {
+            out.extend_from_slice(&values[i * VALUE..(i + 1) * VALUE]);
+            let suffix = &coded[coded_end[i] - len(i)..coded_end[i]];
+            out.extend_from_slice(suffix);
+            let width = pad_to.unwrap_or(suffix.len());
+            out.resize(out.len() + width - suffix.len(), 0);
+            for _ in 0..width {
+                out_ends.push(false);
+            }
+            out_ends.push(true);
+        }
+        start += bytes;
+        leaf = last;
+        if leaf == leaves {
+            break;
+        }
+    }
+    (out, out_ends)
 }
 
 /// Where a leaf's record starts: its byte in the records and its first bit in the end markers.
