@@ -1670,7 +1670,7 @@ mod tests {
         use crate::ours::fst::FstIndex;
         let plan = small_plan("c,lower-bound,b");
         let keys = &plan.dataset.keys;
-        let mut fst = FstIndex::create(keys).unwrap();
+        let mut fst = <FstIndex>::create(keys).unwrap();
         for run in plan.runs.iter().flatten() {
             let n = run.ops.ops.len();
             let mut reference = None;

@@ -264,6 +264,13 @@ pub const INDEXES: &[Entry] = &[
         run: exec::serve::<FstIndex>,
     },
     Entry {
+        name: "fst-plain",
+        about: "mlpdex FST with its suffixes stored byte for byte (no suffix coding)",
+        kind: ONE_OFF,
+        keys: KeyWidth::Any,
+        run: exec::serve::<FstIndex<true>>,
+    },
+    Entry {
         name: "compact-btree",
         about: "mlpdex compact B-tree (memory-efficient-search-trees.txt ch. 2), built once",
         kind: Kind::Main,
@@ -785,6 +792,7 @@ mod tests {
             labels,
             [
                 "fst-crate-set",
+                "fst-plain",
                 "cuckoo-trie-keyed",
                 "cuckoo-trie-concurrent",
                 "cuckoo-trie-concurrent-growing",

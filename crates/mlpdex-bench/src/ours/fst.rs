@@ -1,18 +1,19 @@
 //! `fst`: [`mlpdex::fst::Fst`] with complete keys, built once from the sorted load set (the
-//! timed `load` includes sorting, as for the other static indexes).
+//! timed `load` includes sorting, as for the other static indexes); `fst-plain` keeps the
+//! suffixes byte for byte ([`SuffixCoding::Plain`]), to measure what their coding costs.
 
 use std::ops::Bound;
 
-use mlpdex::fst::{Fst, FstBuilder};
+use mlpdex::fst::{Config, Fst, FstBuilder, SuffixCoding};
 
 use crate::adapter::{BenchIndex, Caps};
 use crate::keys::Keys;
 
-/// The FST with the default configuration.
+/// The FST with the default configuration, or with plain suffixes when `PLAIN`.
 #[derive(Debug)]
-pub struct FstIndex(Fst);
+pub struct FstIndex<const PLAIN: bool = false>(Fst);
 
-impl BenchIndex for FstIndex {
+impl<const PLAIN: bool> BenchIndex for FstIndex<PLAIN> {
     const CAPS: Caps = Caps {
         writes: false,
         ordered: true,
@@ -20,7 +21,16 @@ impl BenchIndex for FstIndex {
     };
 
     fn create(load_set: &Keys) -> anyhow::Result<Self> {
-        Ok(FstIndex(super::build_sorted(load_set, FstBuilder::new())?))
+        let config = Config {
+            suffix_coding: if PLAIN {
+                SuffixCoding::Plain
+            } else {
+                SuffixCoding::Auto
+            },
+            ..Config::default()
+        };
+        let builder = FstBuilder::with_config(config);
+        Ok(FstIndex(super::build_sorted(load_set, builder)?))
     }
 
     #[inline]
@@ -57,10 +67,15 @@ impl BenchIndex for FstIndex {
         let s = self.0.stats();
         let n = keys.max(1) as f64;
         vec![format!(
-            "structure {:.1} bits/key without values (trie {:.1}, suffixes {:.1}); {} of {} levels dense; LOUDS-Sparse {:.2} bits/node",
+            "structure {:.1} bits/key without values (trie {:.1}, suffixes {:.1}, {}); {} of {} levels dense; LOUDS-Sparse {:.2} bits/node",
             self.0.structure_bytes() as f64 * 8.0 / n,
             (s.dense_bits + s.sparse_bits) as f64 / n,
             (self.0.structure_bytes() * 8 - s.dense_bits - s.sparse_bits) as f64 / n,
+            if self.0.suffixes_coded() {
+                "coded"
+            } else {
+                "plain"
+            },
             s.dense_levels,
             s.levels,
             s.sparse_bits_per_node(),
