@@ -35,8 +35,8 @@
 //! any change is a rebuild. [`crate::surf`] turns the same trie into a range filter.
 //!
 //! When not to use it: for lookups of long string keys whose speed matters more than memory
-//! (on long paths and URLs a B-tree is still faster, at five times the memory; see the
-//! long-key results below), or for data that changes.
+//! (on long paths and URLs a B-tree is still faster, at three to five times the memory; see
+//! the long-key results below), or for data that changes.
 //!
 //! Measured speed and size against the `fst` crate and a sorted array, one by one and in
 //! batches of 16, as the suite `bench/suites/fst.toml` wrote them:
