@@ -50,6 +50,21 @@ fn build_as(set: &BTreeMap<Vec<u8>, u64>, ratio: u32, keys: KeyStorage) -> Fst {
 
 const CODINGS: [SuffixCoding; 3] = [SuffixCoding::Auto, SuffixCoding::Plain, SuffixCoding::Coded];
 
+/// The key storages the suites cover at dense ratio `ratio`: complete keys with plain and with
+/// encoded suffixes, and unique prefixes.
+fn storages(ratio: u32) -> [Config; 3] {
+    [
+        (KeyStorage::Complete, SuffixCoding::Plain),
+        (KeyStorage::Complete, SuffixCoding::Coded),
+        (KeyStorage::UniquePrefixes, SuffixCoding::Auto),
+    ]
+    .map(|(keys, suffix_coding)| Config {
+        dense_ratio: ratio,
+        keys,
+        suffix_coding,
+    })
+}
+
 const SHAPES: &[KeyShape] = KeyShape::ALL;
 
 #[test]
@@ -281,21 +296,12 @@ fn batched_lookups_answer_like_single_ones() {
         probes.push(Vec::new());
         let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
         for ratio in [0, 64, u32::MAX] {
-            for (keys, suffix_coding) in [
-                (KeyStorage::Complete, SuffixCoding::Plain),
-                (KeyStorage::Complete, SuffixCoding::Coded),
-                (KeyStorage::UniquePrefixes, SuffixCoding::Auto),
-            ] {
-                let config = Config {
-                    dense_ratio: ratio,
-                    keys,
-                    suffix_coding,
-                };
+            for config in storages(ratio) {
                 let fst = build(&set, config);
                 let mut out = vec![Some(0); refs.len()];
                 fst.get_batch(&refs, &mut out);
                 for (k, got) in refs.iter().zip(&out) {
-                    assert_eq!(*got, fst.get(k), "{shape:?} ratio {ratio} {keys:?} {k:?}");
+                    assert_eq!(*got, fst.get(k), "{shape:?} {config:?} {k:?}");
                 }
             }
         }
@@ -395,16 +401,7 @@ fn batched_seeks_answer_like_single_ones() {
             bounds.push(Excluded(&p[..]));
         }
         for ratio in [0, 64, u32::MAX] {
-            for (keys, suffix_coding) in [
-                (KeyStorage::Complete, SuffixCoding::Plain),
-                (KeyStorage::Complete, SuffixCoding::Coded),
-                (KeyStorage::UniquePrefixes, SuffixCoding::Auto),
-            ] {
-                let config = Config {
-                    dense_ratio: ratio,
-                    keys,
-                    suffix_coding,
-                };
+            for config in storages(ratio) {
                 let fst = build(&set, config);
                 let mut out = vec![Some(0); bounds.len()];
                 fst.lower_bound_value_batch(&bounds, &mut out);
@@ -412,7 +409,7 @@ fn batched_seeks_answer_like_single_ones() {
                     assert_eq!(
                         *got,
                         fst.lower_bound_value(*b),
-                        "{shape:?} {ratio} {keys:?} {b:?}"
+                        "{shape:?} {config:?} {b:?}"
                     );
                 }
             }
@@ -429,19 +426,9 @@ fn damaged_images_with_valid_checksums_never_panic() {
     let mut rng = TestRng::new(77);
     for &shape in SHAPES {
         let set = key_set(shape, 41, 60);
-        for (ratio, keys, suffix_coding) in [
-            (0, KeyStorage::Complete, SuffixCoding::Plain),
-            (64, KeyStorage::Complete, SuffixCoding::Coded),
-            (1, KeyStorage::UniquePrefixes, SuffixCoding::Auto),
-        ] {
-            let fst = build(
-                &set,
-                Config {
-                    dense_ratio: ratio,
-                    keys,
-                    suffix_coding,
-                },
-            );
+        // Plain suffixes at ratio 0, coded ones at 64, unique prefixes at 1.
+        for (i, ratio) in [0, 64, 1].into_iter().enumerate() {
+            let fst = build(&set, storages(ratio)[i]);
             let img = fst.to_bytes();
             let probes: Vec<Vec<u8>> = set
                 .keys()
@@ -878,16 +865,7 @@ fn damaged_images_that_load_answer_consistently() {
             .chain((0..8).map(|_| shape.gen_key(&mut rng)))
             .collect();
         for ratio in [0, 64, u32::MAX] {
-            for (keys, suffix_coding) in [
-                (KeyStorage::Complete, SuffixCoding::Plain),
-                (KeyStorage::Complete, SuffixCoding::Coded),
-                (KeyStorage::UniquePrefixes, SuffixCoding::Auto),
-            ] {
-                let config = Config {
-                    dense_ratio: ratio,
-                    keys,
-                    suffix_coding,
-                };
+            for config in storages(ratio) {
                 let fst = build(&set, config);
                 let img = fst.to_bytes();
                 for round in 0..250 {

@@ -374,18 +374,17 @@ pub(crate) fn read(shared: &Shared, magic: [u8; 8]) -> Result<Image, Error> {
         if f.len() != leaves {
             return Err(bad("suffix count disagrees with the trie", ends_at));
         }
-        if coded {
+        let f = if coded {
             let code = SuffixCode::from_lens(&code_lens).ok_or(bad(
                 "suffix code lengths of no alphabetic code",
                 code_at + 8,
             ))?;
-            let f = f
-                .with_code(code)
-                .map_err(|at| bad("suffix is no encoding", suffix_at + 8 + at))?;
-            Some(f)
+            f.with_code(code)
+                .map_err(|at| bad("suffix is no encoding", suffix_at + 8 + at))?
         } else {
-            Some(f)
-        }
+            f
+        };
+        Some(f)
     } else {
         if !suffix_bytes.is_empty() || !suffix_ends.is_empty() {
             return Err(bad("suffix bytes without full suffixes", suffix_at));

@@ -206,16 +206,15 @@ impl FullSuffixes {
     /// The same records with their suffixes read through `code`, which encoded them (the
     /// builder's path: checked in debug builds only).
     pub(crate) fn coded_by(self, code: SuffixCode) -> Self {
-        #[cfg(debug_assertions)]
-        let s = self
-            .with_code(code)
-            .unwrap_or_else(|at| panic!("the builder wrote no encoding at byte {at}"));
-        #[cfg(not(debug_assertions))]
-        let s = FullSuffixes {
+        if cfg!(debug_assertions) {
+            return self
+                .with_code(code)
+                .unwrap_or_else(|at| panic!("the builder wrote no encoding at byte {at}"));
+        }
+        FullSuffixes {
             code: Some(Box::new(code)),
             ..self
-        };
-        s
+        }
     }
 
     /// The code of the suffixes, when they are encoded.
@@ -476,49 +475,46 @@ pub(crate) fn encode_records(
     per_level: &[usize],
     code: &SuffixCode,
 ) -> (Vec<u8>, BitVec) {
-    // Every encoding, with where each ends, before deciding each level's padding.
-    let mut coded = Vec::new();
-    let mut coded_end = Vec::new();
-    let mut values = Vec::new();
-    each_record(records, ends, |value, suffix| {
-        values.extend_from_slice(value);
-        code.encode_into(suffix, &mut coded);
-        coded_end.push(coded.len());
+    // The level of each leaf, in leaf order.
+    let levels = || {
+        per_level
+            .iter()
+            .enumerate()
+            .flat_map(|(level, &n)| core::iter::repeat_n(level, n))
+    };
+    // Per level: its longest encoding, its encoded bytes, whether no suffix is empty.
+    let mut shape = vec![(0usize, 0usize, true); per_level.len()];
+    let mut level = levels();
+    each_record(records, ends, |_, suffix| {
+        if let Some((longest, bytes, nonempty)) = level.next().and_then(|l| shape.get_mut(l)) {
+            let len = code.encoded_len(suffix);
+            *longest = (*longest).max(len);
+            *bytes += len;
+            *nonempty &= len > 0;
+        }
     });
-    let leaves = coded_end.len();
-    let mut out = Vec::with_capacity(coded.len() + leaves * (VALUE + 1));
-    let mut out_ends = BitVec::new();
-    let (mut leaf, mut start) = (0usize, 0usize);
-    let levels = per_level
+    let width: Vec<Option<usize>> = shape
         .iter()
-        .copied()
-        .chain(core::iter::once(usize::MAX));
-    for n in levels {
-        let last = leaf.saturating_add(n).min(leaves);
-        let level = leaf..last;
-        let len = |i: usize| coded_end[i] - if i == 0 { 0 } else { coded_end[i - 1] };
-        let longest = level.clone().map(len).max().unwrap_or(0);
-        let bytes = coded_end.get(last.wrapping_sub(1)).map_or(0, |&e| e) - start;
-        let all_nonempty = level.clone().all(|i| len(i) > 0);
-        let pad_to =
-            (all_nonempty && (longest * level.len() - bytes) * 4 <= bytes).then_some(longest);
-        for i in level {
-            out.extend_from_slice(&values[i * VALUE..(i + 1) * VALUE]);
-            let suffix = &coded[coded_end[i] - len(i)..coded_end[i]];
-            out.extend_from_slice(suffix);
-            let width = pad_to.unwrap_or(suffix.len());
-            out.resize(out.len() + width - suffix.len(), 0);
-            for _ in 0..width {
-                out_ends.push(false);
-            }
-            out_ends.push(true);
+        .zip(per_level)
+        .map(|(&(longest, bytes, nonempty), &n)| {
+            (nonempty && (longest * n - bytes) * 4 <= bytes).then_some(longest)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(records.len());
+    let mut out_ends = BitVec::new();
+    let mut level = levels();
+    each_record(records, ends, |value, suffix| {
+        out.extend_from_slice(value);
+        let start = out.len();
+        code.encode_into(suffix, &mut out);
+        if let Some(&Some(w)) = level.next().and_then(|l| width.get(l)) {
+            out.resize(start + w, 0);
         }
-        start += bytes;
-        leaf = last;
-        if leaf == leaves {
-            break;
+        for _ in start..out.len() {
+            out_ends.push(false);
         }
-    }
+        out_ends.push(true);
+    });
     (out, out_ends)
 }
 
