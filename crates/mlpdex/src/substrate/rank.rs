@@ -275,6 +275,39 @@ impl SelectBits {
         }
     }
 
+    /// Position of the one numbered `r` (0-based) among those at positions `≥ from`, or
+    /// `len` when there are not that many.
+    #[inline(always)]
+    pub(crate) fn select_from_with<P: Popcount>(&self, p: P, from: usize, r: usize) -> usize {
+        let words = self.bits.words();
+        let mut wi = from / 64;
+        let Some(&first) = words.get(wi) else {
+            return self.len();
+        };
+        let mut r = r;
+        let mut w = first & (u64::MAX << (from % 64));
+        loop {
+            let c = p.count(w) as usize;
+            if r < c {
+                return (wi * 64 + select_in_word_with(p, w, r as u32) as usize).min(self.len());
+            }
+            r -= c;
+            wi += 1;
+            let Some(&next) = words.get(wi) else {
+                return self.len();
+            };
+            w = next;
+        }
+    }
+
+    /// Prefetches the word of bit `i` and the next cache line.
+    #[inline]
+    pub fn prefetch_at(&self, i: usize) {
+        let w = self.bits.words().as_ptr().wrapping_add(i / 64);
+        super::prefetch::prefetch_read(w);
+        super::prefetch::prefetch_read(w.wrapping_add(8));
+    }
+
     /// The first one at a position `≥ from`.
     #[inline]
     pub fn next_one(&self, from: usize) -> Option<usize> {
@@ -467,6 +500,20 @@ mod tests {
         assert_eq!(sel.count_ones(), ones);
         for k in 0..=ones {
             assert_eq!(sel.select1(k), naive_select(bits, k), "select1({k})");
+        }
+        // select_from: the one numbered r at or after `from`, `len` when there is none.
+        let positions: Vec<usize> = (0..bits.len()).filter(|&i| bits[i]).collect();
+        for from in (0..=bits.len() + 70).step_by(if bits.len() > 500 { 7 } else { 1 }) {
+            let first = positions.partition_point(|&p| p < from);
+            let left = positions.len() - first;
+            for r in [0, 1, 2, 5, 63, 64, left.saturating_sub(1), left, left + 1] {
+                let want = positions.get(first + r).copied().unwrap_or(bits.len());
+                assert_eq!(
+                    dispatch!(p => sel.select_from_with(p, from, r)),
+                    want,
+                    "select_from({from}, {r})"
+                );
+            }
         }
         assert_eq!(
             sel.prev_one(bits.len() + 1000),

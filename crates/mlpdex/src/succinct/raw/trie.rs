@@ -12,13 +12,23 @@
 //!   s_has_child[p]  as above (never on a chain byte)             rank, 512-bit blocks
 //!   s_louds[p]      p is the first position of its node          select, every 64th one
 //!   s_chain[p]      p is a chain byte                            rank, 512-bit blocks
+//! Derived on assembly (not in images), per 64-bit word w of s_has_child:
+//!   s_child_starts[w]  start of the child of the first branch with a child at p ≥ 64 w
 //! ```
 //!
 //! Nodes are numbered in level order over both parts (the root is 0); the child of the branch
 //! at `p` is node `1 + (branches with a child before p)`, found with one rank, and a sparse
-//! node's first position with one select. Leaves are numbered in the same level order: dense
-//! leaves first (a node's prefix key before its labels), then sparse ones; leaf `i` owns value
-//! and suffix `i`. A sparse leaf's number discounts the branches and the chain bytes before it.
+//! node's first position with one select. Below the dense levels a walk skips both: the child
+//! of `p` starts as many LOUDS ones after `s_child_starts[p / 64]` as `p`'s word has branches
+//! with a child before it. A walk reads that entry as it reaches a node, before searching the
+//! labels, and prefetches the LOUDS bits it points at, so a sparse level costs one round of
+//! cache misses (labels, child bits, LOUDS bits together) instead of a chain of them (labels,
+//! then the rank directory, then the select sample and the LOUDS bits): on 4M `paths` keys,
+//! 15 sparse levels a lookup, a `get` took a fifth less time, for 4 bytes per 64 labels.
+//!
+//! Leaves are numbered in the same level order: dense leaves first (a node's prefix key before
+//! its labels), then sparse ones; leaf `i` owns value and suffix `i`. A sparse leaf's number
+//! discounts the branches and the chain bytes before it.
 //!
 //! Path compression (see `compress`): a run of sparse nodes that each have one label, with a
 //! child, is stored as a *chain* in front of the node it leads to: the run's labels, read with
@@ -106,6 +116,9 @@ pub(crate) struct Trie {
     s_len: usize,
     s_has_child: RankBits<8>,
     s_louds: SelectBits,
+    /// Per word `w` of `s_has_child`: the start of the child of the first branch with a child
+    /// at a position `≥ 64 w` (derived on assembly, not stored in images).
+    s_child_starts: Vec<u32>,
     /// One at each chain byte: the labels of a folded single-child chain, in front of the
     /// labels of the node they lead to (see `compress`). Empty when the trie has no chain:
     /// then every chain length is 0 and every rank 0, with no test on the way.

@@ -114,6 +114,7 @@ impl Trie {
         let s_chain = RankBits::over(s_chain).ok_or(capacity("LOUDS-Sparse too large"))?;
         let dense_nodes = d_is_prefix.len();
         let dense_children = d_has_child.count_ones();
+        let s_child_starts = child_starts(&s_has_child, &s_louds, dense_children, dense_nodes);
         // Saturating: a loaded image is only validated after assembly (a valid trie never
         // saturates, since every branch with a child is a labelled branch).
         let dense_leaves =
@@ -134,11 +135,40 @@ impl Trie {
             s_len,
             s_has_child,
             s_louds,
+            s_child_starts,
             folded: s_chain.len() != 0,
             s_chain,
             leaves,
         })
     }
+}
+
+/// For each word `w` of the sparse child bits: the start of the node the first branch with a
+/// child at a position `≥ 64 w` leads to (`s_len` when none does). One pass over both bit
+/// vectors: that node's number only grows with `w`.
+fn child_starts(
+    has_child: &RankBits<8>,
+    louds: &SelectBits,
+    dense_children: usize,
+    dense_nodes: usize,
+) -> Vec<u32> {
+    let words = has_child.bits().words();
+    let mut starts = louds.bits().iter_ones().enumerate().peekable();
+    let mut before = dense_children + 1;
+    words
+        .iter()
+        .map(|w| {
+            // The sparse node numbered `before - dense_nodes` (positions fit `u32`: checked
+            // by the caller's `MAX_BITS` test).
+            let k = before.checked_sub(dense_nodes);
+            before += w.count_ones() as usize;
+            let Some(k) = k else {
+                return louds.len() as u32;
+            };
+            while starts.next_if(|&(i, _)| i < k).is_some() {}
+            starts.peek().map_or(louds.len(), |&(_, p)| p) as u32
+        })
+        .collect()
 }
 
 fn is_terminator(labels: &[u8], has_child: &BitVec, start: usize, end: usize) -> bool {

@@ -8,6 +8,16 @@ use crate::substrate::popcount::{Popcount, dispatch};
 use crate::substrate::prefetch::prefetch_read;
 use crate::substrate::rank::{next_one, next_zero, prev_one};
 
+/// A node's entry of the child start directory, read when a walk reaches the node: see
+/// [`Trie::child_hint`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ChildHint {
+    /// The child-bit word the entry belongs to.
+    word: usize,
+    /// The entry: where the children of that word's branches begin.
+    from: usize,
+}
+
 impl Trie {
     #[inline]
     pub(super) fn sparse_end(&self, start: usize) -> usize {
@@ -69,40 +79,114 @@ impl Trie {
     /// dispatch once ([`dispatch!`]), not once per rank or select.
     #[inline(always)]
     pub(super) fn child_with<P: Popcount>(&self, p: P, level: usize, pos: usize) -> usize {
-        let node = if level < self.dense_height {
-            self.d_has_child.rank1_with(p, pos + 1)
-        } else {
-            self.dense_children + self.s_has_child.rank1_with(p, pos + 1)
-        };
+        if level >= self.dense_height {
+            return self.sparse_child_with(p, pos, self.child_hint(pos));
+        }
+        let node = self.d_has_child.rank1_with(p, pos + 1);
         if level + 1 < self.dense_height {
             node * 256
         } else {
-            // A valid trie has the node; a corrupt one cannot pass `validate`.
+            // From the last dense level to the first sparse one: a select. A valid trie has
+            // the node; a corrupt one cannot pass `validate`.
             let start = self
                 .s_louds
                 .select1_with(p, node.wrapping_sub(self.dense_nodes))
                 .unwrap_or(self.s_len);
-            // The next step reads the node's labels and child bits (§3.6: prefetch across
-            // sequences once the position is known).
-            prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
-            prefetch_read(
-                self.s_has_child
-                    .bits()
-                    .words()
-                    .as_ptr()
-                    .wrapping_add(start / 64),
-            );
-            if self.folded {
-                prefetch_read(
-                    self.s_chain
-                        .bits()
-                        .words()
-                        .as_ptr()
-                        .wrapping_add(start / 64),
-                );
-            }
+            self.prefetch_node(start);
             start
         }
+    }
+
+    /// [`child_with`](Self::child_with) with the hint read on reaching a sparse node.
+    #[inline(always)]
+    pub(super) fn child_hinted<P: Popcount>(
+        &self,
+        p: P,
+        level: usize,
+        pos: usize,
+        hint: Option<ChildHint>,
+    ) -> usize {
+        match hint {
+            Some(hint) => self.sparse_child_with(p, pos, hint),
+            None => self.child_with(p, level, pos),
+        }
+    }
+
+    /// The child start directory's entry for the child-bit word of sparse position `at` (see
+    /// [`Trie::s_child_starts`]), with the LOUDS bits there prefetched. A walk reads it as it
+    /// reaches a node, before searching the labels, so that the LOUDS scan of its child step
+    /// finds its words on the way instead of after a rank and a select sample.
+    #[inline(always)]
+    pub(super) fn child_hint(&self, at: usize) -> ChildHint {
+        let word = at / 64;
+        let from = self.child_start_entry(word);
+        self.s_louds.prefetch_at(from);
+        ChildHint { word, from }
+    }
+
+    #[inline(always)]
+    pub(super) fn child_start_entry(&self, word: usize) -> usize {
+        self.s_child_starts
+            .get(word)
+            .map_or(self.s_len, |&c| c as usize)
+    }
+
+    /// Branches with a child before sparse position `pos` in its child-bit word.
+    #[inline(always)]
+    pub(super) fn children_before_in_word<P: Popcount>(&self, p: P, pos: usize) -> usize {
+        let word = self
+            .s_has_child
+            .bits()
+            .words()
+            .get(pos / 64)
+            .copied()
+            .unwrap_or(0);
+        p.count(word & ((1u64 << (pos % 64)) - 1)) as usize
+    }
+
+    /// Start of the node the branch at sparse position `pos` (which has a child) leads to:
+    /// the directory entry of its word (`hint` when it is that word's), then as many LOUDS
+    /// ones further as the word has branches with a child before `pos`. No rank and no select
+    /// sample: one short scan of LOUDS words from a position known when the node was reached.
+    #[inline(always)]
+    pub(super) fn sparse_child_with<P: Popcount>(
+        &self,
+        p: P,
+        pos: usize,
+        hint: ChildHint,
+    ) -> usize {
+        let word = pos / 64;
+        let from = if word == hint.word {
+            hint.from
+        } else {
+            self.child_start_entry(word)
+        };
+        let start = self
+            .s_louds
+            .select_from_with(p, from, self.children_before_in_word(p, pos));
+        debug_assert_eq!(
+            start,
+            self.s_louds
+                .select1(self.dense_children + self.s_has_child.rank1(pos + 1) - self.dense_nodes)
+                .unwrap_or(self.s_len),
+            "child start directory disagrees with rank and select at {pos}"
+        );
+        self.prefetch_node(start);
+        start
+    }
+
+    /// Prefetches what a step at the sparse node starting at `start` reads first: its labels,
+    /// its child bits with their rank directory (for the leaf number where a walk ends), its
+    /// chain bits, and its entry of the child start directory (§3.6: prefetch across
+    /// sequences once the position is known).
+    #[inline(always)]
+    pub(super) fn prefetch_node(&self, start: usize) {
+        prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
+        self.s_has_child.prefetch(start);
+        if self.folded {
+            self.s_chain.prefetch(start);
+        }
+        prefetch_read(self.s_child_starts.as_ptr().wrapping_add(start / 64));
     }
 
     /// Leaf number of the branch at `pos` (which has no child) on `level`.

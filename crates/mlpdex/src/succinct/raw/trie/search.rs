@@ -3,7 +3,6 @@
 use super::Trie;
 use crate::substrate::labels;
 use crate::substrate::popcount::{Popcount, dispatch};
-use crate::substrate::prefetch::prefetch_read;
 
 /// Where a lookup ended: a leaf that may hold the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +95,8 @@ impl Trie {
         }
         let mut depth = level;
         loop {
+            // Read before the labels: the child step's LOUDS words then load beside them.
+            let hint = self.child_hint(pos);
             let end = self.sparse_end(pos);
             let items;
             (items, depth) = self.match_chain::<FOLDED>(pos, key, depth)?;
@@ -118,7 +119,7 @@ impl Trie {
                     term: false,
                 });
             }
-            pos = self.child_with(pc, level, p);
+            pos = self.sparse_child_with(pc, p, hint);
             level += 1;
             depth += 1;
         }
@@ -133,8 +134,11 @@ pub(crate) const LANES: usize = 16;
 enum Step {
     /// At the dense node starting at `pos`.
     Dense(usize),
-    /// About to find where sparse node number `node` starts.
+    /// About to find where sparse node number `node` starts (below the last dense level).
     Select(usize),
+    /// About to find where a sparse node starts: the LOUDS one numbered `.1` from position
+    /// `.0` (the child start directory's entry, see `Trie::sparse_child_with`).
+    Child(usize, usize),
     /// At the sparse node starting at `pos`.
     Sparse(usize),
     /// Answered, or no query.
@@ -235,11 +239,12 @@ impl Trie {
                             .s_louds
                             .select1_with(pc, node.wrapping_sub(self.dense_nodes))
                             .unwrap_or(self.s_len);
-                        prefetch_read(self.s_labels.as_ptr().wrapping_add(start));
-                        self.s_has_child.prefetch(start);
-                        if self.folded {
-                            self.s_chain.prefetch(start);
-                        }
+                        self.prefetch_node(start);
+                        lane.3 = Step::Sparse(start);
+                    }
+                    Step::Child(from, j) => {
+                        let start = self.s_louds.select_from_with(pc, from, j);
+                        self.prefetch_node(start);
                         lane.3 = Step::Sparse(start);
                     }
                     Step::Sparse(pos) => {
@@ -275,12 +280,11 @@ impl Trie {
                             done(lane, &mut active);
                             continue;
                         }
-                        let node = self.dense_children + self.s_has_child.rank1_with(pc, p + 1);
-                        self.s_louds
-                            .prefetch_select(node.wrapping_sub(self.dense_nodes));
+                        let from = self.child_start_entry(p / 64);
+                        self.s_louds.prefetch_at(from);
                         lane.1 = level + 1;
                         lane.2 = depth + 1;
-                        lane.3 = Step::Select(node);
+                        lane.3 = Step::Child(from, self.children_before_in_word(pc, p));
                     }
                     Step::Idle => {}
                 }

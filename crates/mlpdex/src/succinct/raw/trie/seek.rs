@@ -311,6 +311,8 @@ impl Path {
         let mut start = 0;
         let mut depth = 0;
         loop {
+            // Read on arrival, as an exact lookup does (see `Trie::child_hint`).
+            let hint = (level >= t.dense_height).then(|| t.child_hint(start));
             let chain = self.enter(t, level, start);
             match order_chain(t, start, chain, key, depth) {
                 Chain::Matches(d) => depth = d,
@@ -342,7 +344,7 @@ impl Path {
                 return true;
             }
             if child {
-                start = t.child_with(pc, level, p);
+                start = t.child_hinted(pc, level, p, hint);
                 level += 1;
                 depth += 1;
                 continue;
@@ -379,6 +381,8 @@ impl Path {
         let mut start = 0;
         let mut depth = 0;
         loop {
+            // Read on arrival, as an exact lookup does (see `Trie::child_hint`).
+            let hint = (level >= t.dense_height).then(|| t.child_hint(start));
             let chain = self.enter(t, level, start);
             match order_chain(t, start, chain, key, depth) {
                 Chain::Matches(d) => depth = d,
@@ -416,7 +420,7 @@ impl Path {
                 return true;
             }
             if child {
-                start = t.child_with(pc, level, p);
+                start = t.child_hinted(pc, level, p, hint);
                 level += 1;
                 depth += 1;
                 continue;

@@ -48,7 +48,8 @@ impl Trie {
                 * (self.s_len
                     + self.s_has_child.memory_usage()
                     + self.s_louds.memory_usage()
-                    + self.s_chain.memory_usage()),
+                    + self.s_chain.memory_usage()
+                    + self.s_child_starts.capacity() * 4),
         }
     }
 
@@ -60,5 +61,6 @@ impl Trie {
             + self.s_has_child.memory_usage()
             + self.s_louds.memory_usage()
             + self.s_chain.memory_usage()
+            + self.s_child_starts.capacity() * 4
     }
 }
