@@ -35,8 +35,9 @@
 //! any change is a rebuild. [`crate::surf`] turns the same trie into a range filter.
 //!
 //! When not to use it: for lookups of long string keys whose speed matters more than memory
-//! (on long paths and URLs a B-tree is still faster, at three to five times the memory; see
-//! the long-key results below), or for data that changes.
+//! (on long paths and URLs the FST about matches a B-tree, which takes three to five times
+//! the memory, and [`crate::mlp_index_bytes::MlpIndexBytes`] is faster than both; see the
+//! long-key results below), or for data that changes.
 //!
 //! Measured speed and size against the `fst` crate and a sorted array, one by one and in
 //! batches of 16, as the suite `bench/suites/fst.toml` wrote them:
@@ -50,7 +51,11 @@
 //! branch, close to the 9.44-bit information-theoretic bound). Navigation is rank and select
 //! on those bit vectors, tuned as in §3.6 (single-level rank tables of 64- and 512-bit blocks,
 //! select sampled every 64 ones, SIMD label search; see `substrate::rank` and
-//! `substrate::labels`). The dense/sparse cut is the most levels whose dense size
+//! `substrate::labels`). Beyond §3.6, a sparse level's step to a child takes neither rank nor
+//! select: a directory of 4 bytes per 64 branches, derived on load, says where the children
+//! of each 64 branches start, and a walk reads its entry as it reaches a node, so that the
+//! child's LOUDS bits load beside the node's labels instead of after them (see `raw::trie`).
+//! The dense/sparse cut is the most levels whose dense size
 //! times [`Config::dense_ratio`] (R, default 64) stays within the sparse size of the rest.
 //!
 //! Beyond the paper, LOUDS-Sparse is path-compressed: a run of nodes with a single branch (a
