@@ -258,21 +258,9 @@ impl SelectBits {
         if k >= self.ones {
             return None;
         }
+        // The sampled one itself is the one numbered 0 from the sample.
         let start = self.samples[k / SELECT_SAMPLE] as usize;
-        let mut r = k % SELECT_SAMPLE;
-        let words = self.bits.words();
-        let mut wi = start / 64;
-        // The sampled one itself is bit `start`: skip the word's lower bits.
-        let mut w = words[wi] & (u64::MAX << (start % 64));
-        loop {
-            let c = p.count(w) as usize;
-            if r < c {
-                return Some(wi * 64 + select_in_word_with(p, w, r as u32) as usize);
-            }
-            r -= c;
-            wi += 1;
-            w = words[wi];
-        }
+        Some(self.select_from_with(p, start, k % SELECT_SAMPLE))
     }
 
     /// Position of the one numbered `r` (0-based) among those at positions `≥ from`, or
@@ -319,9 +307,7 @@ impl SelectBits {
     #[inline]
     pub fn prefetch_select(&self, k: usize) {
         if let Some(&s) = self.samples.get(k / SELECT_SAMPLE) {
-            let w = self.bits.words().as_ptr().wrapping_add(s as usize / 64);
-            super::prefetch::prefetch_read(w);
-            super::prefetch::prefetch_read(w.wrapping_add(8));
+            self.prefetch_at(s as usize);
         }
     }
 

@@ -280,8 +280,8 @@ impl FstBuilder {
             let code = SuffixCode::optimal(&counts);
             // `Auto` decides before encoding anything, on an estimate: the code's bits, half a
             // byte of padding per suffix, the end markers, the code itself. Records hold a
-            // value (8 bytes) and a suffix, markers a bit per suffix byte and one per leaf.
-            let leaves = (bytes.len() - ends.len()) / 7;
+            // value and a suffix, markers a bit per suffix byte and one per leaf.
+            let leaves: usize = per_level.iter().sum();
             let plain_suffix = ends.len() - leaves;
             let plain_size = bytes.len() + ends.len() / 8;
             let coded_suffix = (code.bits_for(&counts) / 8 + counts[0] / 2) as usize;

@@ -80,7 +80,7 @@ impl Trie {
     #[inline(always)]
     pub(super) fn child_with<P: Popcount>(&self, p: P, level: usize, pos: usize) -> usize {
         if level >= self.dense_height {
-            return self.sparse_child_with(p, pos, self.child_hint(pos));
+            return self.sparse_child_with(p, pos, None);
         }
         let node = self.d_has_child.rank1_with(p, pos + 1);
         if level + 1 < self.dense_height {
@@ -106,9 +106,10 @@ impl Trie {
         pos: usize,
         hint: Option<ChildHint>,
     ) -> usize {
-        match hint {
-            Some(hint) => self.sparse_child_with(p, pos, hint),
-            None => self.child_with(p, level, pos),
+        if level >= self.dense_height {
+            self.sparse_child_with(p, pos, hint)
+        } else {
+            self.child_with(p, level, pos)
         }
     }
 
@@ -145,7 +146,8 @@ impl Trie {
     }
 
     /// Start of the node the branch at sparse position `pos` (which has a child) leads to:
-    /// the directory entry of its word (`hint` when it is that word's), then as many LOUDS
+    /// the directory entry of its word (`hint`'s when it is that word's, read when the walk
+    /// reached the node; else read now), then as many LOUDS
     /// ones further as the word has branches with a child before `pos`. No rank and no select
     /// sample: one short scan of LOUDS words from a position known when the node was reached.
     #[inline(always)]
@@ -153,13 +155,12 @@ impl Trie {
         &self,
         p: P,
         pos: usize,
-        hint: ChildHint,
+        hint: Option<ChildHint>,
     ) -> usize {
         let word = pos / 64;
-        let from = if word == hint.word {
-            hint.from
-        } else {
-            self.child_start_entry(word)
+        let from = match hint {
+            Some(h) if h.word == word => h.from,
+            _ => self.child_start_entry(word),
         };
         let start = self
             .s_louds
@@ -167,7 +168,10 @@ impl Trie {
         debug_assert_eq!(
             start,
             self.s_louds
-                .select1(self.dense_children + self.s_has_child.rank1(pos + 1) - self.dense_nodes)
+                .select1(
+                    (self.dense_children + self.s_has_child.rank1(pos + 1))
+                        .wrapping_sub(self.dense_nodes)
+                )
                 .unwrap_or(self.s_len),
             "child start directory disagrees with rank and select at {pos}"
         );

@@ -119,7 +119,7 @@ impl Trie {
                     term: false,
                 });
             }
-            pos = self.sparse_child_with(pc, p, hint);
+            pos = self.sparse_child_with(pc, p, Some(hint));
             level += 1;
             depth += 1;
         }
