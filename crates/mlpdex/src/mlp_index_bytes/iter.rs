@@ -199,20 +199,19 @@ impl<'a, V> IterMut<'a, V> {
     /// The entry at `p`, which the cursor just handed out (so no other call returns it).
     fn entry(&mut self, p: Pos) -> (&'a [u8], &'a mut V) {
         // SAFETY: the map is borrowed mutably for 'a by this iterator, and nothing else writes
-        // it meanwhile. The key is in the leaf's key arena, a heap block that no `&mut` this
-        // iterator makes covers (`val_ptr` borrows the leaf's fields, not that block), and the
-        // leaf list does not change while the map is borrowed, so the key stays put for 'a.
-        // (Not `RawMap::entry`: its value reference goes through a slice of all the leaf's
-        // values, which would overlap values already handed out.)
-        let key = unsafe { self.map.as_ref() }.leaf(p.leaf).key(p.i);
-        // SAFETY: `val_ptr` takes the map mutably only for the call, while no reference into
-        // the map's own fields or its leaves' fields is alive: earlier results point into
-        // key arenas and value vectors' heap blocks, which the call does not borrow. The
-        // pointer is to value `p.i` of leaf `p.leaf`, in bounds (the cursor stays within the
-        // leaf's length), and the cursor hands each position out once (its two ends walk
-        // towards each other and stop where they meet), so this `&'a mut` is the only
-        // reference to that value.
-        let val = unsafe { &mut *self.map.as_mut().val_ptr(p) };
+        // it meanwhile; this shared borrow lasts for the call. The leaf list does not change
+        // while the map is borrowed, so the key (in the leaf's key arena, a heap block no value
+        // reference covers) stays put for 'a.
+        let map = unsafe { self.map.as_ref() };
+        let key = map.leaf(p.leaf).key(p.i);
+        // SAFETY: the pointer is to value `p.i` of leaf `p.leaf`, in bounds (the cursor stays
+        // within the leaf's length), and writable: it comes from the map's `&mut` (through
+        // `NonNull::from`) and the values are interior-mutable, so the shared borrows this
+        // iterator makes of leaves (here and in the cursor) assert nothing about them. The
+        // cursor hands each position out once (its two ends walk towards each other and stop
+        // where they meet), and nothing else reads values while the map is borrowed mutably,
+        // so this `&'a mut` is the only reference to that value.
+        let val = unsafe { &mut *map.val_ptr(p) };
         (key, val)
     }
 }
@@ -249,10 +248,9 @@ impl<V: fmt::Debug> fmt::Debug for IterMut<'_, V> {
         while let Some(p) = at.next(map) {
             let l = map.leaf(p.leaf);
             // SAFETY: value `p.i` of the leaf is in bounds (the cursor stays within the leaf's
-            // length) and still to come, so no `&mut` to it was handed out; the pointer comes
-            // from `Vec::as_ptr`, which borrows no value (a slice of all the leaf's values
-            // would overlap those handed out).
-            let v = unsafe { &*l.vals_start().add(p.i) };
+            // length) and still to come, so no `&mut` to it was handed out; the pointer borrows
+            // no value (a slice of all the leaf's values would overlap those handed out).
+            let v = unsafe { &*l.val_ptr(p.i) };
             list.entry(&(crate::key::Escaped(l.key(p.i)), v));
         }
         list.finish()

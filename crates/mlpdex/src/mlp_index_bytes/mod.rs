@@ -36,7 +36,8 @@
 //! ended (a run of adjacent lengths around each mode: URLs end near the host or deep in the
 //! path), so most searches take one round. The leaf is then one more round: it keeps
 //! a one-byte hash tag per key for exact lookups and eight key bytes per key past the leaf's
-//! common prefix for seeks, so only the key that matches is read from the leaf's key arena.
+//! common prefix for seeks, so only the key that matches is read from the leaf's key arena,
+//! and its values inline, so a seek's prefetch of the leaf brings the value it lands on.
 //!
 //! # When to use it
 //!
@@ -233,8 +234,8 @@ impl<V> MlpIndexBytes<V> {
     }
 
     /// Gives back spare capacity: the prefix table shrinks to the size growth would give it
-    /// (removals never shrink it), and each leaf drops its removed keys' bytes and its value
-    /// vector's slack.
+    /// (removals never shrink it), and each leaf drops its removed keys' bytes and its key
+    /// arena's slack. (A leaf's slots for 64 values are part of the leaf, used or not.)
     pub fn shrink_to_fit(&mut self) {
         self.raw.shrink_to_fit();
     }

@@ -11,6 +11,7 @@
 //! | [`popcount`] | POPCNT detected at run time, a portable fallback, one dispatch per query |
 //! | [`rank`] | rank directories (64- and 512-bit blocks), sampled select, broadword select-in-word |
 //! | [`labels`] | SIMD search of a sorted run of byte labels, scalar fallback |
+//! | [`inline_vec`] | a vector of at most `N` values stored inline (values at a fixed offset from their node) |
 //!
 //! Memory accounting convention: every structure's `memory_usage()` adds up the capacity of the
 //! heap blocks it owns and the full length of the [`region::Region`]s it maps; a [`Frozen`] array
@@ -21,6 +22,7 @@ pub mod bits;
 pub mod frozen;
 pub mod hash;
 pub mod image;
+pub mod inline_vec;
 pub mod labels;
 pub mod popcount;
 pub mod prefetch;

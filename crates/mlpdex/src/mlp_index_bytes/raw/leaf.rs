@@ -1,16 +1,19 @@
 //! A leaf: up to [`CAP`] entries in key order, with their keys in a leaf-local arena.
 //!
-//! What a search reads first sits in the leaf's first lines: the entry count, the fences (the
-//! leaf's anchor and the next leaf's), the keys' common prefix, a one-byte hash tag per entry
-//! (for exact lookups) and per entry the 8 key bytes after the common prefix, big-endian (for
-//! seeks: comparing two of them orders the keys unless they tie). Only an exact match or a tie
-//! reads a key from the arena. Values sit in their own array in key order, so a scan reads
-//! them sequentially.
+//! What a search reads sits in the leaf itself, at fixed offsets, so one round of prefetches
+//! brings it: the fences (the leaf's anchor and the next leaf's) and the keys' common prefix
+//! in the first lines, then per entry the 8 key bytes after the common prefix, big-endian (for
+//! seeks: comparing two of them orders the keys unless they tie), the values in key order,
+//! a one-byte hash tag per entry (for exact lookups) and the keys' offsets and lengths. Only
+//! an exact match or a tie reads a key from the arena. The values are inline rather than
+//! behind a pointer: a seek prefetches them with the slices, where a value array elsewhere cost
+//! a DRAM round trip after the seek (its address known only once the leaf's header arrived).
 
 use core::cmp::Ordering;
 
 use super::NONE;
 use crate::key::common_prefix;
+use crate::substrate::inline_vec::InlineVec;
 use crate::substrate::prefetch::prefetch_read;
 
 /// Entries per leaf.
@@ -42,7 +45,7 @@ fn cmp_concat(q: &[u8], a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
-/// A leaf.
+/// A leaf. The fields are in the order a seek reads them (see the module docs).
 #[repr(C, align(64))]
 pub(crate) struct Leaf<V> {
     /// Neighbours in key order ([`NONE`] at the ends).
@@ -63,15 +66,31 @@ pub(crate) struct Leaf<V> {
     /// Fences and prefix, stored as `lower ‖ upper[up_shared..] ‖ prefix[pre_shared..]`, in
     /// `fb` when they fit, else in `big`.
     big: Box<[u8]>,
-    vals: Vec<V>,
     /// Key bytes, back to back (removed keys leave garbage until a compaction).
     arena: Vec<u8>,
-    tags: [u8; CAP],
     fb: [u8; FB],
     slices: [u64; CAP],
+    /// The values in key order; their count is the leaf's.
+    vals: InlineVec<V, CAP>,
+    tags: [u8; CAP],
     /// Entry `i`'s key is `arena[off[i]..off[i] + klen[i]]`.
     off: [u32; CAP],
     klen: [u32; CAP],
+}
+
+// What `prefetch_find` assumes: the links, lengths and the key arena's pointer are in the
+// first two lines, whatever the value type.
+const _: () = assert!(core::mem::offset_of!(Leaf<u8>, fb) <= 2 * 64);
+const _: () = assert!(core::mem::offset_of!(Leaf<[u64; 4]>, fb) <= 2 * 64);
+
+/// The bytes `[from, to)`, prefetched a line at a time.
+#[inline(always)]
+fn prefetch_range<T, U>(from: *const T, to: *const U) {
+    let (a, b) = (from as usize & !63, to as usize);
+    let p = from.cast::<u8>();
+    for line in (a..b).step_by(64) {
+        prefetch_read(p.wrapping_add(line.wrapping_sub(from as usize)));
+    }
 }
 
 impl<V> Leaf<V> {
@@ -87,11 +106,11 @@ impl<V> Leaf<V> {
             pre_shared: 0,
             garbage: 0,
             big: Box::default(),
-            vals: Vec::new(),
             arena: Vec::new(),
-            tags: [0; CAP],
             fb: [0; FB],
             slices: [0; CAP],
+            vals: InlineVec::new(),
+            tags: [0; CAP],
             off: [0; CAP],
             klen: [0; CAP],
         });
@@ -174,65 +193,56 @@ impl<V> Leaf<V> {
 
     #[inline(always)]
     pub(crate) fn val(&self, i: usize) -> &V {
-        &self.vals[i]
+        self.vals.get(i)
     }
 
     #[inline(always)]
     pub(crate) fn val_mut(&mut self, i: usize) -> &mut V {
-        &mut self.vals[i]
+        self.vals.get_mut(i)
     }
 
-    /// Prefetches what [`find`](Self::find) reads first.
+    /// Prefetches what [`find`](Self::find) reads: the header and the start of the fences,
+    /// the entry count, tags, key offsets and lengths. (The entry count is read first, so the
+    /// prefetch cannot use it: it covers a full leaf. The candidate's value is read while its
+    /// key is compared, so is not prefetched.)
     #[inline(always)]
     pub(crate) fn prefetch_find(&self) {
         let p = (self as *const Self).cast::<u8>();
-        // Header, tags and the start of the fences: lines 0–2; the offsets after the slices.
-        for line in [0usize, 64, 128] {
-            prefetch_read(p.wrapping_add(line));
-        }
-        for a in [self.off.as_ptr(), self.klen.as_ptr()] {
-            for line in (0..4 * self.len()).step_by(64) {
-                prefetch_read(a.cast::<u8>().wrapping_add(line));
-            }
-        }
+        prefetch_range(p, p.wrapping_add(2 * 64));
+        prefetch_read(&self.vals);
+        prefetch_range(&self.tags, self.tags.as_ptr().wrapping_add(CAP));
+        prefetch_range(&self.off, self.off.as_ptr().wrapping_add(CAP));
+        prefetch_range(&self.klen, self.klen.as_ptr().wrapping_add(CAP));
     }
 
-    /// Prefetches what [`seek`](Self::seek) reads first.
+    /// Prefetches what [`seek`](Self::seek) and the entry it lands on read: the header,
+    /// fences and prefix, the first `len` slices, values, key offsets and lengths.
     #[inline(always)]
     pub(crate) fn prefetch_seek(&self) {
-        let p = (self as *const Self).cast::<u8>();
-        for line in (0..core::mem::offset_of!(Self, slices)).step_by(64) {
-            prefetch_read(p.wrapping_add(line));
-        }
-        let s = self.slices.as_ptr().cast::<u8>();
-        for line in (0..8 * self.len()).step_by(64) {
-            prefetch_read(s.wrapping_add(line));
-        }
-        let off = self.off.as_ptr().cast::<u8>();
-        for line in (0..4 * self.len()).step_by(64) {
-            prefetch_read(off.wrapping_add(line));
-        }
+        // The count is in the values' first line, itself prefetched here: the loops' bounds
+        // wait for it, and the processor issues the prefetches ahead on predicted bounds.
+        let n = self.len();
+        prefetch_range(self, self.slices.as_ptr().wrapping_add(n));
+        prefetch_range(&self.vals, self.vals.ptr(n));
+        prefetch_range(&self.off, self.off.as_ptr().wrapping_add(n));
+        prefetch_range(&self.klen, self.klen.as_ptr().wrapping_add(n));
     }
 
-    /// Prefetches the header (scans, a leaf ahead).
+    /// Prefetches the links and the entry count (scans, a leaf ahead).
     #[inline(always)]
     pub(crate) fn prefetch_header(&self) {
-        prefetch_read((self as *const Self).cast::<u8>());
+        prefetch_read(self);
+        prefetch_read(&self.vals);
     }
 
     /// Prefetches what a scan reads of each entry: the values and the key offsets and
     /// lengths (not the key bytes: the scan hands out slices without reading them).
     #[inline(always)]
     pub(crate) fn prefetch_scan(&self) {
-        let p = self.vals.as_ptr().cast::<u8>();
-        for line in (0..self.len() * core::mem::size_of::<V>()).step_by(64) {
-            prefetch_read(p.wrapping_add(line));
-        }
-        for a in [self.off.as_ptr(), self.klen.as_ptr()] {
-            for line in (0..4 * self.len()).step_by(64) {
-                prefetch_read(a.cast::<u8>().wrapping_add(line));
-            }
-        }
+        let n = self.len();
+        prefetch_range(&self.vals, self.vals.ptr(n));
+        prefetch_range(&self.off, self.off.as_ptr().wrapping_add(n));
+        prefetch_range(&self.klen, self.klen.as_ptr().wrapping_add(n));
     }
 
     /// The entry whose key is `key`, whose hash tag is `tag`.
@@ -395,7 +405,7 @@ impl<V> Leaf<V> {
         let keys: Vec<(Vec<u8>, u8)> = (0..self.len())
             .map(|i| (self.key(i).to_vec(), self.tags[i]))
             .collect();
-        let vals = core::mem::take(&mut self.vals);
+        let vals = self.vals.take_all();
         self.arena = Vec::new();
         self.garbage = 0;
         self.refresh_prefix();
@@ -406,27 +416,22 @@ impl<V> Leaf<V> {
     }
 
     /// The entries, owned, in key order (the leaf is consumed).
-    pub(crate) fn into_entries(mut self: Box<Self>) -> std::vec::IntoIter<(Vec<u8>, V)> {
-        let vals = core::mem::take(&mut self.vals);
-        vals.into_iter()
-            .enumerate()
-            .map(|(i, v)| (self.key(i).to_vec(), v))
+    pub(crate) fn into_entries(self: Box<Self>) -> std::vec::IntoIter<(Vec<u8>, V)> {
+        let mut leaf = self;
+        leaf.take_all()
+            .into_iter()
+            .map(|(k, _, v)| (k, v))
             .collect::<Vec<_>>()
             .into_iter()
     }
 
-    /// A pointer to the first value, for reading values while others are borrowed mutably
-    /// (`Vec::as_ptr` borrows no value).
+    /// A pointer to value `i` (`i < len()`), for the map's mutable iterator, which hands out
+    /// values of a leaf while it reads the leaf's other fields: it borrows no value, and the
+    /// values are interior-mutable (see [`InlineVec::ptr`] for when it may be written).
     #[inline(always)]
-    pub(crate) fn vals_start(&self) -> *const V {
-        self.vals.as_ptr()
-    }
-
-    /// A pointer to the first value (for the map's mutable iterator, which hands out values of
-    /// one leaf while it reads others). `Vec::as_mut_ptr` borrows no value.
-    #[inline(always)]
-    pub(crate) fn vals_ptr(&mut self) -> *mut V {
-        self.vals.as_mut_ptr()
+    pub(crate) fn val_ptr(&self, i: usize) -> *mut V {
+        debug_assert!(i < self.len());
+        self.vals.ptr(i)
     }
 
     /// Drops removed keys' bytes and spare capacity.
@@ -435,7 +440,6 @@ impl<V> Leaf<V> {
             self.compact();
         }
         self.arena.shrink_to_fit();
-        self.vals.shrink_to_fit();
     }
 
     /// Rewrites the arena without removed keys, in key order.
@@ -468,8 +472,7 @@ impl<V> Leaf<V> {
             right.klen[i - from] = self.klen[i];
             right.tags[i - from] = self.tags[i];
         }
-        right.vals = self.vals.split_off(from);
-        right.vals.reserve(CAP - right.vals.len());
+        self.vals.move_tail_to(from, &mut right.vals);
         // The moved keys are this arena's garbage now.
         self.garbage += bytes as u32;
         self.compact();
@@ -487,10 +490,7 @@ impl<V> Leaf<V> {
 
     /// Bytes on the heap.
     pub(crate) fn heap_bytes(&self) -> usize {
-        core::mem::size_of::<Self>()
-            + self.big.len()
-            + self.arena.capacity()
-            + self.vals.capacity() * core::mem::size_of::<V>()
+        core::mem::size_of::<Self>() + self.big.len() + self.arena.capacity()
     }
 
     /// Checks the leaf's own invariants.

@@ -270,7 +270,7 @@ impl<V> RawMap<V> {
     }
 
     /// Gives back spare capacity: the prefix table's beyond what growth would give it, the
-    /// leaves' removed key bytes and value vectors' slack, unused leaf ids at the end.
+    /// leaves' removed key bytes and key arenas' slack, unused leaf ids at the end.
     pub(crate) fn shrink_to_fit(&mut self) {
         self.nodes.shrink_to_fit();
         for l in self.leaves.iter_mut().flatten() {
@@ -496,13 +496,12 @@ impl<V> RawMap<V> {
         self.leaf_mut(p.leaf).val_mut(p.i)
     }
 
-    /// A pointer to the value at `p`, which must be an entry. Borrows the map only for the
-    /// call: the value lives in the leaf's value vector's heap block, not in the map or leaf.
+    /// A pointer to the value at `p`, which must be an entry, made through a shared borrow:
+    /// the values are interior-mutable, so a caller with exclusive access to the map may write
+    /// through it while it reads the map (see [`Leaf::val_ptr`]).
     #[inline(always)]
-    pub(crate) fn val_ptr(&mut self, p: Pos) -> *mut V {
-        let vals = self.leaf_mut(p.leaf).vals_ptr();
-        debug_assert!(p.i < self.leaf(p.leaf).len());
-        vals.wrapping_add(p.i)
+    pub(crate) fn val_ptr(&self, p: Pos) -> *mut V {
+        self.leaf(p.leaf).val_ptr(p.i)
     }
 
     /// The leaves, by id (`None`: a free id), and the last one's id; the map is consumed.
