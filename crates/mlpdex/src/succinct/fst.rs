@@ -503,7 +503,7 @@ impl Fst {
         if self.empty.is_some() && after_start(b"", bound) {
             return self.empty;
         }
-        let mut p = Path::spare();
+        let mut p = Path::spare_keyless();
         let found = self.seek_front(&mut p, bound).then(|| self.value(&p));
         p.recycle();
         found
@@ -522,6 +522,7 @@ impl Fst {
         self.trie.seek_ge_many(
             bounds.len(),
             |i| bounds[i],
+            true,
             &cmp,
             |i, path, found| {
                 out[i] = if self.empty.is_some() && after_start(b"", bounds[i]) {

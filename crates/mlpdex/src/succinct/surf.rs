@@ -305,6 +305,7 @@ impl Surf {
         self.trie.seek_ge_many(
             ranges.len(),
             |i| ranges[i].0,
+            false,
             &cmp,
             |i, path, found| {
                 let (start, end) = ranges[i];

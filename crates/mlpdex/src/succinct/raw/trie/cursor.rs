@@ -24,6 +24,9 @@ pub(crate) struct Path {
     /// §3.4's per-level cursors, which step along each level instead of a rank and a select.
     nodes: Vec<usize>,
     dir: Dir,
+    /// The path keeps no key (`key` and `bases` stay empty): for seeks that want only the
+    /// leaf, which then skip copying every chain and label on the way down.
+    keyless: bool,
 }
 
 /// Which way a path has been moving since it was positioned.
@@ -49,6 +52,7 @@ impl Path {
             bases: Vec::new(),
             nodes: Vec::new(),
             dir: Dir::Unmoved,
+            keyless: false,
         }
     }
 
@@ -58,9 +62,25 @@ impl Path {
         SPARE.with(|s| s.take())
     }
 
-    /// Returns a path taken with [`spare`](Self::spare).
-    pub(crate) fn recycle(mut self) {
+    /// [`spare`](Self::spare), keeping no key: [`key`](Self::key) is then empty, whatever
+    /// the position. For seeks that read only the leaf (its number, level and suffix).
+    pub(crate) fn spare_keyless() -> Path {
+        let mut p = Self::spare();
+        p.reset(true);
+        p
+    }
+
+    /// Empties the path and says whether it keeps a key from now on (see
+    /// [`spare_keyless`](Self::spare_keyless)).
+    pub(super) fn reset(&mut self, keyless: bool) {
         self.clear();
+        self.keyless = keyless;
+    }
+
+    /// Returns a path taken with [`spare`](Self::spare) or
+    /// [`spare_keyless`](Self::spare_keyless).
+    pub(crate) fn recycle(mut self) {
+        self.reset(false);
         SPARE.with(|s| s.set(self));
     }
 
@@ -87,6 +107,13 @@ impl Path {
             self.nodes[level] = start;
         } else {
             self.nodes.push(start);
+        }
+        if self.keyless {
+            return if t.folded && level >= t.dense_height {
+                t.chain_len(start)
+            } else {
+                0
+            };
         }
         if !t.folded {
             // No chain anywhere: the key holds one label a level, as the levels say.
@@ -167,8 +194,9 @@ impl Path {
         start
     }
 
-    /// The labels and chains on the path: the key's unique prefix.
+    /// The labels and chains on the path: the key's unique prefix (empty for a keyless path).
     pub(crate) fn key(&self) -> &[u8] {
+        debug_assert!(!self.keyless || self.key.is_empty());
         &self.key
     }
 
@@ -198,18 +226,19 @@ impl Path {
     #[inline]
     pub(super) fn push(&mut self, t: &Trie, pos: usize, term: bool) {
         let level = self.pos.len();
-        debug_assert_eq!(
-            Some(&self.key.len()),
-            if t.folded {
-                self.bases.get(level)
-            } else {
-                Some(&level)
-            },
+        debug_assert!(
+            self.keyless
+                || Some(&self.key.len())
+                    == if t.folded {
+                        self.bases.get(level)
+                    } else {
+                        Some(&level)
+                    },
             "push before entering the level"
         );
         self.pos.push(pos);
         self.term = term;
-        if !term {
+        if !term && !self.keyless {
             self.key.push(t.label(level, pos));
         }
     }
@@ -219,12 +248,14 @@ impl Path {
     fn pop(&mut self, t: &Trie) -> (usize, bool) {
         let p = self.pos.pop().unwrap_or(0);
         let term = self.term;
-        if t.folded {
-            if let Some(&base) = self.bases.get(self.pos.len()) {
-                self.key.truncate(base);
+        if !self.keyless {
+            if t.folded {
+                if let Some(&base) = self.bases.get(self.pos.len()) {
+                    self.key.truncate(base);
+                }
+            } else if !term {
+                self.key.pop();
             }
-        } else if !term {
-            self.key.pop();
         }
         self.term = false;
         (p, term)

@@ -250,16 +250,21 @@ impl Trie {
     /// Seeks each of `n` start bounds (`bound(i)`: `≥` or `>` its key, the first key when
     /// unbounded) with [`seek_ge_batch`](Self::seek_ge_batch), 64 at a time on this thread's
     /// spare paths, then calls `each(i, path, found)` in order. `cmp(key, level, pos)` is the
-    /// leaf comparison of [`LeafCmp`] for the seek's key.
+    /// leaf comparison of [`LeafCmp`] for the seek's key. With `keyless`, the paths keep no
+    /// key (see [`Path::spare_keyless`]).
     pub(crate) fn seek_ge_many<'k>(
         &self,
         n: usize,
         bound: impl Fn(usize) -> core::ops::Bound<&'k [u8]>,
+        keyless: bool,
         cmp: KeyLeafCmp,
         mut each: impl FnMut(usize, &mut Path, bool),
     ) {
         const CHUNK: usize = 64;
         let mut paths = spare_paths(CHUNK.min(n));
+        for p in &mut paths {
+            p.reset(keyless);
+        }
         let mut starts: [&[u8]; CHUNK] = [&[]; CHUNK];
         let mut strict = [false; CHUNK];
         let mut found = [false; CHUNK];
@@ -280,6 +285,9 @@ impl Trie {
             for i in 0..m {
                 each(base + i, &mut paths[i], found[i]);
             }
+        }
+        for p in &mut paths {
+            p.reset(false);
         }
         recycle_paths(paths);
     }
