@@ -14,7 +14,7 @@ use core::mem::MaybeUninit;
 
 /// Up to `N` values inline. See the module docs.
 #[repr(C)]
-pub struct InlineVec<T, const N: usize> {
+pub(crate) struct InlineVec<T, const N: usize> {
     len: usize,
     vals: UnsafeCell<[MaybeUninit<T>; N]>,
 }
@@ -29,7 +29,7 @@ unsafe impl<T: Sync, const N: usize> Sync for InlineVec<T, N> {}
 
 impl<T, const N: usize> InlineVec<T, N> {
     /// An empty vector.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         InlineVec {
             len: 0,
             // An array of `MaybeUninit` needs no initialization.
@@ -39,7 +39,7 @@ impl<T, const N: usize> InlineVec<T, N> {
 
     /// Values held.
     #[inline(always)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
@@ -49,14 +49,14 @@ impl<T, const N: usize> InlineVec<T, N> {
     /// exclusive access to that slot (for example a `&mut` to the structure holding the vector,
     /// from which the caller hands out each slot once).
     #[inline(always)]
-    pub fn ptr(&self, i: usize) -> *mut T {
+    pub(crate) fn ptr(&self, i: usize) -> *mut T {
         debug_assert!(i <= N);
         self.vals.get().cast::<T>().wrapping_add(i)
     }
 
     /// The values, in order.
     #[inline(always)]
-    pub fn as_slice(&self) -> &[T] {
+    pub(crate) fn as_slice(&self) -> &[T] {
         // SAFETY: `vals[..len]` are initialized (invariant); `MaybeUninit<T>` has `T`'s layout,
         // so the first `len` slots are `len` consecutive `T`s. Nothing writes them while `&self`
         // lives: safe writers take `&mut self`, and `ptr`'s users write only under exclusive
@@ -66,25 +66,25 @@ impl<T, const N: usize> InlineVec<T, N> {
 
     /// The values, in order, mutably.
     #[inline(always)]
-    pub fn as_mut_slice(&mut self) -> &mut [T] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: as in `as_slice`; `&mut self` excludes every other access.
         unsafe { core::slice::from_raw_parts_mut(self.ptr(0), self.len) }
     }
 
     /// Value `i`. Panics unless `i < len()`.
     #[inline(always)]
-    pub fn get(&self, i: usize) -> &T {
+    pub(crate) fn get(&self, i: usize) -> &T {
         &self.as_slice()[i]
     }
 
     /// Value `i`, mutably. Panics unless `i < len()`.
     #[inline(always)]
-    pub fn get_mut(&mut self, i: usize) -> &mut T {
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut T {
         &mut self.as_mut_slice()[i]
     }
 
     /// Inserts `v` at `i`, shifting the values after it. Panics when full or `i > len()`.
-    pub fn insert(&mut self, i: usize, v: T) {
+    pub(crate) fn insert(&mut self, i: usize, v: T) {
         let n = self.len;
         assert!(n < N && i <= n, "insert at {i} of {n} (capacity {N})");
         // SAFETY: `i <= n < N`, so slots `i..n` and `i + 1..n + 1` are in bounds; the copy
@@ -100,7 +100,7 @@ impl<T, const N: usize> InlineVec<T, N> {
     }
 
     /// Removes and returns value `i`, shifting the values after it. Panics unless `i < len()`.
-    pub fn remove(&mut self, i: usize) -> T {
+    pub(crate) fn remove(&mut self, i: usize) -> T {
         let n = self.len;
         assert!(i < n, "remove at {i} of {n}");
         // SAFETY: `i < n <= N`: slot `i` is initialized and is read out (moved) once; the
@@ -117,7 +117,7 @@ impl<T, const N: usize> InlineVec<T, N> {
 
     /// Moves values `at..` to the end of `dst` (in order). Panics if `at > len()` or `dst`
     /// lacks room.
-    pub fn move_tail_to(&mut self, at: usize, dst: &mut Self) {
+    pub(crate) fn move_tail_to(&mut self, at: usize, dst: &mut Self) {
         let (n, m) = (self.len, dst.len);
         assert!(at <= n && m + (n - at) <= N, "move {at}..{n} after {m}");
         // SAFETY: `self`'s slots `at..n` are initialized and `dst`'s `m..m + n - at` are in
@@ -132,7 +132,7 @@ impl<T, const N: usize> InlineVec<T, N> {
     }
 
     /// Removes every value; returns them in order.
-    pub fn take_all(&mut self) -> Vec<T> {
+    pub(crate) fn take_all(&mut self) -> Vec<T> {
         let n = self.len;
         let mut out = Vec::with_capacity(n);
         self.len = 0;
@@ -147,12 +147,6 @@ impl<T, const N: usize> InlineVec<T, N> {
     }
 }
 
-impl<T, const N: usize> Default for InlineVec<T, N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<T, const N: usize> Drop for InlineVec<T, N> {
     fn drop(&mut self) {
         let n = self.len;
@@ -162,12 +156,6 @@ impl<T, const N: usize> Drop for InlineVec<T, N> {
         unsafe {
             core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(self.ptr(0), n));
         }
-    }
-}
-
-impl<T: core::fmt::Debug, const N: usize> core::fmt::Debug for InlineVec<T, N> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list().entries(self.as_slice()).finish()
     }
 }
 

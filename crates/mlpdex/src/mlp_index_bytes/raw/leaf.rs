@@ -91,10 +91,10 @@ const _: () = assert!(core::mem::offset_of!(Leaf<[u64; 4]>, fb) <= 2 * 64);
 /// The bytes `[from, to)`, prefetched a line at a time.
 #[inline(always)]
 fn prefetch_range<T, U>(from: *const T, to: *const U) {
-    let (a, b) = (from as usize & !63, to as usize);
-    let p = from.cast::<u8>();
-    for line in (a..b).step_by(64) {
-        prefetch_read(p.wrapping_add(line.wrapping_sub(from as usize)));
+    let start = from.cast::<u8>().wrapping_sub(from as usize % 64);
+    let len = (to as usize).saturating_sub(start as usize);
+    for line in (0..len).step_by(64) {
+        prefetch_read(start.wrapping_add(line));
     }
 }
 
@@ -423,9 +423,11 @@ impl<V> Leaf<V> {
     /// The entries, owned, in key order (the leaf is consumed).
     pub(crate) fn into_entries(self: Box<Self>) -> std::vec::IntoIter<(Vec<u8>, V)> {
         let mut leaf = self;
-        leaf.take_all()
-            .into_iter()
-            .map(|(k, _, v)| (k, v))
+        // The keys stay in the arena (only the count went to zero with the values).
+        let vals = leaf.vals.take_all();
+        vals.into_iter()
+            .enumerate()
+            .map(|(i, v)| (leaf.key(i).to_vec(), v))
             .collect::<Vec<_>>()
             .into_iter()
     }

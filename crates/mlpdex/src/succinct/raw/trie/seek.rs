@@ -59,11 +59,15 @@ pub(crate) fn bound_key(b: core::ops::Bound<&[u8]>) -> Option<(&[u8], bool)> {
     }
 }
 
-/// `n` empty paths for a batched seek, reusing this thread's spares; give them back with
+/// `n` empty paths for a batched seek, keeping keys unless `keyless` (see
+/// [`Path::spare_keyless`]), reusing this thread's spares; give them back with
 /// [`recycle_paths`].
-fn spare_paths(n: usize) -> Vec<Path> {
+fn spare_paths(n: usize, keyless: bool) -> Vec<Path> {
     let mut v = SPARE_BATCH.with(|s| s.take());
     v.resize_with(n.max(v.len()), Path::new);
+    for p in &mut v {
+        p.reset(keyless);
+    }
     v
 }
 
@@ -261,10 +265,7 @@ impl Trie {
         mut each: impl FnMut(usize, &mut Path, bool),
     ) {
         const CHUNK: usize = 64;
-        let mut paths = spare_paths(CHUNK.min(n));
-        for p in &mut paths {
-            p.reset(keyless);
-        }
+        let mut paths = spare_paths(CHUNK.min(n), keyless);
         let mut starts: [&[u8]; CHUNK] = [&[]; CHUNK];
         let mut strict = [false; CHUNK];
         let mut found = [false; CHUNK];
@@ -285,9 +286,6 @@ impl Trie {
             for i in 0..m {
                 each(base + i, &mut paths[i], found[i]);
             }
-        }
-        for p in &mut paths {
-            p.reset(false);
         }
         recycle_paths(paths);
     }
