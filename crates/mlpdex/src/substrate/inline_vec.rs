@@ -131,6 +131,33 @@ impl<T, const N: usize> InlineVec<T, N> {
         dst.len = m + (n - at);
     }
 
+    /// A second vector holding the same values, bit for bit (not cloned): both then claim
+    /// them, so the pair must be resolved before either could drop or move out a value.
+    ///
+    /// # Safety
+    ///
+    /// Afterwards, at most one of the two may ever drop its values or move them out; the
+    /// other must be read only (by value it holds nothing) and emptied with
+    /// [`forget_all`](Self::forget_all) before it is dropped. A copy-on-write map uses this to
+    /// give a new version of a node the values of the version readers may still be reading.
+    pub(crate) unsafe fn bitwise_copy(&self) -> Self {
+        let mut copy = InlineVec::new();
+        // SAFETY: slots `..len` of `self` are initialized and `copy`'s are in bounds and
+        // distinct; copying bits is a read of `self`, which `&self` allows. Who owns the
+        // values afterwards is the caller's contract.
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.ptr(0), copy.ptr(0), self.len);
+        }
+        copy.len = self.len;
+        copy
+    }
+
+    /// Empties the vector without dropping its values (leaking them, unless another vector
+    /// owns their bits: see [`bitwise_copy`](Self::bitwise_copy)).
+    pub(crate) fn forget_all(&mut self) {
+        self.len = 0;
+    }
+
     /// Removes every value; returns them in order.
     pub(crate) fn take_all(&mut self) -> Vec<T> {
         let n = self.len;
@@ -241,6 +268,29 @@ mod tests {
         *b += 20;
         *a += 1;
         assert_eq!(node.vals.as_slice(), &[11, 1, 22, 3]);
+    }
+
+    #[test]
+    fn bitwise_copies_share_values_until_one_is_forgotten() {
+        let (probe, vals) = counted(5);
+        let mut v: InlineVec<Rc<()>, 8> = InlineVec::new();
+        for (i, x) in vals.into_iter().enumerate() {
+            v.insert(i, x);
+        }
+        // SAFETY: `v` is only read from here on and forgets its values before it drops.
+        let mut copy = unsafe { v.bitwise_copy() };
+        assert_eq!(Rc::strong_count(&probe), 6, "no clone was made");
+        let taken = copy.remove(0);
+        copy.insert(4, taken);
+        v.forget_all();
+        drop(v);
+        assert_eq!(Rc::strong_count(&probe), 6, "forgetting drops nothing");
+        drop(copy);
+        assert_eq!(
+            Rc::strong_count(&probe),
+            1,
+            "the copy dropped each value once"
+        );
     }
 
     #[test]
