@@ -54,7 +54,8 @@
 //!
 //! When not: short fixed-width keys (8-byte integers), where [`MlpIndex`](crate::mlp_index)
 //! and the [Cuckoo Trie](crate::cuckoo_trie) are smaller and faster; small maps that fit in
-//! cache, where a `BTreeMap` is as fast; concurrent writers (this map is single-writer).
+//! cache, where a `BTreeMap` is as fast. For readers on many threads, use its concurrent twin,
+//! [`ConcurrentMlpIndexBytes`] (writers take turns).
 //!
 //! # Contract
 //!
@@ -77,18 +78,20 @@
 //!   order, each key between its leaf's fences, no empty leaf but the first, the table holding
 //!   exactly the anchors' prefixes with their leaf links.
 
-// The map's core and its entry API hold no unsafe code (miri leaves their tests out:
-// scripts/miri.sh); the mutable iterator, which hands out values while it walks the leaves,
-// does.
+// The entry API holds no unsafe code; the map's core only in its leaf table and the leaves'
+// copy-on-write versions (`raw::leaves`, `Leaf::cow_copy`, for the concurrent map); the
+// mutable iterator, which hands out values while it walks the leaves, does.
+pub mod concurrent;
 #[forbid(unsafe_code)]
 mod entry;
 mod iter;
-#[forbid(unsafe_code)]
+#[deny(unsafe_code)]
 mod raw;
 
 use core::fmt;
 use core::ops::Bound;
 
+pub use concurrent::ConcurrentMlpIndexBytes;
 pub use entry::{Entry, OccupiedEntry, VacantEntry};
 use iter::Cursor;
 pub use iter::{IntoIter, IterMut, Range};

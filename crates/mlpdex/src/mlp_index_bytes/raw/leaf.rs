@@ -441,6 +441,63 @@ impl<V> Leaf<V> {
         self.vals.ptr(i)
     }
 
+    /// A new version of this leaf for a copy-on-write writer: the same fences, keys and
+    /// links, room in its arena for `extra` more key bytes, and this leaf's values bit for bit
+    /// (not cloned).
+    ///
+    /// # Safety
+    ///
+    /// The copy owns the values from now on: this leaf may afterwards only be read, and must
+    /// be freed without dropping them ([`forget_values`](Self::forget_values), as
+    /// [`Superseded`](super::leaves::Superseded) does).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn cow_copy(&self, extra: usize) -> Box<Self> {
+        let mut arena = Vec::with_capacity(self.arena.len() + extra);
+        arena.extend_from_slice(&self.arena);
+        Box::new(Leaf {
+            prev: self.prev,
+            next: self.next,
+            d: self.d,
+            lo_len: self.lo_len,
+            up_len: self.up_len,
+            up_shared: self.up_shared,
+            pre_shared: self.pre_shared,
+            garbage: self.garbage,
+            big: self.big.clone(),
+            arena,
+            fb: self.fb,
+            slices: self.slices,
+            // SAFETY: the caller's contract: only the copy drops or moves out the values.
+            vals: unsafe { self.vals.bitwise_copy() },
+            tags: self.tags,
+            off: self.off,
+            klen: self.klen,
+        })
+    }
+
+    /// Empties the leaf without dropping its values (a newer version owns them).
+    pub(crate) fn forget_values(&mut self) {
+        self.vals.forget_all();
+    }
+
+    /// Whether this leaf's lower fence is `prev`'s upper fence: it follows `prev` in key
+    /// order with nothing between them.
+    pub(crate) fn follows(&self, prev: &Leaf<V>) -> bool {
+        prev.up_len == self.lo_len
+            && self
+                .lower()
+                .starts_with(&prev.lower()[..prev.up_shared as usize])
+            && self.lower()[prev.up_shared as usize..] == *prev.upper_tail()
+    }
+
+    /// The longest key's length.
+    pub(crate) fn longest_key(&self) -> usize {
+        self.klen[..self.len()]
+            .iter()
+            .max()
+            .map_or(0, |&k| k as usize)
+    }
+
     /// Drops removed keys' bytes and spare capacity.
     pub(crate) fn shrink_to_fit(&mut self) {
         if self.garbage > 0 {

@@ -54,6 +54,9 @@ const EMPTY: Node = Node {
     before: [NONE; INLINE_KIDS],
 };
 
+/// A rehashed copy of the table's slots (see [`Nodes::grown`]).
+pub(crate) struct GrownSlots(Vec<Node>);
+
 /// Kids of a node with many.
 #[derive(Clone, Debug, Default)]
 struct Spill {
@@ -174,6 +177,13 @@ impl Nodes {
 
     /// Moves the nodes to a table of `len` slots (a power of two over twice the nodes).
     fn rehash(&mut self, len: usize) -> Result<(), Error> {
+        let slots = self.rehashed(len)?;
+        self.install(slots);
+        Ok(())
+    }
+
+    /// The nodes in a new table of `len` slots (a power of two over twice the nodes).
+    fn rehashed(&self, len: usize) -> Result<GrownSlots, Error> {
         debug_assert!(len.is_power_of_two() && len >= 2 * self.used);
         let mut slots = Vec::new();
         slots
@@ -182,16 +192,37 @@ impl Nodes {
                 bytes: len.saturating_mul(core::mem::size_of::<Node>()),
             })?;
         slots.resize(len, EMPTY);
-        let old = core::mem::replace(&mut self.slots, slots);
-        self.mask = len - 1;
-        for n in old.into_iter().filter(|n| n.len != NONE) {
-            let mut i = n.hash as usize & self.mask;
-            while self.slots[i].len != NONE {
-                i = (i + 1) & self.mask;
+        let mask = len - 1;
+        for n in self.slots.iter().filter(|n| n.len != NONE) {
+            let mut i = n.hash as usize & mask;
+            while slots[i].len != NONE {
+                i = (i + 1) & mask;
             }
-            self.slots[i] = n;
+            slots[i] = *n;
         }
-        Ok(())
+        Ok(GrownSlots(slots))
+    }
+
+    /// A copy of the table with room for `more` nodes beyond those present, when the table
+    /// itself would grow before they fit; built through `&self`.
+    pub(crate) fn grown(&self, more: usize) -> Result<Option<GrownSlots>, Error> {
+        let want = Self::slots_for(self.used.saturating_add(more));
+        if want <= self.slots.len() {
+            return Ok(None);
+        }
+        self.rehashed(want).map(Some)
+    }
+
+    /// Replaces the table with `slots`, a copy of it from [`grown`](Self::grown) (or
+    /// `rehashed`) with no change since.
+    pub(crate) fn install(&mut self, slots: GrownSlots) {
+        debug_assert_eq!(
+            slots.0.iter().filter(|n| n.len != NONE).count(),
+            self.used,
+            "the table changed since it was copied"
+        );
+        self.mask = slots.0.len() - 1;
+        self.slots = slots.0;
     }
 
     /// Slots in the table.

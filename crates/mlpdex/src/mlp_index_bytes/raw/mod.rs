@@ -27,10 +27,17 @@
 
 mod hash;
 mod leaf;
+mod leaves;
 mod meta;
+
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::Ordering::Relaxed;
 
 use hash::PrefixHasher;
 pub(crate) use leaf::{CAP, Leaf};
+use leaves::Leaves;
+pub(crate) use leaves::Superseded;
+pub(crate) use meta::GrownSlots;
 use meta::Nodes;
 
 use crate::Error;
@@ -140,15 +147,41 @@ pub(crate) struct Pos {
 
 /// The core. See the module docs.
 pub(crate) struct RawMap<V> {
-    leaves: Vec<Option<Box<Leaf<V>>>>,
+    leaves: Leaves<V>,
     free: Vec<u32>,
     nodes: Nodes,
-    len: usize,
+    /// Entries; atomic so that a copy-on-write writer can count through `&self`.
+    len: AtomicUsize,
     tail: u32,
     max_anchor: usize,
     seed: u64,
     window: Window,
     hist: Box<Histogram>,
+    /// Copy-on-write mode (the concurrent map; see [`CowLog`]).
+    cow: Option<Box<CowLog<V>>>,
+}
+
+/// A copy-on-write writer's record of one operation. In this mode readers on other threads may
+/// hold any leaf in the table, so a leaf is never changed in place: its first change in an
+/// operation replaces it with a copy ([`Leaf::cow_copy`]), and the version replaced waits in
+/// `retired` until the operation is done and its owner can defer the free past the readers.
+struct CowLog<V> {
+    /// Leaves made or copied in this operation: no reader has seen them.
+    fresh: Vec<u32>,
+    retired: Vec<Superseded<V>>,
+}
+
+/// What a removal leaving `n` entries in a leaf does to the leaves (see
+/// [`RawMap::remove_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Merge {
+    None,
+    /// The leaf is empty and not the head: it goes.
+    Drop,
+    /// It moves into the leaf before it.
+    IntoPrev,
+    /// The leaf after it moves into it.
+    Next,
 }
 
 /// The one-byte tag of a key's hash kept beside each entry.
@@ -159,11 +192,13 @@ fn tag_of(h: u64) -> u8 {
 
 impl<V> RawMap<V> {
     pub(crate) fn new(seed: u64) -> Self {
+        let mut leaves = Leaves::new();
+        leaves.put(HEAD, Leaf::new(b"", None));
         let mut m = RawMap {
-            leaves: vec![Some(Leaf::new(b"", None))],
+            leaves,
             free: Vec::new(),
             nodes: Nodes::new(),
-            len: 0,
+            len: AtomicUsize::new(0),
             tail: HEAD,
             max_anchor: 0,
             seed,
@@ -173,6 +208,7 @@ impl<V> RawMap<V> {
                 rel: [0; 256],
                 splits: 0,
             }),
+            cow: None,
         };
         let (s, _) = m.nodes.find_or_insert(hash::prefix_hash(b"", 0, seed), 0);
         let root = m.nodes.node_mut(s);
@@ -182,31 +218,61 @@ impl<V> RawMap<V> {
         m
     }
 
+    /// An empty map in copy-on-write mode, for a writer whose readers run on other threads:
+    /// see [`CowLog`], [`insert_published`](Self::insert_published) and
+    /// [`end_operation`](Self::end_operation).
+    pub(crate) fn new_cow(seed: u64) -> Self {
+        let mut m = RawMap::new(seed);
+        m.cow = Some(Box::new(CowLog {
+            fresh: Vec::new(),
+            retired: Vec::new(),
+        }));
+        m
+    }
+
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.len.load(Relaxed)
     }
 
     #[inline(always)]
     pub(crate) fn leaf(&self, id: u32) -> &Leaf<V> {
-        self.leaves[id as usize].as_deref().expect("a live leaf")
+        self.leaves.get(id).expect("a live leaf")
     }
 
+    /// Leaf `id`, to change. In copy-on-write mode, the leaf's first change in an operation
+    /// replaces it with a copy first.
     #[inline(always)]
+    #[allow(unsafe_code)]
     fn leaf_mut(&mut self, id: u32) -> &mut Leaf<V> {
-        self.leaves[id as usize]
-            .as_deref_mut()
-            .expect("a live leaf")
+        if let Some(cow) = self.cow.as_deref_mut()
+            && !cow.fresh.contains(&id)
+        {
+            let old = self.leaves.get(id).expect("a live leaf");
+            // SAFETY: the old version leaves the table at once and goes to `retired` as a
+            // `Superseded`, which is only read until it is freed without its values.
+            let copy = unsafe { old.cow_copy(0) };
+            cow.retired.push(self.leaves.swap(id, copy));
+            cow.fresh.push(id);
+        }
+        self.leaves.get_mut(id).expect("a live leaf")
+    }
+
+    /// Ends a copy-on-write operation: the versions it replaced, for the caller to free once
+    /// no reader can hold them.
+    pub(crate) fn end_operation(&mut self) -> Vec<Superseded<V>> {
+        let cow = self.cow.as_deref_mut().expect("copy-on-write mode");
+        cow.fresh.clear();
+        core::mem::take(&mut cow.retired)
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.leaves.capacity() * core::mem::size_of::<Option<Box<Leaf<V>>>>()
+        self.leaves.capacity() * core::mem::size_of::<usize>()
             + self.free.capacity() * 4
             + self
                 .leaves
                 .iter()
-                .flatten()
-                .map(|l| l.heap_bytes())
+                .map(|(_, l)| l.heap_bytes())
                 .sum::<usize>()
             + self.nodes.heap_bytes()
             + core::mem::size_of::<Histogram>()
@@ -253,28 +319,41 @@ impl<V> RawMap<V> {
     /// as they split.
     pub(crate) fn try_reserve(&mut self, more: usize) -> Result<(), Error> {
         let leaves = more.div_ceil(CAP * 2 / 3);
-        let live = self.leaves.len() - self.free.len();
-        let nodes = if live >= 64 {
-            let per = (leaves as u128 * self.nodes.len() as u128).div_ceil(live as u128);
-            usize::try_from(per + per / 4).unwrap_or(usize::MAX)
-        } else {
-            leaves.saturating_mul(4)
-        };
+        let nodes = self.nodes_for(more);
         let ids = leaves.saturating_sub(self.free.len());
         self.leaves
             .try_reserve(ids)
             .map_err(|_| Error::OutOfMemory {
-                bytes: ids.saturating_mul(core::mem::size_of::<Option<Box<Leaf<V>>>>()),
+                bytes: ids.saturating_mul(core::mem::size_of::<usize>()),
             })?;
         self.nodes.try_reserve(nodes)
+    }
+
+    /// Prefix-table nodes that `more` keys' leaves are expected to add (see
+    /// [`try_reserve`](Self::try_reserve)).
+    fn nodes_for(&self, more: usize) -> usize {
+        let leaves = more.div_ceil(CAP * 2 / 3);
+        let live = self.leaves.len() - self.free.len();
+        if live >= 64 {
+            let per = (leaves as u128 * self.nodes.len() as u128).div_ceil(live as u128);
+            usize::try_from(per + per / 4).unwrap_or(usize::MAX)
+        } else {
+            leaves.saturating_mul(4)
+        }
     }
 
     /// Gives back spare capacity: the prefix table's beyond what growth would give it, the
     /// leaves' removed key bytes and key arenas' slack, unused leaf ids at the end.
     pub(crate) fn shrink_to_fit(&mut self) {
         self.nodes.shrink_to_fit();
-        for l in self.leaves.iter_mut().flatten() {
-            l.shrink_to_fit();
+        // Copy-on-write leaves are not touched in place (their copies have no slack to give:
+        // every write copies the leaf's arena to its length).
+        if self.cow.is_none() {
+            for id in 0..self.leaves.len() as u32 {
+                if let Some(l) = self.leaves.get_mut(id) {
+                    l.shrink_to_fit();
+                }
+            }
         }
         self.leaves.shrink_to_fit();
         self.free.shrink_to_fit();
@@ -375,6 +454,15 @@ impl<V> RawMap<V> {
     pub(crate) fn find(&self, key: &[u8]) -> Option<Pos> {
         let routed = self.find_start(key);
         self.find_end(key, routed)
+            .map(|(leaf, _, i)| Pos { leaf, i })
+    }
+
+    /// [`find`](Self::find) for readers beside a copy-on-write writer: the leaf version the
+    /// entry was found in, and its index there.
+    #[inline]
+    pub(crate) fn find_version(&self, key: &[u8]) -> Option<(&Leaf<V>, usize)> {
+        let routed = self.find_start(key);
+        self.find_end(key, routed).map(|(_, l, i)| (l, i))
     }
 
     /// Lookups of up to [`BATCH`] keys (`out[i]` for `keys[i]`) whose leaf reads overlap:
@@ -387,14 +475,14 @@ impl<V> RawMap<V> {
             *r = self.find_start(k);
         }
         for ((o, k), r) in out.iter_mut().zip(keys).zip(routed) {
-            *o = self.find_end(k, r);
+            *o = self.find_end(k, r).map(|(leaf, _, i)| Pos { leaf, i });
         }
     }
 
     /// A lookup's first half: the one or two leaves the table names for `key` (their lines
     /// prefetched) and the key's tag.
     #[inline]
-    fn find_start(&self, key: &[u8]) -> (u32, u32, u8) {
+    pub(crate) fn find_start(&self, key: &[u8]) -> (u32, u32, u8) {
         let mut h = PrefixHasher::new(key, self.seed);
         let (a, b) = self.route(key, &mut h);
         self.leaf(a).prefetch_find();
@@ -404,23 +492,32 @@ impl<V> RawMap<V> {
         (a, b, tag_of(h.hash(key.len())))
     }
 
-    /// A lookup's second half, in the leaves [`find_start`](Self::find_start) named.
+    /// A lookup's second half, in the leaves [`find_start`](Self::find_start) named: the
+    /// entry's leaf id, the leaf (each leaf is read once: in copy-on-write mode, the version
+    /// read), and the index.
     #[inline]
-    fn find_end(&self, key: &[u8], (a, b, tag): (u32, u32, u8)) -> Option<Pos> {
+    pub(crate) fn find_end(
+        &self,
+        key: &[u8],
+        (a, b, tag): (u32, u32, u8),
+    ) -> Option<(u32, &Leaf<V>, usize)> {
         let la = self.leaf(a);
         let lb = (b != NONE).then(|| self.leaf(b));
         if let Some(i) = la.find(key, tag) {
-            return Some(Pos { leaf: a, i });
+            return Some((a, la, i));
         }
-        if let Some(i) = lb.and_then(|lb| lb.find(key, tag)) {
-            return Some(Pos { leaf: b, i });
+        if let Some(lb) = lb
+            && let Some(i) = lb.find(key, tag)
+        {
+            return Some((b, lb, i));
         }
         // Absent, unless a collision misled the route.
         if la.covers(key) || lb.is_some_and(|lb| lb.covers(key)) {
             return None;
         }
         let x = self.locate_slow(key);
-        self.leaf(x).find(key, tag).map(|i| Pos { leaf: x, i })
+        let lx = self.leaf(x);
+        lx.find(key, tag).map(|i| (x, lx, i))
     }
 
     /// The first entry `>= key` (`inclusive`) or `> key`, as a position that may be the gap
@@ -434,6 +531,95 @@ impl<V> RawMap<V> {
             leaf: x,
             i: if eq && !inclusive { i + 1 } else { i },
         }
+    }
+
+    /// [`seek`](Self::seek) for readers beside a copy-on-write writer: the leaf version read
+    /// and the index in it (which may be the gap after its last entry).
+    #[inline]
+    pub(crate) fn seek_version(&self, key: &[u8], inclusive: bool) -> (&Leaf<V>, usize) {
+        let mut h = PrefixHasher::new(key, self.seed);
+        let x = self.locate(key, &mut h, true);
+        // Fences change only while no reader reads (see the concurrent map), so this version
+        // of leaf `x` covers `key` as the one `locate` checked did.
+        let l = self.leaf(x);
+        let (i, eq) = l.seek(key);
+        (l, if eq && !inclusive { i + 1 } else { i })
+    }
+
+    /// The first leaf version, for a reader: see [`seek_version`](Self::seek_version).
+    pub(crate) fn first_version(&self) -> &Leaf<V> {
+        self.leaf(HEAD)
+    }
+
+    /// The last leaf version, for a reader.
+    pub(crate) fn last_version(&self) -> &Leaf<V> {
+        self.leaf(self.tail)
+    }
+
+    /// The entry at or after index `i` of `l`, a version read in the same read section
+    /// (whose links are therefore current); `None` past the last.
+    #[inline]
+    pub(crate) fn forward_version<'a>(
+        &'a self,
+        mut l: &'a Leaf<V>,
+        mut i: usize,
+    ) -> Option<(&'a Leaf<V>, usize)> {
+        while i == l.len() {
+            if l.next == NONE {
+                return None;
+            }
+            l = self.leaf(l.next);
+            i = 0;
+        }
+        Some((l, i))
+    }
+
+    /// The entry just before the gap `i` of `l`, a version read in the same read section;
+    /// `None` before the first.
+    #[inline]
+    pub(crate) fn back_version<'a>(
+        &'a self,
+        mut l: &'a Leaf<V>,
+        mut i: usize,
+    ) -> Option<(&'a Leaf<V>, usize)> {
+        while i == 0 {
+            if l.prev == NONE {
+                return None;
+            }
+            l = self.leaf(l.prev);
+            i = l.len();
+        }
+        Some((l, i - 1))
+    }
+
+    /// The gap where the keys after leaf version `old` begin, now: `old` may be a version a
+    /// reader read in an earlier read section, since replaced, split or merged. The leaf its
+    /// link names when that leaf still begins at `old`'s upper fence, else a seek to it.
+    /// `None` when `old` was the last leaf.
+    #[inline]
+    pub(crate) fn after_version(&self, old: &Leaf<V>) -> Option<(&Leaf<V>, usize)> {
+        if old.next != NONE
+            && let Some(n) = self.leaves.get(old.next)
+            && n.follows(old)
+        {
+            return Some((n, 0));
+        }
+        let up = old.upper()?;
+        Some(self.seek_version(&up, true))
+    }
+
+    /// The gap where the keys before leaf version `old` end, now (see
+    /// [`after_version`](Self::after_version)): entries before the index returned order before
+    /// `old`'s lower fence.
+    #[inline]
+    pub(crate) fn before_version(&self, old: &Leaf<V>) -> (&Leaf<V>, usize) {
+        if old.prev != NONE
+            && let Some(p) = self.leaves.get(old.prev)
+            && old.follows(p)
+        {
+            return (p, p.len());
+        }
+        self.seek_version(old.lower(), true)
     }
 
     /// The position of the first entry in key order (the gap of an empty map).
@@ -506,7 +692,7 @@ impl<V> RawMap<V> {
 
     /// The leaves, by id (`None`: a free id), and the last one's id; the map is consumed.
     pub(crate) fn into_leaves(self) -> (Vec<Option<Box<Leaf<V>>>>, u32) {
-        (self.leaves, self.tail)
+        (self.leaves.into_boxes(), self.tail)
     }
 
     /// Stores `val` under `key`; where it now is, and the previous value if there was one.
@@ -527,7 +713,7 @@ impl<V> RawMap<V> {
             i = self.leaf(x).seek(key).0;
         }
         self.leaf_mut(x).insert_at(i, key, tag, val);
-        self.len += 1;
+        *self.len.get_mut() += 1;
         (Pos { leaf: x, i }, None)
     }
 
@@ -535,20 +721,121 @@ impl<V> RawMap<V> {
     pub(crate) fn remove_at(&mut self, p: Pos) -> (Vec<u8>, V) {
         let key = self.leaf(p.leaf).key(p.i).to_vec();
         let v = self.leaf_mut(p.leaf).remove_at(p.i);
-        self.len -= 1;
+        *self.len.get_mut() -= 1;
         let x = p.leaf;
-        let n = self.leaf(x).len();
-        if x != HEAD && n == 0 {
-            self.drop_leaf(x);
-        } else if n <= MERGE_AT {
-            let (prev, next) = (self.leaf(x).prev, self.leaf(x).next);
-            if x != HEAD && self.leaf(prev).len() + n <= CAP / 2 {
-                self.absorb(prev, x);
-            } else if next != NONE && self.leaf(next).len() + n <= CAP / 2 {
-                self.absorb(x, next);
-            }
+        match self.merge_after_remove(x, self.leaf(x).len()) {
+            Merge::None => {}
+            Merge::Drop => self.drop_leaf(x),
+            Merge::IntoPrev => self.absorb(self.leaf(x).prev, x),
+            Merge::Next => self.absorb(x, self.leaf(x).next),
         }
         (key, v)
+    }
+
+    /// What a removal that leaves `n` entries in leaf `x` does to the leaves: a leaf emptied
+    /// goes, one left with at most [`MERGE_AT`] merges with a neighbour when the two fit in
+    /// half a leaf.
+    fn merge_after_remove(&self, x: u32, n: usize) -> Merge {
+        if x != HEAD && n == 0 {
+            return Merge::Drop;
+        }
+        if n <= MERGE_AT {
+            let (prev, next) = (self.leaf(x).prev, self.leaf(x).next);
+            if x != HEAD && self.leaf(prev).len() + n <= CAP / 2 {
+                return Merge::IntoPrev;
+            }
+            if next != NONE && self.leaf(next).len() + n <= CAP / 2 {
+                return Merge::Next;
+            }
+        }
+        Merge::None
+    }
+
+    /// [`insert`](Self::insert) by a copy-on-write writer while readers read the map, when it
+    /// changes one leaf: a copy of `key`'s leaf with the change replaces it in one store. The
+    /// previous value, if any, and the version replaced. `Err(val)` when the leaf is full:
+    /// the insertion splits it, which the caller must do through
+    /// [`insert`](Self::insert) with readers kept out.
+    ///
+    /// The caller is the only writer; readers may run in the table meanwhile.
+    #[allow(unsafe_code)]
+    pub(crate) fn insert_published(
+        &self,
+        key: &[u8],
+        val: V,
+    ) -> Result<(Option<V>, Superseded<V>), V> {
+        debug_assert!(self.cow.is_some());
+        let mut h = PrefixHasher::new(key, self.seed);
+        let x = self.locate(key, &mut h, true);
+        let tag = tag_of(h.hash(key.len()));
+        let l = self.leaf(x);
+        let (i, eq) = l.seek(key);
+        if !eq && l.len() == CAP {
+            return Err(val);
+        }
+        // SAFETY: the old version leaves the table in `publish` below and is handed to the
+        // caller as a `Superseded`, which is only read until it is freed without its values.
+        let mut copy = unsafe { l.cow_copy(if eq { 0 } else { key.len() }) };
+        let old = if eq {
+            Some(core::mem::replace(copy.val_mut(i), val))
+        } else {
+            copy.insert_at(i, key, tag, val);
+            self.len.fetch_add(1, Relaxed);
+            None
+        };
+        Ok((old, self.leaves.publish(x, copy)))
+    }
+
+    /// [`remove`](Self::remove_at) of `key` by a copy-on-write writer while readers read the
+    /// map (see [`insert_published`](Self::insert_published)): `Ok(None)` when `key` is absent,
+    /// else its value and the leaf version replaced. `Err(())` when the removal would drop or
+    /// merge leaves: the caller must remove through [`remove_at`](Self::remove_at) with
+    /// readers kept out.
+    #[allow(unsafe_code)]
+    pub(crate) fn remove_published(&self, key: &[u8]) -> Result<Option<(V, Superseded<V>)>, ()> {
+        debug_assert!(self.cow.is_some());
+        let routed = self.find_start(key);
+        let Some((x, l, i)) = self.find_end(key, routed) else {
+            return Ok(None);
+        };
+        if self.merge_after_remove(x, l.len() - 1) != Merge::None {
+            return Err(());
+        }
+        // SAFETY: as in `insert_published`.
+        let mut copy = unsafe { l.cow_copy(0) };
+        let v = copy.remove_at(i);
+        self.len.fetch_sub(1, Relaxed);
+        Ok(Some((v, self.leaves.publish(x, copy))))
+    }
+
+    /// Before an insertion of `key` that splits a leaf (see
+    /// [`insert_published`](Self::insert_published)): a grown copy of the prefix table when the
+    /// split's new anchor might not fit in the current one. Built through `&self`, while
+    /// readers go on reading the current table; [`install_slots`](Self::install_slots) puts it
+    /// in place.
+    pub(crate) fn grown_slots_for(&self, key: &[u8]) -> Result<Option<GrownSlots>, Error> {
+        let mut h = PrefixHasher::new(key, self.seed);
+        let x = self.locate(key, &mut h, true);
+        // The new anchor is a prefix of one of the leaf's keys or of `key`, and each of its
+        // prefixes is at most one new node.
+        let more = self.leaf(x).longest_key().max(key.len()) + 1;
+        self.nodes.grown(more)
+    }
+
+    /// [`grown_slots_for`](Self::grown_slots_for) for [`try_reserve`](Self::try_reserve)'s
+    /// estimate of `more` keys' prefixes.
+    pub(crate) fn grown_slots_reserving(&self, more: usize) -> Result<Option<GrownSlots>, Error> {
+        self.nodes.grown(self.nodes_for(more))
+    }
+
+    /// The map's hash seed.
+    pub(crate) fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Puts a table from [`grown_slots_for`](Self::grown_slots_for) in place.
+    pub(crate) fn install_slots(&mut self, slots: GrownSlots) {
+        self.nodes.install(slots);
     }
 
     /// Moves every entry of leaf `w` into `x`, the leaf before it, and drops `w`.
@@ -576,16 +863,11 @@ impl<V> RawMap<V> {
         let anchor = l.key(at)[..best + 1].to_vec();
         self.sample(x);
         let right = self.leaf_mut(x).split_off(at, &anchor);
-        let z = match self.free.pop() {
-            Some(z) => {
-                self.leaves[z as usize] = Some(right);
-                z
-            }
-            None => {
-                self.leaves.push(Some(right));
-                (self.leaves.len() - 1) as u32
-            }
-        };
+        let z = self.free.pop().unwrap_or(self.leaves.len() as u32);
+        self.leaves.put(z, right);
+        if let Some(cow) = self.cow.as_deref_mut() {
+            cow.fresh.push(z);
+        }
         let w = self.leaf(x).next;
         self.leaf_mut(z).prev = x;
         self.leaf_mut(z).next = w;
@@ -669,7 +951,10 @@ impl<V> RawMap<V> {
         }
         self.leaf_mut(y).next = w;
         self.leaf_mut(y).set_upper(upper.as_deref());
-        self.leaves[x as usize] = None;
+        match self.cow.as_deref_mut() {
+            Some(cow) if !cow.fresh.contains(&x) => cow.retired.push(self.leaves.retire(x)),
+            _ => drop(self.leaves.take(x)),
+        }
         self.free.push(x);
     }
 
@@ -677,7 +962,7 @@ impl<V> RawMap<V> {
     /// shares with an anchor: with one of the leaf's fences), and now and then re-chooses the
     /// first round's window from the record.
     fn sample(&mut self, x: u32) {
-        let l = self.leaves[x as usize].as_deref().expect("a live leaf");
+        let l = self.leaves.get(x).expect("a live leaf");
         let upper = l.upper();
         for i in (0..l.len()).step_by(l.len().div_ceil(4)) {
             let k = l.key(i);
@@ -725,6 +1010,7 @@ impl<V> RawMap<V> {
 
     /// Removes every entry.
     pub(crate) fn clear(&mut self) {
+        debug_assert!(self.cow.is_none(), "readers may hold the leaves");
         *self = RawMap::new(self.seed);
     }
 
@@ -780,8 +1066,8 @@ impl<V> RawMap<V> {
         if prev != self.tail || prev_upper.is_some() {
             return Err("the last leaf is not the tail or has an upper fence".into());
         }
-        if count != self.len {
-            return Err(format!("{count} entries, len {}", self.len));
+        if count != self.len() {
+            return Err(format!("{count} entries, len {}", self.len()));
         }
         if seen + self.free.len() != self.leaves.len() {
             return Err("leaves lost from the list".into());
@@ -820,7 +1106,7 @@ impl<V> RawMap<V> {
 impl<V> core::fmt::Debug for RawMap<V> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RawMap")
-            .field("len", &self.len)
+            .field("len", &self.len())
             .field("leaves", &(self.leaves.len() - self.free.len()))
             .field("nodes", &self.nodes.len())
             .finish()
