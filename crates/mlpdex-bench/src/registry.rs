@@ -383,6 +383,13 @@ pub const INDEXES: &[Entry] = &[
         run: exec::serve::<ConcurrentMlp<true>>,
     },
     Entry {
+        name: "mlp-index-bytes-concurrent",
+        about: "mlpdex MlpIndexBytes for many threads: copy-on-write leaves, readers in sections, writers taking turns",
+        kind: ONE_OFF,
+        keys: KeyWidth::Any,
+        run: exec::serve::<crate::ours::mlp_index_bytes::MlpBytesConcurrent>,
+    },
+    Entry {
         name: "shortcut-eh",
         about: "mlpdex shortcut extendible hashing (vm-shortcuts-extendible-hashing.txt), 8-byte keys, point operations",
         kind: Kind::Main,
@@ -799,6 +806,7 @@ mod tests {
                 "cuckoo-trie-concurrent-keyed",
                 "mlp-index-concurrent",
                 "mlp-index-concurrent-growing",
+                "mlp-index-bytes-concurrent",
                 "{eh,ht,hti,ch}",
                 "{shortcut-eh-d20,eh-d20}",
                 "mlp-index-{bucketized,paper}",
