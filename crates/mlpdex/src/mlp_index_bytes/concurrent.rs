@@ -39,6 +39,11 @@
 //! [`SkipList`](crate::skiplist::SkipList)'s, under the same [`epoch::Guard`](crate::epoch),
 //! so the same code runs on any of them.
 //!
+//! Measured on 1 and 2 threads against the concurrent Cuckoo Trie (with and without its key
+//! index), scc's `TreeIndex` and crossbeam's `SkipMap`, read-only and half updates, on the
+//! long-key datasets: [`docs/results/long-keys-concurrent.md`](../../../../docs/results/long-keys-concurrent.md)
+//! (suite `bench/suites/long-keys-concurrent.toml`).
+//!
 //! When not: write-heavy loads from many threads. **Writers take turns** (one write lock), and
 //! each write copies the leaf it changes (about 2 KiB plus the leaf's keys), so a write costs
 //! more than in the single-threaded map. For concurrent writers, use the
