@@ -58,7 +58,8 @@
 //!   [`upper_bound`](ConcurrentMlpIndexBytes::upper_bound) are linearizable.
 //! - A [`Range`] is not a snapshot: it reads one leaf version at a time (up to 64 successive
 //!   entries of one state of the map), and moves to the next leaf from where the last one
-//!   ended. So an iteration never yields a key removed before it started, never skips a key
+//!   ended (past the last leaf, from the last key it yielded: keys appended meanwhile come
+//!   too). So an iteration never yields a key removed before it started, never skips a key
 //!   present throughout, yields each key at most once, and yields keys in strictly increasing
 //!   order (decreasing from the back).
 //! - References handed out live as long as the [`Guard`] passed in (see
@@ -413,6 +414,8 @@ impl<V> ConcurrentMlpIndexBytes<V> {
     /// When `out` is shorter than `keys`.
     pub fn get_batch<'g>(&'g self, keys: &[&[u8]], out: &mut [Option<&'g V>], guard: &'g Guard) {
         assert!(out.len() >= keys.len(), "output shorter than the batch");
+        // `out[keys.len()..]` is left alone.
+        let out = &mut out[..keys.len()];
         for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
             let mut at: [Option<Found<V>>; BATCH] = [None; BATCH];
             self.section(guard, |raw| {
@@ -466,11 +469,7 @@ impl<V> ConcurrentMlpIndexBytes<V> {
         guard: &'g Guard,
     ) -> Option<(&'g [u8], &'g V)> {
         let at = self.section(guard, |raw| {
-            let (l, i) = match bound {
-                Bound::Unbounded => (raw.first_version(), 0),
-                Bound::Included(k) => raw.seek_version(k, true),
-                Bound::Excluded(k) => raw.seek_version(k, false),
-            };
+            let (l, i) = raw.seek_bound(bound, true);
             raw.forward_version(l, i).map(found)
         })?;
         // SAFETY: as in `get`.
@@ -486,14 +485,7 @@ impl<V> ConcurrentMlpIndexBytes<V> {
         guard: &'g Guard,
     ) -> Option<(&'g [u8], &'g V)> {
         let at = self.section(guard, |raw| {
-            let (l, i) = match bound {
-                Bound::Unbounded => {
-                    let l = raw.last_version();
-                    (l, l.len())
-                }
-                Bound::Included(k) => raw.seek_version(k, false),
-                Bound::Excluded(k) => raw.seek_version(k, true),
-            };
+            let (l, i) = raw.seek_bound(bound, false);
             raw.back_version(l, i).map(found)
         })?;
         // SAFETY: as in `get`.
@@ -746,7 +738,7 @@ mod tests {
                 seen.push(k.to_vec());
                 step += 1;
                 // Every 10 entries: a burst of inserts (splits), then of removals (merges).
-                if step % 10 == 0 {
+                if step.is_multiple_of(10) {
                     let phase = step / 10;
                     for i in (1..n).step_by(2) {
                         if phase % 2 == 1 {
@@ -778,11 +770,8 @@ mod tests {
         let g = pin();
         let mut it = map.iter(&g);
         let (mut front, mut back) = (Vec::new(), Vec::new());
-        loop {
-            match it.next() {
-                Some((k, _)) => front.push(k.to_vec()),
-                None => break,
-            }
+        while let Some((k, _)) = it.next() {
+            front.push(k.to_vec());
             match it.next_back() {
                 Some((k, _)) => back.push(k.to_vec()),
                 None => break,

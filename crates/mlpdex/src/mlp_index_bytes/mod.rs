@@ -194,6 +194,8 @@ impl<V> MlpIndexBytes<V> {
     pub fn get_batch<'a>(&'a self, keys: &[&[u8]], out: &mut [Option<&'a V>]) {
         assert!(out.len() >= keys.len(), "output shorter than the batch");
         let mut pos = [None; raw::BATCH];
+        // `out[keys.len()..]` is left alone.
+        let out = &mut out[..keys.len()];
         for (ks, os) in keys.chunks(raw::BATCH).zip(out.chunks_mut(raw::BATCH)) {
             self.raw.find_batch(ks, &mut pos[..ks.len()]);
             for (o, p) in os.iter_mut().zip(pos) {

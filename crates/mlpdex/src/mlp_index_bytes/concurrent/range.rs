@@ -76,49 +76,50 @@ impl<'g, V, R: KeyRange> Range<'g, V, R> {
     /// The front's next entry: in the version it reads, or, past its end, the first entry
     /// from where that version ended.
     fn front_entry(&mut self) -> Option<(&'g Leaf<V>, usize)> {
+        let (s, _) = self.range.key_bounds();
+        // Where the front goes on from when it has no version to follow: after the last key
+        // it yielded, or at the range's start.
+        let from = match self.front.last {
+            Some(k) => Bound::Excluded(k),
+            None => s,
+        };
         let at = match self.front.at {
             Some((l, i)) if i < l.len() => return Some((l, i)),
             Some((l, _)) => self.map.section(self.guard, |raw| {
-                let (n, j) = raw.after_version(l)?;
+                // Past the last leaf's version, what was appended since.
+                let (n, j) = raw
+                    .after_version(l)
+                    .unwrap_or_else(|| raw.seek_bound(from, true));
                 raw.forward_version(n, j).map(found)
             }),
-            None => {
-                let (s, _) = self.range.key_bounds();
-                self.map.section(self.guard, |raw| {
-                    let (l, i) = match s {
-                        Bound::Unbounded => (raw.first_version(), 0),
-                        Bound::Included(k) => raw.seek_version(k, true),
-                        Bound::Excluded(k) => raw.seek_version(k, false),
-                    };
-                    raw.forward_version(l, i).map(found)
-                })
-            }
+            None => self.map.section(self.guard, |raw| {
+                let (l, i) = raw.seek_bound(from, true);
+                raw.forward_version(l, i).map(found)
+            }),
         };
         at.map(|a| self.hold(a))
     }
 
     /// The back's next entry (see [`front_entry`](Self::front_entry)).
     fn back_entry(&mut self) -> Option<(&'g Leaf<V>, usize)> {
+        let (_, e) = self.range.key_bounds();
+        let from = match self.back.last {
+            Some(k) => Bound::Excluded(k),
+            None => e,
+        };
         let at = match self.back.at {
             Some((l, i)) if i > 0 => return Some((l, i - 1)),
             Some((l, _)) => self.map.section(self.guard, |raw| {
-                let (p, j) = raw.before_version(l);
+                // Before the first leaf's version, what was put in front of it since.
+                let (p, j) = raw
+                    .before_version(l)
+                    .unwrap_or_else(|| raw.seek_bound(from, false));
                 raw.back_version(p, j).map(found)
             }),
-            None => {
-                let (_, e) = self.range.key_bounds();
-                self.map.section(self.guard, |raw| {
-                    let (l, i) = match e {
-                        Bound::Unbounded => {
-                            let l = raw.last_version();
-                            (l, l.len())
-                        }
-                        Bound::Included(k) => raw.seek_version(k, false),
-                        Bound::Excluded(k) => raw.seek_version(k, true),
-                    };
-                    raw.back_version(l, i).map(found)
-                })
-            }
+            None => self.map.section(self.guard, |raw| {
+                let (l, i) = raw.seek_bound(from, false);
+                raw.back_version(l, i).map(found)
+            }),
         };
         at.map(|a| self.hold(a))
     }

@@ -610,16 +610,39 @@ impl<V> RawMap<V> {
 
     /// The gap where the keys before leaf version `old` end, now (see
     /// [`after_version`](Self::after_version)): entries before the index returned order before
-    /// `old`'s lower fence.
+    /// `old`'s lower fence. `None` when `old` was the first leaf.
     #[inline]
-    pub(crate) fn before_version(&self, old: &Leaf<V>) -> (&Leaf<V>, usize) {
-        if old.prev != NONE
-            && let Some(p) = self.leaves.get(old.prev)
+    pub(crate) fn before_version(&self, old: &Leaf<V>) -> Option<(&Leaf<V>, usize)> {
+        if old.prev == NONE {
+            return None;
+        }
+        if let Some(p) = self.leaves.get(old.prev)
             && old.follows(p)
         {
-            return (p, p.len());
+            return Some((p, p.len()));
         }
-        self.seek_version(old.lower(), true)
+        Some(self.seek_version(old.lower(), true))
+    }
+
+    /// The gap at a range's bound, for a reader: from the front (`front`), before the first
+    /// key within `bound` (`Unbounded`: the start); from the back, after the last key within
+    /// it (`Unbounded`: the end).
+    #[inline]
+    pub(crate) fn seek_bound(
+        &self,
+        bound: core::ops::Bound<&[u8]>,
+        front: bool,
+    ) -> (&Leaf<V>, usize) {
+        use core::ops::Bound::{Excluded, Included, Unbounded};
+        match (bound, front) {
+            (Unbounded, true) => (self.first_version(), 0),
+            (Unbounded, false) => {
+                let l = self.last_version();
+                (l, l.len())
+            }
+            (Included(k), _) => self.seek_version(k, front),
+            (Excluded(k), _) => self.seek_version(k, !front),
+        }
     }
 
     /// The position of the first entry in key order (the gap of an empty map).
