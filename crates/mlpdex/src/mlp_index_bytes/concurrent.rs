@@ -44,9 +44,10 @@
 //! long-key datasets: [`docs/results/long-keys-concurrent.md`](../../../../docs/results/long-keys-concurrent.md)
 //! (suite `bench/suites/long-keys-concurrent.toml`).
 //!
-//! When not: write-heavy loads from many threads. **Writers take turns** (one write lock), and
-//! each write copies the leaf it changes (about 2 KiB plus the leaf's keys), so a write costs
-//! more than in the single-threaded map. For concurrent writers, use the
+//! When not: insert-heavy loads from many threads. Each write copies the leaf it changes (about
+//! 2 KiB plus the leaf's keys), so it costs more than in the single-threaded map; writes to
+//! different leaves run in parallel, but **splits and merges take turns** and stop readers
+//! while they rewire the tables. For growing maps written by many threads, use the
 //! [`ConcurrentCuckooTrie`](crate::cuckoo_trie::ConcurrentCuckooTrie); for one thread, the
 //! single-threaded [`MlpIndexBytes`](super::MlpIndexBytes), which changes leaves in place.
 //!
@@ -76,18 +77,19 @@
 //!
 //! * **Leaves are copy-on-write.** A leaf in the leaf table is never changed: a write builds a
 //!   copy of the leaf with its change (the values moved bit for bit, not cloned) and
-//!   publishes it with one atomic store in the leaf table; the version it replaced is retired
-//!   to the epoch collector, to be freed (without its values, which the copy owns) once no
-//!   guard pinned before the store is left. A reader that loaded a leaf version keeps a
+//!   publishes it with one compare-and-swap in the leaf table; the version it replaced is
+//!   retired to the epoch collector, to be freed (without its values, which the copy owns)
+//!   once no guard pinned before the swap is left. A reader that loaded a leaf version keeps a
 //!   consistent, unchanging leaf for as long as its guard lives.
 //! * **Read sections.** The prefix table, the leaves' links and fences, and the leaf table's
 //!   array are read only inside a *section* (`gate`): a reader announces the section on a
 //!   counter of its own and checks that the gate is open. An insertion or removal that
-//!   changes one leaf's entries and not its fences (nearly all of them) publishes its copy
-//!   while sections run: a section sees the old version or the new one, and either agrees with
-//!   the prefix table. A write that splits a leaf, drops one or merges two closes the gate,
-//!   waits for the sections under way to end, rewires the tables and the copies, and opens
-//!   it; readers arriving meanwhile wait for it. A search's leaf, found in a section, is read
+//!   changes one leaf's entries and not its fences (nearly all of them) runs in a section of
+//!   its own and publishes its copy there: a section sees the old version or the new one, and
+//!   either agrees with the prefix table. A write that splits a leaf, drops one or merges two
+//!   takes the write lock, closes the gate, waits for the sections under way to end (readers'
+//!   and writers'), rewires the tables and the copies, and opens it; readers and writers
+//!   arriving meanwhile wait for it. A search's leaf, found in a section, is read
 //!   after it (the version is the reader's to keep).
 //! * **Scans** hold a leaf version between sections. To move on, a section follows the
 //!   version's link and checks that the leaf there still begins where the version ended (its
@@ -96,14 +98,16 @@
 //! * **Growth.** The prefix table grows before a split that might not fit: the writer builds
 //!   the larger copy while readers keep reading the current one, and only swaps it in with
 //!   the gate closed. The leaf table's array grows with the gate closed (pointers only).
-//! * **Writers** take turns under a lock; the write lock serializes the copy-on-write writes
-//!   and the gate's closings.
+//! * **Writers** of one leaf race by compare-and-swap: the loser's copy was never seen by
+//!   anyone; it takes its value back, forgets the rest (the winner's values) and copies the
+//!   new version. Writes to different leaves do not wait for each other. Splits and merges
+//!   take turns under the write lock, which also serializes the gate's closings.
 //!
 //! # Deviations
 //!
 //! Readers are not lock-free: they wait while a split or merge rewires the tables (one split
 //! or merge's work; a leaf splits in two halves of 32 entries, so at most one insertion in 32
-//! splits), never for other readers or for the other writes. Writers take turns, as in [`ConcurrentMlpIndex`](crate::mlp_index::ConcurrentMlpIndex):
+//! splits), never for other readers or for the other writes. Splits and merges take turns:
 //! running two at once would need their copies of shared leaves and table nodes merged at
 //! commit, as the Cuckoo Trie's write sessions do for its buckets.
 
@@ -114,8 +118,8 @@ use core::cell::UnsafeCell;
 use core::fmt;
 use core::ops::{Bound, ControlFlow, RangeFull};
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicIsize, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use gate::Gate;
@@ -146,16 +150,19 @@ pub struct ConcurrentMlpIndexBytes<V> {
     raw: UnsafeCell<RawMap<V>>,
     gate: Gate,
     writer: Mutex<()>,
-    len: AtomicUsize,
+    /// Keys stored: goes up once an insertion is visible and down before a removal is
+    /// (so it never counts a key no reader can find; briefly below zero when two writers race
+    /// to remove one key).
+    len: AtomicIsize,
     /// Bytes of retired leaf versions and values not yet freed (the deferred frees count down).
     retired: Arc<AtomicUsize>,
 }
 
 // SAFETY: the map owns its leaves and values (`V: Send` to move or free them on another
 // thread, `V: Sync` to lend `&V` to several). The `UnsafeCell` is shared under the protocol of
-// the module docs: `&mut RawMap` exists only on the writer (write lock held) with the gate
+// the module docs: `&mut RawMap` exists only on a writer holding the write lock with the gate
 // closed and no section under way; otherwise every thread holds at most `&RawMap`, and the
-// writer's changes through it are atomic stores (leaf table entries, the entry count).
+// writers' changes through it are atomic (leaf table entries, the entry count).
 unsafe impl<V: Send + Sync> Send for ConcurrentMlpIndexBytes<V> {}
 // SAFETY: see `Send`.
 unsafe impl<V: Send + Sync> Sync for ConcurrentMlpIndexBytes<V> {}
@@ -217,7 +224,7 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
             raw: UnsafeCell::new(RawMap::new_cow(random_seed())),
             gate: Gate::new(),
             writer: Mutex::new(()),
-            len: AtomicUsize::new(0),
+            len: AtomicIsize::new(0),
             retired: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -230,26 +237,30 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
         V: Clone,
     {
         check_len(key)?;
-        let _w = self.write_lock();
         let guard = pin();
-        let (old, retired) = match self.shared().insert_published(key, value) {
-            Ok((old, version)) => (old, vec![version]),
-            Err(value) => {
-                // A split: grow the prefix table first, beside the one readers read.
-                let grown = self.shared().grown_slots_for(key)?;
-                let closed = self.close();
-                // SAFETY: the write lock is held, the gate closed and every section ended.
-                let raw = unsafe { &mut *self.raw.get() };
-                if let Some(slots) = grown {
-                    raw.install_slots(slots);
+        let (old, retired) =
+            match self.section(&guard, |raw| raw.insert_published(key, value, &self.len)) {
+                Ok((old, version)) => (old, vec![version]),
+                Err(value) => {
+                    // A split: grow the prefix table first, beside the one readers read.
+                    let _w = self.write_lock();
+                    let grown = self.shared().grown_slots_for(key)?;
+                    let closed = self.close();
+                    // SAFETY: the write lock is held, the gate closed and every section (readers'
+                    // and single-leaf writers') ended.
+                    let raw = unsafe { &mut *self.raw.get() };
+                    if let Some(slots) = grown {
+                        raw.install_slots(slots);
+                    }
+                    let (_, old) = raw.insert(key, value);
+                    if old.is_none() {
+                        self.len.fetch_add(1, Relaxed);
+                    }
+                    let retired = raw.end_operation();
+                    drop(closed);
+                    (old, retired)
                 }
-                let (_, old) = raw.insert(key, value);
-                let retired = raw.end_operation();
-                drop(closed);
-                (old, retired)
-            }
-        };
-        self.len.store(self.shared().len(), Relaxed);
+            };
         let out = old.clone();
         self.retire(&guard, retired, old);
         Ok(out)
@@ -260,23 +271,25 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
     where
         V: Clone,
     {
-        let _w = self.write_lock();
         let guard = pin();
-        let (old, retired) = match self.shared().remove_published(key) {
+        let (old, retired) = match self.section(&guard, |raw| raw.remove_published(key, &self.len))
+        {
             Ok(None) => return None,
             Ok(Some((old, version))) => (old, vec![version]),
             Err(()) => {
+                let _w = self.write_lock();
                 let closed = self.close();
                 // SAFETY: as in `insert`.
                 let raw = unsafe { &mut *self.raw.get() };
-                let at = raw.find(key).expect("the key a removal found");
+                // Another writer may have removed it since the section.
+                let at = raw.find(key)?;
                 let (_, old) = raw.remove_at(at);
+                self.len.fetch_sub(1, Relaxed);
                 let retired = raw.end_operation();
                 drop(closed);
                 (old, retired)
             }
         };
-        self.len.store(self.shared().len(), Relaxed);
         let out = old.clone();
         self.retire(&guard, retired, Some(old));
         Some(out)
@@ -344,12 +357,6 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Closes the gate until the result drops. The write lock must be held.
-    fn close(&self) -> Closed<'_> {
-        self.gate.close();
-        Closed(&self.gate)
-    }
-
     /// Hands leaf versions a write replaced, and the value it replaced or removed, to the
     /// collector: freed once every guard pinned before now is dropped.
     fn retire(&self, guard: &Guard, versions: Vec<Superseded<V>>, value: Option<V>) {
@@ -366,7 +373,13 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
 }
 
 impl<V> ConcurrentMlpIndexBytes<V> {
-    /// The map through `&`: for the writer (write lock held), and for sections.
+    /// Closes the gate until the result drops. The write lock must be held.
+    fn close(&self) -> Closed<'_> {
+        self.gate.close();
+        Closed(&self.gate)
+    }
+
+    /// The map through `&`: for sections, and for the write lock's holder.
     fn shared(&self) -> &RawMap<V> {
         // SAFETY: `&mut RawMap` exists only while the gate is closed with no section under
         // way and the write lock held (module docs); callers are sections or the lock's holder
@@ -444,7 +457,7 @@ impl<V> ConcurrentMlpIndexBytes<V> {
 
     /// Number of keys stored; exact when no write is in flight.
     pub fn len(&self) -> usize {
-        self.len.load(Relaxed)
+        self.len.load(Relaxed).max(0) as usize
     }
 
     /// True when no key is stored.
@@ -519,11 +532,12 @@ impl<V> ConcurrentMlpIndexBytes<V> {
         self.range(.., guard)
     }
 
-    /// Audits every structural invariant (slow; holds the write lock, readers go on). For
-    /// tests.
+    /// Audits every structural invariant (slow; holds the write lock and keeps readers and
+    /// writers out). For tests.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
         let _w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let _closed = self.close();
         let raw = self.shared();
         raw.audit()?;
         if raw.len() != self.len() {

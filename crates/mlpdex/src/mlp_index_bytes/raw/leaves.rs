@@ -1,10 +1,10 @@
-//! The leaves by id: a table of pointers that readers on other threads may load while the
-//! writer replaces entries (the concurrent map's copy-on-write leaves), and the leaf versions
-//! a replacement leaves behind.
+//! The leaves by id: a table of pointers that readers on other threads may load while writers
+//! replace entries (the concurrent map's copy-on-write leaves), and the leaf versions a
+//! replacement leaves behind.
 //!
 //! The table owns the leaf each entry points to, values included. A copy-on-write writer
 //! gives a leaf's new version the old one's values bit for bit ([`Leaf::cow_copy`]), puts it
-//! in the table with [`Leaves::publish`] (or [`Leaves::swap`]), and gets the old version back
+//! in the table with [`Leaves::publish_if`] (or [`Leaves::swap`]), and gets the old version back
 //! as a [`Superseded`]: memory that readers may still be reading, to be freed when they are
 //! done (the concurrent map defers it to the epoch collector), without dropping the values,
 //! which belong to the new version.
@@ -29,7 +29,7 @@ pub(crate) struct Leaves<V> {
 // to boxes only it frees), so it may move to another thread with them (`V: Send`), and
 // sharing it shares `&Leaf<V>`s (`V: Sync`; a leaf's own fields are plain data).
 unsafe impl<V: Send> Send for Leaves<V> {}
-// SAFETY: see `Send`; through `&Leaves` the only write is `publish`'s atomic swap.
+// SAFETY: see `Send`; through `&Leaves` the only write is `publish_if`'s compare-and-swap.
 unsafe impl<V: Sync> Sync for Leaves<V> {}
 
 /// A leaf version that a newer one replaced: it holds bit copies of values the newer version
@@ -144,11 +144,24 @@ impl<V> Leaves<V> {
         Superseded(NonNull::new(old).expect("a live leaf"))
     }
 
-    /// [`swap`](Self::swap) while readers load the table: the new version becomes visible
-    /// to every load that follows, with its contents (release).
-    pub(crate) fn publish(&self, id: u32, leaf: Box<Leaf<V>>) -> Superseded<V> {
-        let old = self.slots[id as usize].swap(Box::into_raw(leaf), AcqRel);
-        Superseded(NonNull::new(old).expect("a live leaf"))
+    /// [`swap`](Self::swap) while readers load the table and other writers race for the same
+    /// entry: replaces leaf `id` with `leaf` if it is still `expected` (compare-and-swap; the
+    /// new version becomes visible to every load that follows, with its contents); the
+    /// version replaced, or `Err(leaf)` when another writer replaced `expected` first (`leaf`
+    /// was never visible to anyone).
+    pub(crate) fn publish_if(
+        &self,
+        id: u32,
+        expected: &Leaf<V>,
+        leaf: Box<Leaf<V>>,
+    ) -> Result<Superseded<V>, Box<Leaf<V>>> {
+        let new = Box::into_raw(leaf);
+        let want = core::ptr::from_ref(expected).cast_mut();
+        match self.slots[id as usize].compare_exchange(want, new, AcqRel, Acquire) {
+            Ok(old) => Ok(Superseded(NonNull::new(old).expect("a live leaf"))),
+            // SAFETY: `new` came from `Box::into_raw` above and was not stored.
+            Err(_) => Err(unsafe { Box::from_raw(new) }),
+        }
     }
 
     /// The leaves in use, by id.

@@ -30,8 +30,8 @@ mod leaf;
 mod leaves;
 mod meta;
 
-use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicIsize, AtomicUsize};
 
 use hash::PrefixHasher;
 pub(crate) use leaf::{CAP, Leaf};
@@ -774,61 +774,102 @@ impl<V> RawMap<V> {
         Merge::None
     }
 
-    /// [`insert`](Self::insert) by a copy-on-write writer while readers read the map, when it
-    /// changes one leaf: a copy of `key`'s leaf with the change replaces it in one store. The
-    /// previous value, if any, and the version replaced. `Err(val)` when the leaf is full:
-    /// the insertion splits it, which the caller must do through
-    /// [`insert`](Self::insert) with readers kept out.
+    /// [`insert`](Self::insert) by a copy-on-write writer while readers and other such writers
+    /// run, when it changes one leaf: a copy of `key`'s leaf with the change replaces it by a
+    /// compare-and-swap, retried on the newer version when another writer replaced it first.
+    /// The previous value, if any, and the version replaced. `Err(val)` when the leaf is full:
+    /// the insertion splits it, which the caller must do through [`insert`](Self::insert) with
+    /// readers and these writers kept out. `count`, the caller's entry count, goes up once the
+    /// new key is visible.
     ///
-    /// The caller is the only writer; readers may run in the table meanwhile.
+    /// Leaf ids and fences must not change meanwhile (the concurrent map calls this in a read
+    /// section).
     #[allow(unsafe_code)]
     pub(crate) fn insert_published(
         &self,
         key: &[u8],
-        val: V,
+        mut val: V,
+        count: &AtomicIsize,
     ) -> Result<(Option<V>, Superseded<V>), V> {
         debug_assert!(self.cow.is_some());
         let mut h = PrefixHasher::new(key, self.seed);
         let x = self.locate(key, &mut h, true);
         let tag = tag_of(h.hash(key.len()));
-        let l = self.leaf(x);
-        let (i, eq) = l.seek(key);
-        if !eq && l.len() == CAP {
-            return Err(val);
+        loop {
+            let l = self.leaf(x);
+            let (i, eq) = l.seek(key);
+            if !eq && l.len() == CAP {
+                return Err(val);
+            }
+            // SAFETY: if the copy is published, the old version leaves the table in the same
+            // step and goes to the caller as a `Superseded`, which is only read until it is
+            // freed without its values; if not, the copy gives back `val` and forgets the rest.
+            let mut copy = unsafe { l.cow_copy(if eq { 0 } else { key.len() }) };
+            let old = if eq {
+                Some(core::mem::replace(copy.val_mut(i), val))
+            } else {
+                copy.insert_at(i, key, tag, val);
+                None
+            };
+            match self.leaves.publish_if(x, l, copy) {
+                Ok(version) => {
+                    if old.is_none() {
+                        self.len.fetch_add(1, Relaxed);
+                        count.fetch_add(1, Relaxed);
+                    }
+                    return Ok((old, version));
+                }
+                Err(mut copy) => {
+                    // Another writer was first: take `val` back; the other values are `l`'s.
+                    val = match old {
+                        Some(o) => core::mem::replace(copy.val_mut(i), o),
+                        None => copy.remove_at(i),
+                    };
+                    copy.forget_values();
+                }
+            }
         }
-        // SAFETY: the old version leaves the table in `publish` below and is handed to the
-        // caller as a `Superseded`, which is only read until it is freed without its values.
-        let mut copy = unsafe { l.cow_copy(if eq { 0 } else { key.len() }) };
-        let old = if eq {
-            Some(core::mem::replace(copy.val_mut(i), val))
-        } else {
-            copy.insert_at(i, key, tag, val);
-            self.len.fetch_add(1, Relaxed);
-            None
-        };
-        Ok((old, self.leaves.publish(x, copy)))
     }
 
-    /// [`remove`](Self::remove_at) of `key` by a copy-on-write writer while readers read the
-    /// map (see [`insert_published`](Self::insert_published)): `Ok(None)` when `key` is absent,
-    /// else its value and the leaf version replaced. `Err(())` when the removal would drop or
-    /// merge leaves: the caller must remove through [`remove_at`](Self::remove_at) with
-    /// readers kept out.
+    /// [`remove`](Self::remove_at) of `key` by a copy-on-write writer beside readers and other
+    /// such writers (see [`insert_published`](Self::insert_published)): `Ok(None)` when `key`
+    /// is absent, else its value and the leaf version replaced. `Err(())` when the removal
+    /// would drop or merge leaves: the caller must remove through
+    /// [`remove_at`](Self::remove_at) with readers and these writers kept out. `count`, the
+    /// caller's entry count, goes down before the key disappears (back up if another writer
+    /// was first), so that it never counts more keys than are present.
     #[allow(unsafe_code)]
-    pub(crate) fn remove_published(&self, key: &[u8]) -> Result<Option<(V, Superseded<V>)>, ()> {
+    pub(crate) fn remove_published(
+        &self,
+        key: &[u8],
+        count: &AtomicIsize,
+    ) -> Result<Option<(V, Superseded<V>)>, ()> {
         debug_assert!(self.cow.is_some());
         let routed = self.find_start(key);
-        let Some((x, l, i)) = self.find_end(key, routed) else {
-            return Ok(None);
-        };
-        if self.merge_after_remove(x, l.len() - 1) != Merge::None {
-            return Err(());
+        loop {
+            let Some((x, l, i)) = self.find_end(key, routed) else {
+                return Ok(None);
+            };
+            if self.merge_after_remove(x, l.len() - 1) != Merge::None {
+                return Err(());
+            }
+            // SAFETY: as in `insert_published`; on failure the value taken out of the copy
+            // is `l`'s and is forgotten.
+            let mut copy = unsafe { l.cow_copy(0) };
+            let v = copy.remove_at(i);
+            count.fetch_sub(1, Relaxed);
+            match self.leaves.publish_if(x, l, copy) {
+                Ok(version) => {
+                    self.len.fetch_sub(1, Relaxed);
+                    return Ok(Some((v, version)));
+                }
+                Err(mut copy) => {
+                    count.fetch_add(1, Relaxed);
+                    core::mem::forget(v);
+                    copy.forget_values();
+                }
+            }
         }
-        // SAFETY: as in `insert_published`.
-        let mut copy = unsafe { l.cow_copy(0) };
-        let v = copy.remove_at(i);
-        self.len.fetch_sub(1, Relaxed);
-        Ok(Some((v, self.leaves.publish(x, copy))))
     }
 
     /// Before an insertion of `key` that splits a leaf (see
