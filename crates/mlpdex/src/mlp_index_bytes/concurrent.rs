@@ -733,7 +733,7 @@ mod tests {
     /// order, from either end.
     #[test]
     fn iterations_continue_across_splits_and_merges() {
-        let n: u32 = if cfg!(miri) { 200 } else { 3_000 };
+        let n: u32 = if cfg!(miri) { 140 } else { 3_000 };
         let map = ConcurrentMlpIndexBytes::new();
         // Even keys stay throughout; odd ones come and go.
         for i in (0..n).step_by(2) {
@@ -803,12 +803,14 @@ mod tests {
     #[test]
     fn retired_memory_is_freed() {
         let map = ConcurrentMlpIndexBytes::new();
+        // Under miri, just over two leaves' worth.
+        let n = if cfg!(miri) { 140 } else { 300 };
         for round in 0..3u64 {
-            for i in 0..300 {
+            for i in 0..n {
                 map.insert(&key(i), vec![round; 4]).unwrap();
             }
         }
-        for i in 0..300 {
+        for i in 0..n {
             assert_eq!(map.remove(&key(i)), Some(vec![2; 4]));
         }
         assert!(map.retired.load(Relaxed) > 0);
