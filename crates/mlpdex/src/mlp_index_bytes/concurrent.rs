@@ -238,9 +238,9 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
     {
         check_len(key)?;
         let guard = pin();
-        let (old, retired) =
+        let (old, version, retired) =
             match self.section(&guard, |raw| raw.insert_published(key, value, &self.len)) {
-                Ok((old, version)) => (old, vec![version]),
+                Ok((old, version)) => (old, Some(version), Vec::new()),
                 Err(value) => {
                     // A split: grow the prefix table first, beside the one readers read.
                     let _w = self.write_lock();
@@ -258,11 +258,11 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
                     }
                     let retired = raw.end_operation();
                     drop(closed);
-                    (old, retired)
+                    (old, None, retired)
                 }
             };
         let out = old.clone();
-        self.retire(&guard, retired, old);
+        self.retire(&guard, version, retired, old);
         Ok(out)
     }
 
@@ -272,26 +272,26 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
         V: Clone,
     {
         let guard = pin();
-        let (old, retired) = match self.section(&guard, |raw| raw.remove_published(key, &self.len))
-        {
-            Ok(None) => return None,
-            Ok(Some((old, version))) => (old, vec![version]),
-            Err(()) => {
-                let _w = self.write_lock();
-                let closed = self.close();
-                // SAFETY: as in `insert`.
-                let raw = unsafe { &mut *self.raw.get() };
-                // Another writer may have removed it since the section.
-                let at = raw.find(key)?;
-                let (_, old) = raw.remove_at(at);
-                self.len.fetch_sub(1, Relaxed);
-                let retired = raw.end_operation();
-                drop(closed);
-                (old, retired)
-            }
-        };
+        let (old, version, retired) =
+            match self.section(&guard, |raw| raw.remove_published(key, &self.len)) {
+                Ok(None) => return None,
+                Ok(Some((old, version))) => (old, Some(version), Vec::new()),
+                Err(()) => {
+                    let _w = self.write_lock();
+                    let closed = self.close();
+                    // SAFETY: as in `insert`.
+                    let raw = unsafe { &mut *self.raw.get() };
+                    // Another writer may have removed it since the section.
+                    let at = raw.find(key)?;
+                    let (_, old) = raw.remove_at(at);
+                    self.len.fetch_sub(1, Relaxed);
+                    let retired = raw.end_operation();
+                    drop(closed);
+                    (old, None, retired)
+                }
+            };
         let out = old.clone();
-        self.retire(&guard, retired, Some(old));
+        self.retire(&guard, version, retired, Some(old));
         Some(out)
     }
 
@@ -357,14 +357,26 @@ impl<V: Send + Sync + 'static> ConcurrentMlpIndexBytes<V> {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands leaf versions a write replaced, and the value it replaced or removed, to the
-    /// collector: freed once every guard pinned before now is dropped.
-    fn retire(&self, guard: &Guard, versions: Vec<Superseded<V>>, value: Option<V>) {
-        let bytes = versions.iter().map(Superseded::heap_bytes).sum::<usize>()
+    /// Hands leaf versions a write replaced (`version` from a single-leaf write, `versions`
+    /// from a split or merge: no allocation on the common path), and the value it replaced or
+    /// removed, to the collector: freed once every guard pinned before now is dropped.
+    fn retire(
+        &self,
+        guard: &Guard,
+        version: Option<Superseded<V>>,
+        versions: Vec<Superseded<V>>,
+        value: Option<V>,
+    ) {
+        let bytes = version
+            .iter()
+            .chain(&versions)
+            .map(Superseded::heap_bytes)
+            .sum::<usize>()
             + value.as_ref().map_or(0, |_| core::mem::size_of::<V>());
         self.retired.fetch_add(bytes, Relaxed);
         let retired = Arc::clone(&self.retired);
         guard.crossbeam().defer(move || {
+            drop(version);
             drop(versions);
             drop(value);
             retired.fetch_sub(bytes, Relaxed);
